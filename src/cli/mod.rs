@@ -1,0 +1,56 @@
+//! Command-line layer: argument definitions, dispatch, and rendering of errors.
+
+pub mod args;
+pub mod error;
+
+use std::io::Write;
+
+pub use args::{command, Cli, Command};
+pub use error::CliError;
+
+use crate::commands;
+
+/// Runs one parsed command line and returns the process exit code.
+pub fn run(cli: Cli) -> i32 {
+    match dispatch(cli) {
+        Ok(code) => code,
+        Err(err) => {
+            if err.has_message() {
+                let _ = writeln!(std::io::stderr(), "Error: {err}");
+            }
+            err.exit_code()
+        }
+    }
+}
+
+fn dispatch(cli: Cli) -> Result<i32, CliError> {
+    use args::*;
+    match cli.command {
+        Command::Limits(cmd) => match cmd {
+            LimitsCommand::Validate(a) => commands::validate::run(a),
+            LimitsCommand::Plan(a) => commands::plan::plan(a),
+            LimitsCommand::Diff(a) => commands::plan::diff(a),
+            LimitsCommand::Apply(a) => commands::plan::apply(a),
+            LimitsCommand::CfnTemplate(a) => commands::cfn_template::run(a),
+        },
+        Command::Entity(EntityCommand::GetLimits {
+            entity_id,
+            resource,
+            read,
+        }) => commands::show::entity(&entity_id, &resource, read),
+        Command::Resource(ResourceCommand::GetDefaults {
+            resource_name,
+            read,
+        }) => commands::show::resource(&resource_name, read),
+        Command::System(SystemCommand::GetDefaults { read }) => commands::show::system(read),
+        Command::Namespace(cmd) => commands::namespace::run(cmd),
+        Command::Cron(CronCommand::Check(a)) => commands::cron_check::run(a),
+        Command::Cooldown(cmd) => commands::cooldown::run(cmd),
+        Command::Table(cmd) => commands::table::run(cmd),
+        Command::Completions { shell } => {
+            let mut cmd = command();
+            clap_complete::generate(shell, &mut cmd, "zae-limiter", &mut std::io::stdout());
+            Ok(crate::exit_codes::OK)
+        }
+    }
+}

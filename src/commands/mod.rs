@@ -1,0 +1,11 @@
+//! One module per command group. Each turns parsed arguments into calls on the
+//! manifest, engine and store layers and prints the result.
+
+pub mod cfn_template;
+pub mod cooldown;
+pub mod cron_check;
+pub mod namespace;
+pub mod plan;
+pub mod show;
+pub mod table;
+pub mod validate;

@@ -1,0 +1,11 @@
+//! zae-limiter-rs: the command-line tool as a library, so integration tests and
+//! generators (man pages, JSON Schema) share the exact definitions the binary uses.
+//!
+//! Data flows one way: file → parsed manifest (with spans) → validated model →
+//! desired items → diff against stored items → writes.
+
+pub mod cli;
+pub mod commands;
+pub mod exit_codes;
+pub mod manifest;
+pub mod store;

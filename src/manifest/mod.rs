@@ -1,0 +1,23 @@
+//! Limits manifests: YAML with positions → typed, validated model → normalised form.
+//!
+//! `model` is the contract with the rest of the tool: plan/apply, the item codec
+//! and `cfn-template` consume only [`model::Manifest`], never YAML.
+//!
+//! CONTRACT (implemented by the manifest loader):
+//! `pub fn load_file(path: &Path) -> Result<Loaded, Vec<Diagnostic>>` — reads,
+//! parses and validates one file; `Err` holds every error (and warning) found.
+//! `pub fn render_text(diags: &[Diagnostic]) -> String` — `file:line:col`, the
+//! snippet with a caret, the message and the help, as `limits validate` prints them.
+
+pub mod diagnostic;
+pub mod model;
+
+pub use diagnostic::{Diagnostic, Severity};
+pub use model::Manifest;
+
+/// A manifest that passed validation, with any warnings found on the way.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    pub manifest: Manifest,
+    pub warnings: Vec<Diagnostic>,
+}

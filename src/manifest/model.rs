@@ -1,0 +1,114 @@
+//! The validated, normalised manifest (spec manifest-cli.md §1.7): every default
+//! filled in, every value checked. Maps keep the manifest's order (`IndexMap`),
+//! which is what the reference iterates in; consumers that need sorted order sort.
+
+use indexmap::IndexMap;
+
+/// A whole validated manifest.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Manifest {
+    /// Namespace *name* (not the opaque id).
+    pub namespace: String,
+    /// `Some` when the manifest declares `system:` (even `{}`): the level is managed.
+    pub system: Option<SystemLevel>,
+    /// Resource defaults by resource name.
+    pub resources: IndexMap<String, LevelConfig>,
+    /// Entity id → resource name (or `_default_`) → config.
+    pub entities: IndexMap<String, IndexMap<String, LevelConfig>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SystemLevel {
+    pub limits: IndexMap<String, LimitSpec>,
+    pub on_unavailable: Option<OnUnavailable>,
+}
+
+/// A resource level or an (entity, resource) level.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct LevelConfig {
+    pub limits: IndexMap<String, LimitSpec>,
+    /// `None` inherits.
+    pub disabled: Option<Disabled>,
+    /// `None` inherits.
+    pub cascade: Option<bool>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnUnavailable {
+    Allow,
+    Block,
+}
+
+impl OnUnavailable {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnUnavailable::Allow => "allow",
+            OnUnavailable::Block => "block",
+        }
+    }
+}
+
+/// Tri-state `disabled` plus 0.17's `bypass`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Disabled {
+    /// `disabled: true`
+    Disabled,
+    /// `disabled: false` — an explicit carve-out that enforces.
+    Enforced,
+    /// `disabled: bypass` — admit everything but count.
+    Bypass,
+}
+
+/// One limit with defaults applied (`burst` already folded into `capacity`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LimitSpec {
+    /// Whole tokens, 1..=10^15.
+    pub capacity: u64,
+    /// Whole tokens, 0..=10^15. 0 exactly when the limit resets.
+    pub refill_amount: u64,
+    /// Whole seconds, 1..=10^9.
+    pub refill_period: u64,
+    /// Parameter windows, first match wins.
+    pub schedule: Vec<ScheduleEntry>,
+    /// Calendar reset edges.
+    pub reset_schedule: Vec<ResetEntry>,
+    /// Session quota window in whole seconds, anchored to first use.
+    pub reset_after_seconds: Option<u64>,
+    pub soft: bool,
+}
+
+impl LimitSpec {
+    /// A quota resets (calendar or session) instead of dripping.
+    pub fn resets(&self) -> bool {
+        !self.reset_schedule.is_empty() || self.reset_after_seconds.is_some()
+    }
+}
+
+/// A parameter window: active every minute `cron` matches in `tz`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScheduleEntry {
+    /// The cron text exactly as written (whitespace and case kept).
+    pub cron: String,
+    /// IANA zone name, `UTC` by default.
+    pub tz: String,
+    pub modifier: Modifier,
+}
+
+/// Exactly one of a scale or one or more absolute overrides.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Modifier {
+    /// The scale as written (finite, > 0, ≤ 10^6); stored quantised to per-mille.
+    Scale(f64),
+    Absolute {
+        capacity: Option<u64>,
+        refill_amount: Option<u64>,
+        refill_period_seconds: Option<u64>,
+    },
+}
+
+/// A calendar reset edge: the balance goes back to capacity when `cron` starts matching.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResetEntry {
+    pub cron: String,
+    pub tz: String,
+}

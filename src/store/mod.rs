@@ -1,0 +1,146 @@
+//! Stores: the DynamoDB table and the embedded local store behind one seam.
+//!
+//! The store layer knows items, not manifests. Both backends implement
+//! [`Store`] with DynamoDB's semantics (full-replace puts, conditional writes,
+//! all-or-nothing transactions, begins_with queries), so plan/apply code is
+//! written once and tested on the local store.
+
+pub mod item;
+
+pub use item::{AttrValue, Item, Key};
+
+/// What a store operation can fail with. Rendered once, at the CLI edge.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A write's condition did not hold; nothing was written.
+    #[error("conditional write failed on {pk} / {sk}")]
+    ConditionFailed { pk: String, sk: String },
+    /// A transaction was cancelled because one of its conditions failed; nothing was written.
+    #[error("transaction cancelled: {0}")]
+    TransactionCanceled(String),
+    /// The table does not exist.
+    #[error("table '{table}' not found{hint}")]
+    TableNotFound { table: String, hint: String },
+    /// The caller may not perform `action` on `table`.
+    #[error("access denied: {action} on table '{table}'. Grant the caller dynamodb:{action} on the table and its indexes.")]
+    AccessDenied { action: String, table: String },
+    /// A stored item cannot be read (wrong type, undecodable value).
+    #[error("corrupt item {pk} / {sk}: {reason}")]
+    Corrupt {
+        pk: String,
+        sk: String,
+        reason: String,
+    },
+    /// Anything else the backend reported, already explained in one line.
+    #[error("{0}")]
+    Backend(String),
+}
+
+/// A secondary index that can be queried by partition key and sort-key prefix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Index {
+    Gsi1,
+    Gsi2,
+    Gsi3,
+    Gsi4,
+}
+
+impl Index {
+    /// The (partition, sort) attribute names of the index.
+    pub fn key_attrs(self) -> (&'static str, &'static str) {
+        match self {
+            Index::Gsi1 => ("GSI1PK", "GSI1SK"),
+            Index::Gsi2 => ("GSI2PK", "GSI2SK"),
+            Index::Gsi3 => ("GSI3PK", "GSI3SK"),
+            Index::Gsi4 => ("GSI4PK", "GSI4SK"),
+        }
+    }
+}
+
+/// A write condition, evaluated against the item currently stored under the key.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Condition {
+    /// `attribute_exists(PK)`
+    Exists,
+    /// `attribute_not_exists(PK)`
+    NotExists,
+    /// `attribute_exists(name)`
+    AttrExists(String),
+    /// `attribute_not_exists(name)`
+    AttrNotExists(String),
+    /// `name = value`
+    AttrEquals(String, AttrValue),
+    /// `name <= value` (numbers)
+    AttrNumLe(String, String),
+    /// `name < value` (numbers)
+    AttrNumLt(String, String),
+    And(Vec<Condition>),
+    Or(Vec<Condition>),
+}
+
+/// One clause of an UpdateItem.
+#[derive(Debug, Clone, PartialEq)]
+pub enum UpdateAction {
+    /// `SET name = value`
+    Set(String, AttrValue),
+    /// `SET name = if_not_exists(name, value)`
+    SetIfNotExists(String, AttrValue),
+    /// `REMOVE name`
+    Remove(String),
+    /// `ADD name :n` on a number (created as 0 when absent); `n` is a decimal string.
+    AddNumber(String, String),
+    /// `ADD name :set` on a string set
+    AddToSet(String, Vec<String>),
+    /// `DELETE name :set` on a string set (the attribute disappears when empty)
+    DeleteFromSet(String, Vec<String>),
+}
+
+/// One write. Every variant may carry a condition; when it fails nothing changes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WriteOp {
+    /// Full-replace PutItem.
+    Put {
+        item: Item,
+        condition: Option<Condition>,
+    },
+    /// DeleteItem (deleting a missing item succeeds unless the condition says otherwise).
+    Delete {
+        key: Key,
+        condition: Option<Condition>,
+    },
+    /// UpdateItem (creates the item when absent unless the condition says otherwise).
+    Update {
+        key: Key,
+        actions: Vec<UpdateAction>,
+        condition: Option<Condition>,
+    },
+}
+
+impl WriteOp {
+    pub fn key(&self) -> Key {
+        match self {
+            WriteOp::Put { item, .. } => Key::of(item).unwrap_or_else(|| Key::new("", "")),
+            WriteOp::Delete { key, .. } | WriteOp::Update { key, .. } => key.clone(),
+        }
+    }
+}
+
+/// The operations plan, apply, display and cooldowns need. Synchronous on purpose:
+/// the DynamoDB backend owns its async runtime, so commands that never touch AWS
+/// never start one.
+pub trait Store {
+    /// The table this store reads and writes.
+    fn table_name(&self) -> &str;
+    /// GetItem. `consistent` asks for a strongly consistent read.
+    fn get(&self, key: &Key, consistent: bool) -> Result<Option<Item>, StoreError>;
+    /// Many GetItems; the result has one entry per key, in the same order.
+    fn batch_get(&self, keys: &[Key], consistent: bool) -> Result<Vec<Option<Item>>, StoreError>;
+    /// Query the table: items with this PK whose SK begins with `sk_prefix`, in SK order.
+    fn query(&self, pk: &str, sk_prefix: &str, consistent: bool) -> Result<Vec<Item>, StoreError>;
+    /// Query an index: keys (PK, SK) of items whose index PK is `pk` and index SK begins with `sk_prefix`.
+    fn query_index(&self, index: Index, pk: &str, sk_prefix: &str) -> Result<Vec<Key>, StoreError>;
+    /// One write; returns the item as it was before (ALL_OLD), if any.
+    fn write(&self, op: WriteOp) -> Result<Option<Item>, StoreError>;
+    /// All-or-nothing writes (TransactWriteItems, at most 100 ops).
+    fn transact(&self, ops: Vec<WriteOp>) -> Result<(), StoreError>;
+}

@@ -1,0 +1,3 @@
+//! Generators for committed files (see `main.rs`).
+
+pub mod man;
