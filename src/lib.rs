@@ -4,6 +4,7 @@
 //! Data flows one way: file → parsed manifest (with spans) → validated model →
 //! desired items → diff against stored items → writes.
 
+pub mod apply;
 pub mod cli;
 pub mod commands;
 pub mod exit_codes;

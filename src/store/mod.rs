@@ -5,7 +5,11 @@
 //! all-or-nothing transactions, begins_with queries), so plan/apply code is
 //! written once and tested on the local store.
 
+#[cfg(feature = "dynamodb")]
+pub mod dynamodb;
 pub mod item;
+pub mod local;
+pub mod open;
 
 pub use item::{AttrValue, Item, Key};
 

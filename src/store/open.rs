@@ -1,0 +1,73 @@
+//! Choosing a store from the command line: `--local [PATH]` (or `ZAEL_LOCAL_STORE`)
+//! selects the embedded store; otherwise the DynamoDB table named by `-n`.
+
+use std::path::PathBuf;
+
+use super::{Store, StoreError};
+use crate::cli::args::StoreArgs;
+
+/// Environment variable naming the local store file; setting it selects the local store.
+pub const LOCAL_STORE_ENV: &str = "ZAEL_LOCAL_STORE";
+/// Where `--local` without a path puts the store, relative to the working directory.
+pub const DEFAULT_LOCAL_PATH: &str = ".zae-limiter/local.sqlite";
+
+/// Which backend a command will talk to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    Local(PathBuf),
+    DynamoDb {
+        region: Option<String>,
+        endpoint_url: Option<String>,
+    },
+}
+
+/// Resolves the backend from the flags and the environment (flags win).
+pub fn target(args: &StoreArgs) -> Target {
+    let env_path = std::env::var_os(LOCAL_STORE_ENV).filter(|v| !v.is_empty());
+    match &args.local {
+        Some(p) if !p.as_os_str().is_empty() => Target::Local(p.clone()),
+        Some(_) => Target::Local(
+            env_path
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from(DEFAULT_LOCAL_PATH)),
+        ),
+        None => match env_path {
+            Some(p) => Target::Local(PathBuf::from(p)),
+            None => Target::DynamoDb {
+                region: args.region.clone(),
+                endpoint_url: args.endpoint_url.clone(),
+            },
+        },
+    }
+}
+
+/// Opens the store for `table`. Only the DynamoDB branch builds an AWS client.
+pub fn open(args: &StoreArgs, table: &str) -> Result<Box<dyn Store>, StoreError> {
+    match target(args) {
+        Target::Local(path) => Ok(Box::new(super::local::LocalStore::open(&path, table)?)),
+        Target::DynamoDb {
+            region,
+            endpoint_url,
+        } => open_dynamodb(table, region.as_deref(), endpoint_url.as_deref()),
+    }
+}
+
+#[cfg(feature = "dynamodb")]
+fn open_dynamodb(
+    table: &str,
+    region: Option<&str>,
+    endpoint_url: Option<&str>,
+) -> Result<Box<dyn Store>, StoreError> {
+    super::dynamodb::connect(table, region, endpoint_url)
+}
+
+#[cfg(not(feature = "dynamodb"))]
+fn open_dynamodb(
+    _table: &str,
+    _region: Option<&str>,
+    _endpoint_url: Option<&str>,
+) -> Result<Box<dyn Store>, StoreError> {
+    Err(StoreError::Backend(
+        "this build has no DynamoDB support (built without the `dynamodb` feature); use --local [PATH]".into(),
+    ))
+}
