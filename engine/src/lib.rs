@@ -6,4 +6,7 @@
 //! Tokens are integer millitokens (1 token = 1000) held in `i128`, as the
 //! reference's unbounded Python integers require.
 
+pub mod cooldown;
 pub mod cron;
+pub mod civil;
+pub mod scan;

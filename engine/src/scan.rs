@@ -1,0 +1,453 @@
+//! Finding the next or previous minute at which one pattern matches (or stops
+//! matching) in a zone, by jumping over fields instead of stepping minutes.
+//!
+//! The reference evaluates a pattern at UTC-minute-aligned instants, converting
+//! each to the zone's wall time (spec §2). Between two offset changes the wall
+//! clock is the UTC minute plus a constant, so within such a *segment* the search
+//! is a plain calendar search on wall-clock minutes: skip to the next month in
+//! the set, the next day whose day rule holds, the next hour, the next minute.
+//! A search crosses segments one at a time, so DST gaps (wall minutes that never
+//! occur) and overlaps (wall minutes that occur twice) follow from the offsets
+//! alone, and `0 0 29 2 *` four years away costs a few hundred steps.
+//!
+//! All positions are minute indices (`epoch ms / 60000`); every search is bounded
+//! by an explicit limit and by [`MIN_MINUTE`]..=[`MAX_MINUTE`], so it terminates.
+
+use chrono::{DateTime, Offset, TimeZone};
+use chrono_tz::Tz;
+
+use crate::civil::{Fields, DAY, MAX_MINUTE, MIN_MINUTE};
+use crate::cron::CronSpec;
+
+const ALL_MINUTES: u64 = (1 << 60) - 1;
+const ALL_HOURS: u32 = (1 << 24) - 1;
+const ALL_DAYS: u32 = ((1u64 << 32) - 2) as u32;
+const ALL_MONTHS: u16 = 0b1_1111_1111_1110;
+const ALL_WEEKDAYS: u8 = 0b1111_1110;
+
+/// The zone's offset at UTC minute `u`, in whole minutes rounded down (a wall
+/// minute index is `u + offset`; sub-minute LMT offsets round as the reference's
+/// seconds-dropping conversion does).
+pub fn offset_minutes(tz: Tz, u: i64) -> i64 {
+    let u = u.clamp(MIN_MINUTE, MAX_MINUTE);
+    match DateTime::from_timestamp(u * 60, 0) {
+        Some(t) => {
+            let secs = tz
+                .offset_from_utc_datetime(&t.naive_utc())
+                .fix()
+                .local_minus_utc();
+            i64::from(secs).div_euclid(60)
+        }
+        None => 0,
+    }
+}
+
+/// Whether the wall-clock fields match the pattern (minute, hour, month and the
+/// day-of-month/day-of-week rule).
+pub fn fields_match(spec: &CronSpec, f: &Fields) -> bool {
+    spec.months >> f.month & 1 == 1
+        && day_ok(spec, f)
+        && spec.hours >> f.hour & 1 == 1
+        && spec.minutes >> f.minute & 1 == 1
+}
+
+fn day_ok(spec: &CronSpec, f: &Fields) -> bool {
+    let dom = spec.days >> f.day & 1 == 1;
+    let dow = spec.weekdays >> f.weekday & 1 == 1;
+    if spec.day_and {
+        dom && dow
+    } else {
+        dom || dow
+    }
+}
+
+/// True when the day rule holds on every day, so only month changes can end a run.
+fn day_rule_always(spec: &CronSpec) -> bool {
+    let dom = spec.days & ALL_DAYS == ALL_DAYS;
+    let dow = spec.weekdays & ALL_WEEKDAYS == ALL_WEEKDAYS;
+    if spec.day_and {
+        dom && dow
+    } else {
+        dom || dow
+    }
+}
+
+/// True when some field set is empty, so the pattern can never match.
+fn never_matches(spec: &CronSpec) -> bool {
+    spec.minutes & ALL_MINUTES == 0
+        || spec.hours & ALL_HOURS == 0
+        || spec.months & ALL_MONTHS == 0
+        || (spec.day_and && (spec.days & ALL_DAYS == 0 || spec.weekdays & ALL_WEEKDAYS == 0))
+        || (!spec.day_and && spec.days & ALL_DAYS == 0 && spec.weekdays & ALL_WEEKDAYS == 0)
+}
+
+/// True when the pattern matches every minute.
+fn always_matches(spec: &CronSpec) -> bool {
+    spec.minutes & ALL_MINUTES == ALL_MINUTES
+        && spec.hours & ALL_HOURS == ALL_HOURS
+        && spec.months & ALL_MONTHS == ALL_MONTHS
+        && day_rule_always(spec)
+}
+
+/// Lowest set bit strictly above `x` in the low `width` bits of `bits`.
+fn next_bit(bits: u64, x: u32, width: u32) -> Option<u32> {
+    let above = if x + 1 >= 64 { 0 } else { !0u64 << (x + 1) };
+    let m = bits & above & ((1u64 << width) - 1);
+    (m != 0).then(|| m.trailing_zeros())
+}
+
+/// Highest set bit strictly below `x` (and at or above `low`) in `bits`.
+fn prev_bit(bits: u64, x: u32, low: u32) -> Option<u32> {
+    let below = (1u64 << x) - 1;
+    let m = bits & below & !((1u64 << low) - 1);
+    (m != 0).then(|| 63 - m.leading_zeros())
+}
+
+/// Whether the pattern matches at UTC minute `u` in `tz`.
+pub fn matches_at(spec: &CronSpec, tz: Tz, u: i64) -> bool {
+    if !(MIN_MINUTE..=MAX_MINUTE).contains(&u) {
+        return false;
+    }
+    fields_match(spec, &Fields::of(u + offset_minutes(tz, u)))
+}
+
+/// First wall minute in `[l, end)` whose match state is `want`.
+fn wall_forward(spec: &CronSpec, want: bool, mut l: i64, end: i64) -> Option<i64> {
+    if want && never_matches(spec) || !want && always_matches(spec) {
+        return None;
+    }
+    let minutes = spec.minutes & ALL_MINUTES;
+    let hours = u64::from(spec.hours & ALL_HOURS);
+    while l < end {
+        let f = Fields::of(l);
+        if want {
+            if spec.months >> f.month & 1 == 0 {
+                l = f.next_month_start();
+            } else if !day_ok(spec, &f) {
+                l = f.day_start + DAY;
+            } else if hours >> f.hour & 1 == 0 {
+                l = match next_bit(hours, f.hour, 24) {
+                    Some(h) => f.day_start + i64::from(h) * 60,
+                    None => f.day_start + DAY,
+                };
+            } else if minutes >> f.minute & 1 == 0 {
+                l = match next_bit(minutes, f.minute, 60) {
+                    Some(m) => f.hour_start() + i64::from(m),
+                    None => f.hour_start() + 60,
+                };
+            } else {
+                return Some(l);
+            }
+        } else {
+            if !fields_match(spec, &f) {
+                return Some(l);
+            }
+            if let Some(m) = next_bit(!minutes, f.minute, 60) {
+                l = f.hour_start() + i64::from(m);
+            } else if minutes != ALL_MINUTES {
+                l = f.hour_start() + 60;
+            } else if let Some(h) = next_bit(!hours, f.hour, 24) {
+                l = f.day_start + i64::from(h) * 60;
+            } else if hours != u64::from(ALL_HOURS) {
+                l = f.day_start + DAY;
+            } else if day_rule_always(spec) {
+                l = f.next_month_start();
+            } else {
+                l = f.day_start + DAY;
+            }
+        }
+    }
+    None
+}
+
+/// Last wall minute in `[lo, l]` whose match state is `want`.
+fn wall_backward(spec: &CronSpec, want: bool, mut l: i64, lo: i64) -> Option<i64> {
+    if want && never_matches(spec) || !want && always_matches(spec) {
+        return None;
+    }
+    let minutes = spec.minutes & ALL_MINUTES;
+    let hours = u64::from(spec.hours & ALL_HOURS);
+    while l >= lo {
+        let f = Fields::of(l);
+        if want {
+            if spec.months >> f.month & 1 == 0 {
+                l = f.month_start() - 1;
+            } else if !day_ok(spec, &f) {
+                l = f.day_start - 1;
+            } else if hours >> f.hour & 1 == 0 {
+                l = match prev_bit(hours, f.hour, 0) {
+                    Some(h) => f.day_start + i64::from(h) * 60 + 59,
+                    None => f.day_start - 1,
+                };
+            } else if minutes >> f.minute & 1 == 0 {
+                l = match prev_bit(minutes, f.minute, 0) {
+                    Some(m) => f.hour_start() + i64::from(m),
+                    None => f.hour_start() - 1,
+                };
+            } else {
+                return Some(l);
+            }
+        } else {
+            if !fields_match(spec, &f) {
+                return Some(l);
+            }
+            if let Some(m) = prev_bit(!minutes, f.minute, 0) {
+                l = f.hour_start() + i64::from(m);
+            } else if minutes != ALL_MINUTES {
+                l = f.hour_start() - 1;
+            } else if let Some(h) = prev_bit(!hours, f.hour, 0) {
+                l = f.day_start + i64::from(h) * 60 + 59;
+            } else if hours != u64::from(ALL_HOURS) {
+                l = f.day_start - 1;
+            } else if day_rule_always(spec) {
+                l = f.month_start() - 1;
+            } else {
+                l = f.day_start - 1;
+            }
+        }
+    }
+    None
+}
+
+/// Offset changes are assumed at least this far apart (true of every tzdb zone);
+/// segment ends are probed at this step and then bisected to the minute.
+const PROBE: i64 = DAY;
+
+/// First UTC minute in `(u, limit]` whose offset differs from `q`.
+fn first_change(tz: Tz, u: i64, q: i64, limit: i64) -> Option<i64> {
+    let mut lo = u;
+    loop {
+        if lo >= limit {
+            return None;
+        }
+        let hi = (lo + PROBE).min(limit);
+        if offset_minutes(tz, hi) != q {
+            // Invariant: offset(lo) == q, offset(hi) != q.
+            let (mut a, mut b) = (lo, hi);
+            while b - a > 1 {
+                let mid = a + (b - a) / 2;
+                if offset_minutes(tz, mid) == q {
+                    a = mid;
+                } else {
+                    b = mid;
+                }
+            }
+            return Some(b);
+        }
+        lo = hi;
+    }
+}
+
+/// Last UTC minute in `[limit, u)` whose offset differs from `q`.
+fn last_change(tz: Tz, u: i64, q: i64, limit: i64) -> Option<i64> {
+    let mut hi = u;
+    loop {
+        if hi <= limit {
+            return None;
+        }
+        let lo = (hi - PROBE).max(limit);
+        if offset_minutes(tz, lo) != q {
+            let (mut a, mut b) = (lo, hi);
+            while b - a > 1 {
+                let mid = a + (b - a) / 2;
+                if offset_minutes(tz, mid) == q {
+                    b = mid;
+                } else {
+                    a = mid;
+                }
+            }
+            return Some(a);
+        }
+        hi = lo;
+    }
+}
+
+/// First UTC minute `u` in `[from, to]` at which the pattern's match state is `want`.
+pub fn find_forward(spec: &CronSpec, tz: Tz, want: bool, from: i64, to: i64) -> Option<i64> {
+    let mut u = from.max(MIN_MINUTE);
+    let to = to.min(MAX_MINUTE);
+    while u <= to {
+        let q = offset_minutes(tz, u);
+        let cand = wall_forward(spec, want, u + q, to + q + 1).map(|l| l - q);
+        match first_change(tz, u, q, cand.unwrap_or(to)) {
+            None => return cand,
+            Some(next) => u = next,
+        }
+    }
+    None
+}
+
+/// Last UTC minute `u` in `[from, to]` at which the pattern's match state is `want`
+/// (searching down from `to`).
+pub fn find_backward(spec: &CronSpec, tz: Tz, want: bool, to: i64, from: i64) -> Option<i64> {
+    let mut u = to.min(MAX_MINUTE);
+    let from = from.max(MIN_MINUTE);
+    while u >= from {
+        let q = offset_minutes(tz, u);
+        let cand = wall_backward(spec, want, u + q, from + q).map(|l| l - q);
+        match last_change(tz, u, q, cand.unwrap_or(from)) {
+            None => return cand,
+            Some(prev) => u = prev,
+        }
+    }
+    None
+}
+
+/// First rising edge `e` in `[from, to]`: matches at `e`, not at `e − 1`.
+pub fn next_edge(spec: &CronSpec, tz: Tz, from: i64, to: i64) -> Option<i64> {
+    let start = if matches_at(spec, tz, from.saturating_sub(1)) {
+        find_forward(spec, tz, false, from, to)?
+    } else {
+        from
+    };
+    find_forward(spec, tz, true, start, to)
+}
+
+/// Last rising edge `e` with `e ≤ at` and `e − 1 ≥ floor`.
+pub fn prev_edge(spec: &CronSpec, tz: Tz, at: i64, floor: i64) -> Option<i64> {
+    let on = find_backward(spec, tz, true, at, floor)?;
+    let off = find_backward(spec, tz, false, on.checked_sub(1)?, floor)?;
+    Some(off + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::civil::days_from_civil;
+
+    fn spec(min: u64, hour: u32, days: u32, months: u16, wd: u8, day_and: bool) -> CronSpec {
+        CronSpec {
+            minutes: min,
+            hours: hour,
+            days,
+            months,
+            weekdays: wd,
+            day_and,
+        }
+    }
+
+    fn brute_forward(s: &CronSpec, tz: Tz, want: bool, from: i64, to: i64) -> Option<i64> {
+        (from..=to).find(|&u| matches_at(s, tz, u) == want)
+    }
+
+    fn brute_backward(s: &CronSpec, tz: Tz, want: bool, to: i64, from: i64) -> Option<i64> {
+        (from..=to).rev().find(|&u| matches_at(s, tz, u) == want)
+    }
+
+    #[test]
+    fn feb_29_is_found_years_ahead() {
+        // `0 0 29 2 *` in UTC from 2025-03-01.
+        let s = spec(1, 1, 1 << 29, 1 << 2, ALL_WEEKDAYS, true);
+        let from = days_from_civil(2025, 3, 1) * DAY;
+        let got = find_forward(&s, chrono_tz::UTC, true, from, MAX_MINUTE);
+        assert_eq!(got, Some(days_from_civil(2028, 2, 29) * DAY));
+        let back = find_backward(&s, chrono_tz::UTC, true, from, MIN_MINUTE);
+        assert_eq!(back, Some(days_from_civil(2024, 2, 29) * DAY));
+    }
+
+    #[test]
+    fn new_york_spring_forward_skips_the_gap() {
+        // `30 2 * * *` never matches on 2024-03-10 in New York.
+        let tz = chrono_tz::America::New_York;
+        let s = spec(1 << 30, 1 << 2, ALL_DAYS, ALL_MONTHS, ALL_WEEKDAYS, true);
+        let from = days_from_civil(2024, 3, 10) * DAY; // 2024-03-09T19:00 local
+        let got = find_forward(&s, tz, true, from, MAX_MINUTE);
+        // 2024-03-11T02:30-04:00 = 06:30Z
+        assert_eq!(got, Some(days_from_civil(2024, 3, 11) * DAY + 6 * 60 + 30));
+    }
+
+    #[test]
+    fn agrees_with_a_minute_scan_around_transitions() {
+        let zones = [
+            chrono_tz::America::New_York,
+            chrono_tz::Australia::Lord_Howe,
+            chrono_tz::Pacific::Chatham,
+            chrono_tz::Asia::Kolkata,
+        ];
+        let specs = [
+            spec(1 << 30, 1 << 1, ALL_DAYS, ALL_MONTHS, ALL_WEEKDAYS, true),
+            spec(
+                ALL_MINUTES,
+                1 << 2,
+                ALL_DAYS,
+                ALL_MONTHS,
+                ALL_WEEKDAYS,
+                true,
+            ),
+            spec(
+                ALL_MINUTES,
+                1 << 3,
+                ALL_DAYS,
+                ALL_MONTHS,
+                ALL_WEEKDAYS,
+                true,
+            ),
+            spec(
+                0x0F0F_0F0F_0F0F_0F0F & ALL_MINUTES,
+                0x00F0F0,
+                ALL_DAYS,
+                ALL_MONTHS,
+                0b1000_0110,
+                false,
+            ),
+            spec(1, 1, 1 << 7 | 1 << 20, ALL_MONTHS, 1 << 7, false),
+        ];
+        // Around 2024 NY spring-forward, Chatham fall-back (2024-04-07) and spring (2024-09-29).
+        let starts = [
+            days_from_civil(2024, 3, 9) * DAY,
+            days_from_civil(2024, 4, 5) * DAY,
+            days_from_civil(2024, 9, 27) * DAY,
+            days_from_civil(2024, 10, 5) * DAY,
+        ];
+        for tz in zones {
+            for s in &specs {
+                for &st in &starts {
+                    for k in 0..12 {
+                        let from = st + k * 397;
+                        let to = from + 3 * DAY;
+                        for want in [true, false] {
+                            assert_eq!(
+                                find_forward(s, tz, want, from, to),
+                                brute_forward(s, tz, want, from, to),
+                                "forward {tz} {s:?} {from} {want}"
+                            );
+                            assert_eq!(
+                                find_backward(s, tz, want, to, from),
+                                brute_backward(s, tz, want, to, from),
+                                "backward {tz} {s:?} {to} {want}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn always_and_never_terminate() {
+        let all = spec(
+            ALL_MINUTES,
+            ALL_HOURS,
+            ALL_DAYS,
+            ALL_MONTHS,
+            ALL_WEEKDAYS,
+            true,
+        );
+        assert_eq!(
+            find_forward(&all, chrono_tz::UTC, false, 0, MAX_MINUTE),
+            None
+        );
+        assert_eq!(next_edge(&all, chrono_tz::UTC, 0, MAX_MINUTE), None);
+        assert_eq!(prev_edge(&all, chrono_tz::UTC, 0, MIN_MINUTE), None);
+        let none = spec(0, ALL_HOURS, ALL_DAYS, ALL_MONTHS, ALL_WEEKDAYS, true);
+        assert_eq!(
+            find_forward(&none, chrono_tz::UTC, true, 0, MAX_MINUTE),
+            None
+        );
+        assert_eq!(
+            find_backward(&none, chrono_tz::UTC, true, 0, MIN_MINUTE),
+            None
+        );
+        assert!(!matches_at(&all, chrono_tz::UTC, i64::MAX));
+    }
+}
