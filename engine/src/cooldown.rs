@@ -1,0 +1,1111 @@
+//! Provider cooldowns: turning what a provider said when it refused (HTTP
+//! `Retry-After`, JSON `resets_in_seconds` / `resets_at`) into one absolute
+//! not-before deadline that every worker sharing the quota consults.
+//!
+//! Pure: every function takes the instants it needs (`received_at`, `now`)
+//! explicitly; nothing here reads a clock.
+//!
+//! # Units
+//!
+//! Every instant is epoch **milliseconds** ([`EpochMs`], `i64`) and every span
+//! is milliseconds, integers throughout. Provider values are decimal *seconds*
+//! (or dates) and are converted to whole milliseconds, rounding **up** so a
+//! fractional reset is never called early. [`next_probe`] and [`may_probe`]
+//! are plain arithmetic on one unit: the worked example, stated in
+//! seconds-like units (received 1000, reset 1000+202825, margin 5 → 203830),
+//! holds verbatim with those numbers, and holds scaled by 1000 when the same
+//! quantities go through the millisecond parsers (received 1 000 000 ms,
+//! `resets_in_seconds` "202825", margin 5 000 ms → 203 830 000 ms). Both are
+//! tests below.
+//!
+//! # Rules
+//!
+//! * `resets_in_seconds` and a delta-seconds `Retry-After` are relative to the
+//!   instant the response was **received**, never to "now": a worker that
+//!   records a response late must not stretch the cooldown.
+//! * The deadline is the latest of every constraint plus the margin, and never
+//!   earlier than the deadline already recorded (a later response cannot
+//!   shorten a cooldown).
+//! * Without any usable hint the policy falls back to a bounded exponential
+//!   backoff, never to "call again now".
+//! * A reset farther away than the plausibility ceiling is kept exactly as
+//!   given and flagged for an operator ([`Assessment::implausible`]); it is
+//!   neither slept on silently nor truncated.
+
+use chrono::{DateTime, NaiveDate, NaiveTime, Weekday};
+
+/// Milliseconds since the Unix epoch (UTC).
+pub type EpochMs = i64;
+
+/// One second in milliseconds.
+pub const SECOND_MS: i64 = 1_000;
+/// One minute in milliseconds.
+pub const MINUTE_MS: i64 = 60 * SECOND_MS;
+/// One hour in milliseconds.
+pub const HOUR_MS: i64 = 60 * MINUTE_MS;
+/// One day in milliseconds.
+pub const DAY_MS: i64 = 24 * HOUR_MS;
+
+/// Which provider field a value came from; used in errors so the message names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HintField {
+    RetryAfter,
+    ResetsInSeconds,
+    ResetsAt,
+}
+
+impl HintField {
+    /// The field's name as the provider spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            HintField::RetryAfter => "Retry-After",
+            HintField::ResetsInSeconds => "resets_in_seconds",
+            HintField::ResetsAt => "resets_at",
+        }
+    }
+
+    fn expected(self) -> &'static str {
+        match self {
+            HintField::RetryAfter => {
+                "delta-seconds or an HTTP-date (e.g. 'Sun, 06 Nov 1994 08:49:37 GMT')"
+            }
+            HintField::ResetsInSeconds => "a number of seconds",
+            HintField::ResetsAt => "epoch seconds or an RFC 3339 time",
+        }
+    }
+}
+
+impl std::fmt::Display for HintField {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Why a provider value was rejected. Nothing is recorded from a rejected value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HintError {
+    #[error("{field}: the value is empty; expected {}", field.expected())]
+    Empty { field: HintField },
+    #[error("{field}: '{value}' is not a finite number")]
+    NonFinite { field: HintField, value: String },
+    #[error("{field}: '{value}' is negative; a reset cannot lie before the response")]
+    Negative { field: HintField, value: String },
+    #[error("{field}: '{value}' cannot be read; expected {}", field.expected())]
+    Unparseable { field: HintField, value: String },
+    #[error("{field}: '{value}' is out of range")]
+    OutOfRange { field: HintField, value: String },
+}
+
+/// One thing a provider said about when its quota comes back, as received.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Hint {
+    /// HTTP `Retry-After`: delta-seconds or an HTTP-date.
+    RetryAfter(String),
+    /// JSON `resets_in_seconds`, relative to when the response was received.
+    ResetsInSeconds(String),
+    /// JSON `resets_at`: epoch seconds or RFC 3339.
+    ResetsAt(String),
+}
+
+impl Hint {
+    /// The field this hint came from.
+    pub fn field(&self) -> HintField {
+        match self {
+            Hint::RetryAfter(_) => HintField::RetryAfter,
+            Hint::ResetsInSeconds(_) => HintField::ResetsInSeconds,
+            Hint::ResetsAt(_) => HintField::ResetsAt,
+        }
+    }
+
+    /// The value as received.
+    pub fn value(&self) -> &str {
+        match self {
+            Hint::RetryAfter(v) | Hint::ResetsInSeconds(v) | Hint::ResetsAt(v) => v,
+        }
+    }
+
+    /// The absolute deadline this hint names, for a response received at `received_at`.
+    pub fn deadline(&self, received_at: EpochMs) -> Result<EpochMs, HintError> {
+        match self {
+            Hint::RetryAfter(v) => retry_after_deadline(v, received_at),
+            Hint::ResetsInSeconds(v) => resets_in_seconds_deadline(v, received_at),
+            Hint::ResetsAt(v) => resets_at_deadline(v),
+        }
+    }
+}
+
+/// `Retry-After`: delta-seconds from `received_at`, or an HTTP-date in any of
+/// the three forms HTTP allows (IMF-fixdate, RFC 850, asctime).
+pub fn retry_after_deadline(value: &str, received_at: EpochMs) -> Result<EpochMs, HintError> {
+    let field = HintField::RetryAfter;
+    let text = value.trim();
+    if text.is_empty() {
+        return Err(HintError::Empty { field });
+    }
+    if looks_numeric(text) {
+        let ms = seconds_to_ms(text).map_err(|e| e.into_hint(field, value))?;
+        return add(received_at, ms, field, value);
+    }
+    parse_http_date(text, received_at).ok_or_else(|| HintError::Unparseable {
+        field,
+        value: value.to_string(),
+    })
+}
+
+/// `resets_in_seconds`: seconds after the response was received (never after "now").
+pub fn resets_in_seconds_deadline(value: &str, received_at: EpochMs) -> Result<EpochMs, HintError> {
+    let field = HintField::ResetsInSeconds;
+    let text = value.trim();
+    if text.is_empty() {
+        return Err(HintError::Empty { field });
+    }
+    let ms = seconds_to_ms(text).map_err(|e| e.into_hint(field, value))?;
+    add(received_at, ms, field, value)
+}
+
+/// `resets_at`: epoch seconds (fractions allowed) or an RFC 3339 time.
+pub fn resets_at_deadline(value: &str) -> Result<EpochMs, HintError> {
+    let field = HintField::ResetsAt;
+    let text = value.trim();
+    if text.is_empty() {
+        return Err(HintError::Empty { field });
+    }
+    if let Ok(t) = DateTime::parse_from_rfc3339(text) {
+        return Ok(t.timestamp_millis());
+    }
+    if looks_numeric(text) {
+        return seconds_to_ms(text).map_err(|e| e.into_hint(field, value));
+    }
+    Err(HintError::Unparseable {
+        field,
+        value: value.to_string(),
+    })
+}
+
+fn add(base: EpochMs, ms: i64, field: HintField, value: &str) -> Result<EpochMs, HintError> {
+    base.checked_add(ms).ok_or_else(|| HintError::OutOfRange {
+        field,
+        value: value.to_string(),
+    })
+}
+
+/// Whether `text` is meant as a number (so a number's error is reported, not "not a date").
+fn looks_numeric(text: &str) -> bool {
+    let body = text.trim_start_matches(['-', '+']);
+    let lower = body.to_ascii_lowercase();
+    let number_like = body
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_digit() || c == '.')
+        && body
+            .chars()
+            .all(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '+' | '-'));
+    number_like || matches!(lower.as_str(), "inf" | "infinity" | "nan")
+}
+
+/// Why a number of seconds was refused (before the field is known).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NumError {
+    NonFinite,
+    Negative,
+    Syntax,
+    TooLarge,
+}
+
+impl NumError {
+    fn into_hint(self, field: HintField, value: &str) -> HintError {
+        let value = value.to_string();
+        match self {
+            NumError::NonFinite => HintError::NonFinite { field, value },
+            NumError::Negative => HintError::Negative { field, value },
+            NumError::Syntax => HintError::Unparseable { field, value },
+            NumError::TooLarge => HintError::OutOfRange { field, value },
+        }
+    }
+}
+
+/// Decimal seconds (JSON number syntax: fraction and exponent allowed) → whole
+/// milliseconds, rounded up. Exact: no floating point is involved.
+fn seconds_to_ms(text: &str) -> Result<i64, NumError> {
+    let (negative, body) = match text.as_bytes().first() {
+        Some(b'-') => (true, &text[1..]),
+        Some(b'+') => (false, &text[1..]),
+        _ => (false, text),
+    };
+    if matches!(
+        body.to_ascii_lowercase().as_str(),
+        "inf" | "infinity" | "nan"
+    ) {
+        return Err(NumError::NonFinite);
+    }
+    let (mantissa, exponent) = match body.find(['e', 'E']) {
+        Some(i) => (&body[..i], Some(&body[i + 1..])),
+        None => (body, None),
+    };
+    let (int_part, frac_part) = match mantissa.find('.') {
+        Some(i) => (&mantissa[..i], &mantissa[i + 1..]),
+        None => (mantissa, ""),
+    };
+    let all_digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if (int_part.is_empty() && frac_part.is_empty())
+        || !all_digits(int_part)
+        || !all_digits(frac_part)
+    {
+        return Err(NumError::Syntax);
+    }
+    let exp: i64 = match exponent {
+        None => 0,
+        Some(e) => {
+            let (neg, digits) = match e.as_bytes().first() {
+                Some(b'-') => (true, &e[1..]),
+                Some(b'+') => (false, &e[1..]),
+                _ => (false, e),
+            };
+            if digits.is_empty() || !all_digits(digits) {
+                return Err(NumError::Syntax);
+            }
+            // Saturate: anything beyond ±10^6 is far outside every range we accept.
+            let magnitude: i64 = digits.trim_start_matches('0').parse().unwrap_or(1_000_000);
+            let magnitude = magnitude.min(1_000_000);
+            if neg {
+                -magnitude
+            } else {
+                magnitude
+            }
+        }
+    };
+    let digits = format!("{int_part}{frac_part}");
+    let significant = digits.trim_start_matches('0');
+    if significant.is_empty() {
+        return Ok(0);
+    }
+    if negative {
+        return Err(NumError::Negative);
+    }
+    // value = significant × 10^(exp − frac_len) seconds = significant × 10^k ms.
+    let k = exp - frac_part.len() as i64 + 3;
+    if k >= 0 {
+        if significant.len() as i64 + k > 18 {
+            return Err(NumError::TooLarge);
+        }
+        let base: i64 = significant.parse().map_err(|_| NumError::TooLarge)?;
+        return base
+            .checked_mul(10_i64.pow(k as u32))
+            .ok_or(NumError::TooLarge);
+    }
+    // A fraction of a millisecond remains: keep the integer part and round up.
+    let int_len = significant.len() as i64 + k;
+    if int_len <= 0 {
+        return Ok(1);
+    }
+    let (whole, rest) = significant.split_at(int_len as usize);
+    if whole.len() > 18 {
+        return Err(NumError::TooLarge);
+    }
+    let whole: i64 = whole.parse().map_err(|_| NumError::TooLarge)?;
+    let round_up = rest.bytes().any(|b| b != b'0');
+    Ok(whole + i64::from(round_up))
+}
+
+/// An HTTP-date in any of the three forms HTTP (RFC 9110 §5.6.7) allows:
+///
+/// * IMF-fixdate: `Sun, 06 Nov 1994 08:49:37 GMT`
+/// * RFC 850:     `Sunday, 06-Nov-94 08:49:37 GMT`
+/// * asctime:     `Sun Nov  6 08:49:37 1994`
+///
+/// An RFC 850 two-digit year is placed within 50 years of `reference` (the
+/// rule HTTP gives recipients). The weekday must agree with the date.
+pub fn parse_http_date(text: &str, reference: EpochMs) -> Option<EpochMs> {
+    let tokens: Vec<&str> = text.split_whitespace().collect();
+    let (weekday, date, time) = match tokens.as_slice() {
+        // IMF-fixdate
+        [wd, day, month, year, time, "GMT"] => {
+            let wd = wd.strip_suffix(',')?;
+            if day.len() != 2 || year.len() != 4 {
+                return None;
+            }
+            (
+                short_weekday(wd)?,
+                ymd(year.parse().ok()?, month_number(month)?, day.parse().ok()?)?,
+                *time,
+            )
+        }
+        // RFC 850
+        [wd, dmy, time, "GMT"] => {
+            let wd = wd.strip_suffix(',')?;
+            let mut parts = dmy.split('-');
+            let (day, month, yy) = (parts.next()?, parts.next()?, parts.next()?);
+            if parts.next().is_some() || day.len() != 2 || yy.len() != 2 {
+                return None;
+            }
+            let yy: i32 = all_digits(yy)?.parse().ok()?;
+            (
+                long_weekday(wd)?,
+                ymd(
+                    two_digit_year(yy, reference),
+                    month_number(month)?,
+                    all_digits(day)?.parse().ok()?,
+                )?,
+                *time,
+            )
+        }
+        // asctime
+        [wd, month, day, time, year] => {
+            if day.is_empty() || day.len() > 2 || year.len() != 4 {
+                return None;
+            }
+            (
+                short_weekday(wd)?,
+                ymd(
+                    all_digits(year)?.parse().ok()?,
+                    month_number(month)?,
+                    all_digits(day)?.parse().ok()?,
+                )?,
+                *time,
+            )
+        }
+        _ => return None,
+    };
+    use chrono::Datelike;
+    if date.weekday() != weekday {
+        return None;
+    }
+    let (time, leap) = hms(time)?;
+    let at = date.and_time(time).and_utc().timestamp_millis();
+    Some(at + if leap { SECOND_MS } else { 0 })
+}
+
+fn all_digits(s: &str) -> Option<&str> {
+    (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())).then_some(s)
+}
+
+fn ymd(year: i32, month: u32, day: u32) -> Option<NaiveDate> {
+    NaiveDate::from_ymd_opt(year, month, day)
+}
+
+/// `HH:MM:SS`; a leap second (`:60`) is read as the following instant.
+fn hms(text: &str) -> Option<(NaiveTime, bool)> {
+    let mut parts = text.split(':');
+    let (h, m, s) = (parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() || [h, m, s].iter().any(|p| p.len() != 2) {
+        return None;
+    }
+    let (h, m, s): (u32, u32, u32) = (
+        all_digits(h)?.parse().ok()?,
+        all_digits(m)?.parse().ok()?,
+        all_digits(s)?.parse().ok()?,
+    );
+    if s == 60 {
+        return Some((NaiveTime::from_hms_opt(h, m, 59)?, true));
+    }
+    Some((NaiveTime::from_hms_opt(h, m, s)?, false))
+}
+
+fn two_digit_year(yy: i32, reference: EpochMs) -> i32 {
+    use chrono::Datelike;
+    let ref_year = DateTime::from_timestamp_millis(reference)
+        .map(|t| t.year())
+        .unwrap_or(1970);
+    let mut year = ref_year - ref_year.rem_euclid(100) + yy;
+    if year > ref_year + 50 {
+        year -= 100;
+    } else if year <= ref_year - 50 {
+        year += 100;
+    }
+    year
+}
+
+fn month_number(name: &str) -> Option<u32> {
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    MONTHS.iter().position(|m| *m == name).map(|i| i as u32 + 1)
+}
+
+fn short_weekday(name: &str) -> Option<Weekday> {
+    Some(match name {
+        "Mon" => Weekday::Mon,
+        "Tue" => Weekday::Tue,
+        "Wed" => Weekday::Wed,
+        "Thu" => Weekday::Thu,
+        "Fri" => Weekday::Fri,
+        "Sat" => Weekday::Sat,
+        "Sun" => Weekday::Sun,
+        _ => return None,
+    })
+}
+
+fn long_weekday(name: &str) -> Option<Weekday> {
+    Some(match name {
+        "Monday" => Weekday::Mon,
+        "Tuesday" => Weekday::Tue,
+        "Wednesday" => Weekday::Wed,
+        "Thursday" => Weekday::Thu,
+        "Friday" => Weekday::Fri,
+        "Saturday" => Weekday::Sat,
+        "Sunday" => Weekday::Sun,
+        _ => return None,
+    })
+}
+
+/// The not-before instant: the latest of `received_at` and every deadline, plus
+/// `margin`, and never earlier than `existing` (0 when nothing is recorded).
+/// Unit-agnostic: all arguments must be in the same unit (epoch ms in this crate).
+pub fn next_probe(
+    existing: EpochMs,
+    received_at: EpochMs,
+    deadlines: &[EpochMs],
+    margin: i64,
+) -> EpochMs {
+    let latest = deadlines.iter().copied().fold(received_at, i64::max);
+    existing.max(latest.saturating_add(margin.max(0)))
+}
+
+/// Whether a call may be made at `now`: exactly when `now >= not_before`.
+pub fn may_probe(now: EpochMs, not_before: EpochMs) -> bool {
+    now >= not_before
+}
+
+/// Bounded exponential backoff for a refusal that named no reset:
+/// `base × 2^attempt`, capped at `max`, and never zero.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Backoff {
+    /// First delay (attempt 0), in ms.
+    pub base_ms: i64,
+    /// Upper bound of any delay, in ms.
+    pub max_ms: i64,
+}
+
+impl Default for Backoff {
+    /// One minute, doubling, at most six hours.
+    fn default() -> Self {
+        Backoff {
+            base_ms: MINUTE_MS,
+            max_ms: 6 * HOUR_MS,
+        }
+    }
+}
+
+impl Backoff {
+    /// The delay for the `attempt`-th consecutive refusal without a usable hint (0-based).
+    pub fn delay_ms(&self, attempt: u32) -> i64 {
+        let base = self.base_ms.max(1);
+        let cap = self.max_ms.max(base);
+        let factor = 1_i64.checked_shl(attempt.min(62)).unwrap_or(i64::MAX);
+        base.saturating_mul(factor).min(cap)
+    }
+}
+
+/// The knobs of the cooldown policy. All spans in ms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Policy {
+    /// Added after the latest constraint (clock skew, provider rounding).
+    pub margin_ms: i64,
+    /// A reset farther than this after the response is escalated to an operator.
+    pub ceiling_ms: i64,
+    /// Used when the provider said nothing usable.
+    pub backoff: Backoff,
+    /// Upper bound of the per-worker jitter after a deadline.
+    pub max_jitter_ms: i64,
+}
+
+/// The default plausibility ceiling: 31 days.
+pub const DEFAULT_CEILING_MS: i64 = 31 * DAY_MS;
+/// The default margin: 5 seconds.
+pub const DEFAULT_MARGIN_MS: i64 = 5 * SECOND_MS;
+/// The default jitter bound: 30 seconds.
+pub const DEFAULT_MAX_JITTER_MS: i64 = 30 * SECOND_MS;
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            margin_ms: DEFAULT_MARGIN_MS,
+            ceiling_ms: DEFAULT_CEILING_MS,
+            backoff: Backoff::default(),
+            max_jitter_ms: DEFAULT_MAX_JITTER_MS,
+        }
+    }
+}
+
+/// What the new deadline rests on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Basis {
+    /// At least one provider hint.
+    Provider,
+    /// No usable hint: the backoff policy's `attempt`-th step.
+    Backoff { attempt: u32 },
+}
+
+/// A reset beyond the plausibility ceiling: kept as given, for an operator to judge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Implausible {
+    /// The provider's deadline, untruncated.
+    pub deadline: EpochMs,
+    /// How far after the response it lies.
+    pub after_received_ms: i64,
+    /// The ceiling it exceeded.
+    pub ceiling_ms: i64,
+}
+
+/// The outcome of one refusal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Assessment {
+    /// The new not-before instant (never earlier than the existing one).
+    pub not_before: EpochMs,
+    pub basis: Basis,
+    /// Set when a reset exceeds the ceiling: the scope needs an operator.
+    pub implausible: Option<Implausible>,
+}
+
+/// Folds one refusal into the recorded deadline.
+///
+/// `existing` is the recorded not-before (0 when none); `backoff_attempt` the
+/// number of consecutive refusals that named no reset so far. Any invalid hint
+/// rejects the whole refusal (nothing is to be recorded from it).
+pub fn assess(
+    existing: EpochMs,
+    received_at: EpochMs,
+    hints: &[Hint],
+    backoff_attempt: u32,
+    policy: &Policy,
+) -> Result<Assessment, HintError> {
+    let deadlines = hints
+        .iter()
+        .map(|h| h.deadline(received_at))
+        .collect::<Result<Vec<_>, _>>()?;
+    if deadlines.is_empty() {
+        let delay = policy.backoff.delay_ms(backoff_attempt);
+        let not_before = next_probe(
+            existing,
+            received_at,
+            &[received_at.saturating_add(delay)],
+            policy.margin_ms,
+        );
+        return Ok(Assessment {
+            not_before,
+            basis: Basis::Backoff {
+                attempt: backoff_attempt,
+            },
+            implausible: None,
+        });
+    }
+    let latest = deadlines.iter().copied().max().unwrap_or(received_at);
+    let after_received_ms = latest.saturating_sub(received_at);
+    let implausible = (after_received_ms > policy.ceiling_ms).then_some(Implausible {
+        deadline: latest,
+        after_received_ms,
+        ceiling_ms: policy.ceiling_ms,
+    });
+    Ok(Assessment {
+        not_before: next_probe(existing, received_at, &deadlines, policy.margin_ms),
+        basis: Basis::Provider,
+        implausible,
+    })
+}
+
+/// This worker's jitter after a deadline, in `0..=max_jitter_ms`: a stable
+/// function of `worker` and `seed`, so workers spread out and tests can predict it.
+pub fn jitter_ms(worker: &str, seed: u64, max_jitter_ms: i64) -> i64 {
+    if max_jitter_ms <= 0 {
+        return 0;
+    }
+    // FNV-1a over seed and worker id, then a SplitMix64 finaliser for spread.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in seed.to_le_bytes().iter().chain(worker.as_bytes()) {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h = (h ^ (h >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h = (h ^ (h >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^= h >> 31;
+    (h % (max_jitter_ms as u64 + 1)) as i64
+}
+
+/// A stable seed from text (e.g. the scope), for [`jitter_ms`].
+pub fn seed_of(text: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.as_bytes() {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// When this worker may resume: the deadline plus its jitter.
+pub fn resume_at(not_before: EpochMs, worker: &str, seed: u64, max_jitter_ms: i64) -> EpochMs {
+    not_before.saturating_add(jitter_ms(worker, seed, max_jitter_ms))
+}
+
+/// A span for people: the two largest units, e.g. `2d 8h`, `5m 3s`, `0s`.
+/// Rounded up to whole seconds so "in 0s" is only said when nothing is left.
+pub fn human_duration(ms: i64) -> String {
+    if ms <= 0 {
+        return "0s".to_string();
+    }
+    let secs = ms / SECOND_MS + i64::from(ms % SECOND_MS != 0);
+    let units = [
+        (secs / 86_400, "d"),
+        (secs % 86_400 / 3_600, "h"),
+        (secs % 3_600 / 60, "m"),
+        (secs % 60, "s"),
+    ];
+    let first = units.iter().position(|(n, _)| *n > 0).unwrap_or(3);
+    units[first..]
+        .iter()
+        .take(2)
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, u)| format!("{n}{u}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Why a duration was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("'{0}' is not a duration; write e.g. 90s, 5m, 1h30m, 2d or 500ms")]
+pub struct DurationError(pub String);
+
+/// Parses `500ms`, `90s`, `5m`, `1h30m`, `2d` or plain seconds (`60`) into ms.
+pub fn parse_duration_ms(text: &str) -> Result<i64, DurationError> {
+    let err = || DurationError(text.to_string());
+    let t = text.trim();
+    if t.is_empty() {
+        return Err(err());
+    }
+    if t.bytes().all(|b| b.is_ascii_digit()) {
+        let secs: i64 = t.parse().map_err(|_| err())?;
+        return secs.checked_mul(SECOND_MS).ok_or_else(err);
+    }
+    let mut total: i64 = 0;
+    let mut rest = t;
+    while !rest.is_empty() {
+        let digits = rest.bytes().take_while(|b| b.is_ascii_digit()).count();
+        if digits == 0 {
+            return Err(err());
+        }
+        let n: i64 = rest[..digits].parse().map_err(|_| err())?;
+        rest = &rest[digits..];
+        let unit_len = rest.bytes().take_while(|b| b.is_ascii_alphabetic()).count();
+        let unit = match &rest[..unit_len] {
+            "ms" => 1,
+            "s" => SECOND_MS,
+            "m" => MINUTE_MS,
+            "h" => HOUR_MS,
+            "d" => DAY_MS,
+            _ => return Err(err()),
+        };
+        rest = &rest[unit_len..];
+        total = n
+            .checked_mul(unit)
+            .and_then(|v| total.checked_add(v))
+            .ok_or_else(err)?;
+    }
+    Ok(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn utc(s: &str) -> EpochMs {
+        DateTime::parse_from_rfc3339(s).unwrap().timestamp_millis()
+    }
+
+    /// The worked example, verbatim, in its own (seconds-like) units.
+    #[test]
+    fn worked_example_verbatim() {
+        let first = next_probe(0, 1000, &[1000 + 202_825], 5);
+        assert_eq!(first, 203_830);
+        // A later, shorter Retry-After cannot shorten the cooldown.
+        assert_eq!(next_probe(first, 2000, &[2000 + 3000], 5), 203_830);
+        // Fresh scope, two constraints: the latest wins.
+        assert_eq!(next_probe(0, 1000, &[5000, 9000], 5), 9005);
+        assert!(!may_probe(1000 + 3600, first));
+        assert!(!may_probe(203_829, first));
+        assert!(may_probe(203_830, first));
+    }
+
+    /// The same example through the parsers, in epoch milliseconds.
+    #[test]
+    fn worked_example_through_the_parsers_in_ms() {
+        let p = Policy {
+            margin_ms: 5_000,
+            ..Policy::default()
+        };
+        let a = assess(
+            0,
+            1_000_000,
+            &[Hint::ResetsInSeconds("202825".into())],
+            0,
+            &p,
+        )
+        .unwrap();
+        assert_eq!(a.not_before, 203_830_000);
+        assert_eq!(a.basis, Basis::Provider);
+        assert_eq!(a.implausible, None);
+        let b = assess(
+            a.not_before,
+            2_000_000,
+            &[Hint::RetryAfter("3000".into())],
+            0,
+            &p,
+        )
+        .unwrap();
+        assert_eq!(b.not_before, 203_830_000);
+        // Retry-After 5000 s after receipt (6000 s); quota reset at epoch 9000 s.
+        let c = assess(
+            0,
+            1_000_000,
+            &[
+                Hint::RetryAfter("5000".into()),
+                Hint::ResetsAt("9000".into()),
+            ],
+            0,
+            &p,
+        )
+        .unwrap();
+        assert_eq!(c.not_before, 9_005_000);
+        assert!(!may_probe(4_600_000, a.not_before));
+        assert!(!may_probe(203_829_999, a.not_before));
+        assert!(may_probe(203_830_000, a.not_before));
+    }
+
+    #[test]
+    fn resets_in_seconds_counts_from_receipt_not_now() {
+        let received = utc("2026-12-02T10:00:00Z");
+        let d = resets_in_seconds_deadline("202825", received).unwrap();
+        assert_eq!(d, received + 202_825_000);
+        // The value does not depend on when it is evaluated: there is no `now` input.
+        assert_eq!(d, utc("2026-12-04T18:20:25Z"));
+    }
+
+    #[test]
+    fn seconds_parse_exactly_and_round_up() {
+        assert_eq!(seconds_to_ms("0"), Ok(0));
+        assert_eq!(seconds_to_ms("1"), Ok(1000));
+        assert_eq!(seconds_to_ms("1.5"), Ok(1500));
+        assert_eq!(seconds_to_ms("1.0001"), Ok(1001));
+        assert_eq!(seconds_to_ms(".25"), Ok(250));
+        assert_eq!(seconds_to_ms("2.02825e5"), Ok(202_825_000));
+        assert_eq!(seconds_to_ms("202825.0"), Ok(202_825_000));
+        assert_eq!(seconds_to_ms("1e-9"), Ok(1));
+        assert_eq!(seconds_to_ms("1E3"), Ok(1_000_000));
+        assert_eq!(seconds_to_ms("-0"), Ok(0));
+        assert_eq!(seconds_to_ms("-1"), Err(NumError::Negative));
+        assert_eq!(seconds_to_ms("-0.001"), Err(NumError::Negative));
+        assert_eq!(seconds_to_ms("NaN"), Err(NumError::NonFinite));
+        assert_eq!(seconds_to_ms("inf"), Err(NumError::NonFinite));
+        assert_eq!(seconds_to_ms("-Infinity"), Err(NumError::NonFinite));
+        assert_eq!(seconds_to_ms("1e400"), Err(NumError::TooLarge));
+        assert_eq!(seconds_to_ms("99999999999999999"), Err(NumError::TooLarge));
+        assert_eq!(seconds_to_ms("1.2.3"), Err(NumError::Syntax));
+        assert_eq!(seconds_to_ms("."), Err(NumError::Syntax));
+        assert_eq!(seconds_to_ms("1e"), Err(NumError::Syntax));
+        assert_eq!(seconds_to_ms("12abc"), Err(NumError::Syntax));
+    }
+
+    #[test]
+    fn bad_values_are_typed_errors_naming_the_field() {
+        let r = 1_000_000;
+        assert!(matches!(
+            resets_in_seconds_deadline("-5", r),
+            Err(HintError::Negative {
+                field: HintField::ResetsInSeconds,
+                ..
+            })
+        ));
+        assert!(matches!(
+            resets_in_seconds_deadline("NaN", r),
+            Err(HintError::NonFinite { .. })
+        ));
+        assert!(matches!(
+            resets_in_seconds_deadline("soon", r),
+            Err(HintError::Unparseable { .. })
+        ));
+        assert!(matches!(
+            resets_in_seconds_deadline("  ", r),
+            Err(HintError::Empty { .. })
+        ));
+        assert!(matches!(
+            retry_after_deadline("-1", r),
+            Err(HintError::Negative {
+                field: HintField::RetryAfter,
+                ..
+            })
+        ));
+        assert!(matches!(
+            retry_after_deadline("tomorrow", r),
+            Err(HintError::Unparseable { .. })
+        ));
+        assert!(matches!(
+            retry_after_deadline("Infinity", r),
+            Err(HintError::NonFinite { .. })
+        ));
+        assert!(matches!(
+            resets_at_deadline("2026-13-01T00:00:00Z"),
+            Err(HintError::Unparseable { .. })
+        ));
+        assert!(matches!(
+            resets_at_deadline("-3"),
+            Err(HintError::Negative { .. })
+        ));
+        let msg = resets_in_seconds_deadline("soon", r)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            msg,
+            "resets_in_seconds: 'soon' cannot be read; expected a number of seconds"
+        );
+    }
+
+    #[test]
+    fn retry_after_accepts_all_three_http_date_forms() {
+        let want = utc("1994-11-06T08:49:37Z");
+        let reference = utc("2026-12-02T00:00:00Z");
+        for form in [
+            "Sun, 06 Nov 1994 08:49:37 GMT",
+            "Sunday, 06-Nov-94 08:49:37 GMT",
+            "Sun Nov  6 08:49:37 1994",
+        ] {
+            assert_eq!(retry_after_deadline(form, reference), Ok(want), "{form}");
+        }
+        assert_eq!(
+            retry_after_deadline("Fri, 04 Dec 2026 18:20:30 GMT", reference),
+            Ok(utc("2026-12-04T18:20:30Z"))
+        );
+        // Delta-seconds is relative to receipt.
+        assert_eq!(
+            retry_after_deadline("120", reference),
+            Ok(reference + 120_000)
+        );
+    }
+
+    #[test]
+    fn http_dates_are_checked() {
+        let r = utc("2026-12-02T00:00:00Z");
+        // Wrong weekday, bad day, no GMT, lower-case month, bad time.
+        for bad in [
+            "Mon, 06 Nov 1994 08:49:37 GMT",
+            "Sun, 31 Nov 1994 08:49:37 GMT",
+            "Sun, 06 Nov 1994 08:49:37 UTC",
+            "Sun, 06 nov 1994 08:49:37 GMT",
+            "Sun, 06 Nov 1994 25:49:37 GMT",
+            "Sun, 6 Nov 1994 08:49:37 GMT",
+            "Sun Nov  6 08:49 1994",
+        ] {
+            assert_eq!(parse_http_date(bad, r), None, "{bad}");
+        }
+        // A leap second is the next instant.
+        assert_eq!(
+            parse_http_date("Wed, 31 Dec 2008 23:59:60 GMT", r),
+            Some(utc("2009-01-01T00:00:00Z"))
+        );
+    }
+
+    #[test]
+    fn rfc850_two_digit_years_stay_within_fifty_years_of_the_reference() {
+        let r = utc("2026-12-02T00:00:00Z");
+        assert_eq!(
+            parse_http_date("Wednesday, 02-Dec-26 00:00:00 GMT", r),
+            Some(r)
+        );
+        // 2076 is exactly 50 years ahead: kept; 2077 would be more: 1977.
+        assert_eq!(
+            parse_http_date("Wednesday, 02-Dec-76 00:00:00 GMT", r),
+            Some(utc("2076-12-02T00:00:00Z"))
+        );
+        assert_eq!(
+            parse_http_date("Friday, 02-Dec-77 00:00:00 GMT", r),
+            Some(utc("1977-12-02T00:00:00Z"))
+        );
+    }
+
+    #[test]
+    fn resets_at_reads_epoch_seconds_and_rfc3339() {
+        assert_eq!(resets_at_deadline("1796218335"), Ok(1_796_218_335_000));
+        assert_eq!(resets_at_deadline("1796218335.5"), Ok(1_796_218_335_500));
+        assert_eq!(
+            resets_at_deadline("2026-12-04T18:20:25+01:00"),
+            Ok(utc("2026-12-04T17:20:25Z"))
+        );
+    }
+
+    #[test]
+    fn no_hint_falls_back_to_bounded_backoff_never_now() {
+        let p = Policy::default();
+        let now = 10_000_000;
+        let steps: Vec<i64> = (0..12)
+            .map(|a| assess(0, now, &[], a, &p).unwrap().not_before - now)
+            .collect();
+        assert_eq!(steps[0], MINUTE_MS + p.margin_ms);
+        assert_eq!(steps[1], 2 * MINUTE_MS + p.margin_ms);
+        assert_eq!(steps[11], 6 * HOUR_MS + p.margin_ms);
+        assert!(steps.windows(2).all(|w| w[0] <= w[1]));
+        // Even a zero policy never says "call again now".
+        let zero = Policy {
+            margin_ms: 0,
+            backoff: Backoff {
+                base_ms: 0,
+                max_ms: 0,
+            },
+            ..p
+        };
+        assert!(assess(0, now, &[], 0, &zero).unwrap().not_before > now);
+        assert_eq!(Backoff::default().delay_ms(u32::MAX), 6 * HOUR_MS);
+    }
+
+    #[test]
+    fn far_resets_are_kept_whole_and_flagged() {
+        let p = Policy::default();
+        let received = utc("2026-12-02T00:00:00Z");
+        let forty_days = (40 * 86_400).to_string();
+        let a = assess(0, received, &[Hint::ResetsInSeconds(forty_days)], 0, &p).unwrap();
+        assert_eq!(a.not_before, received + 40 * DAY_MS + p.margin_ms);
+        let flag = a.implausible.unwrap();
+        assert_eq!(flag.deadline, received + 40 * DAY_MS);
+        assert_eq!(flag.ceiling_ms, 31 * DAY_MS);
+        // Exactly at the ceiling is plausible; a configured ceiling is honoured.
+        let at = assess(
+            0,
+            received,
+            &[Hint::ResetsInSeconds((31 * 86_400).to_string())],
+            0,
+            &p,
+        )
+        .unwrap();
+        assert_eq!(at.implausible, None);
+        let tight = Policy {
+            ceiling_ms: HOUR_MS,
+            ..p
+        };
+        assert!(
+            assess(0, received, &[Hint::RetryAfter("3601".into())], 0, &tight)
+                .unwrap()
+                .implausible
+                .is_some()
+        );
+    }
+
+    #[test]
+    fn one_bad_hint_rejects_the_refusal() {
+        let p = Policy::default();
+        let r = assess(
+            0,
+            1000,
+            &[
+                Hint::ResetsInSeconds("60".into()),
+                Hint::RetryAfter("-1".into()),
+            ],
+            0,
+            &p,
+        );
+        assert!(matches!(r, Err(HintError::Negative { .. })));
+    }
+
+    #[test]
+    fn jitter_is_bounded_deterministic_and_spread() {
+        let seed = seed_of("openai/acct-42");
+        let a = jitter_ms("worker-a", seed, 30_000);
+        assert_eq!(a, jitter_ms("worker-a", seed, 30_000));
+        let all: std::collections::BTreeSet<i64> = (0..50)
+            .map(|i| jitter_ms(&format!("w{i}"), seed, 30_000))
+            .collect();
+        assert!(all.iter().all(|j| (0..=30_000).contains(j)));
+        assert!(all.len() > 40, "jitter should spread workers: {all:?}");
+        assert_eq!(jitter_ms("worker-a", seed, 0), 0);
+        assert_eq!(resume_at(1000, "w", seed, 0), 1000);
+    }
+
+    #[test]
+    fn human_durations() {
+        assert_eq!(human_duration(202_830_000), "2d 8h");
+        assert_eq!(human_duration(2 * DAY_MS + 5 * MINUTE_MS), "2d");
+        assert_eq!(human_duration(3_600_000), "1h");
+        assert_eq!(human_duration(90_000), "1m 30s");
+        assert_eq!(human_duration(1), "1s");
+        assert_eq!(human_duration(0), "0s");
+        assert_eq!(human_duration(-5), "0s");
+    }
+
+    #[test]
+    fn durations_parse() {
+        assert_eq!(parse_duration_ms("60"), Ok(60_000));
+        assert_eq!(parse_duration_ms("90s"), Ok(90_000));
+        assert_eq!(parse_duration_ms("5m"), Ok(300_000));
+        assert_eq!(parse_duration_ms("1h30m"), Ok(5_400_000));
+        assert_eq!(parse_duration_ms("2d"), Ok(2 * DAY_MS));
+        assert_eq!(parse_duration_ms("500ms"), Ok(500));
+        for bad in ["", "5x", "m", "1.5s", "-3s", "99999999999999999999s"] {
+            assert!(parse_duration_ms(bad).is_err(), "{bad}");
+        }
+    }
+
+    proptest! {
+        /// A recorded deadline never moves earlier, whatever arrives next.
+        #[test]
+        fn next_probe_is_monotonic(
+            existing in 0i64..1_000_000_000_000,
+            received in 0i64..1_000_000_000_000,
+            deadlines in proptest::collection::vec(0i64..2_000_000_000_000, 0..5),
+            margin in 0i64..100_000,
+        ) {
+            let n = next_probe(existing, received, &deadlines, margin);
+            prop_assert!(n >= existing);
+            prop_assert!(n >= received + margin);
+            for d in &deadlines {
+                prop_assert!(n >= d + margin);
+            }
+            // Folding responses one at a time never lowers the deadline and ends
+            // no earlier than the all-at-once answer.
+            let mut acc = next_probe(existing, received, &[], margin);
+            prop_assert!(acc >= existing);
+            for d in &deadlines {
+                let next = next_probe(acc, received, &[*d], margin);
+                prop_assert!(next >= acc);
+                acc = next;
+            }
+            prop_assert_eq!(acc, n);
+        }
+
+        /// A longer reset never yields an earlier deadline.
+        #[test]
+        fn assess_is_monotonic_in_the_reset(
+            received in 0i64..4_000_000_000_000,
+            a in 0u32..10_000_000,
+            b in 0u32..10_000_000,
+        ) {
+            let p = Policy::default();
+            let (lo, hi) = (a.min(b), a.max(b));
+            let x = assess(0, received, &[Hint::ResetsInSeconds(lo.to_string())], 0, &p).unwrap();
+            let y = assess(0, received, &[Hint::ResetsInSeconds(hi.to_string())], 0, &p).unwrap();
+            prop_assert!(x.not_before <= y.not_before);
+            prop_assert_eq!(y.not_before, received + i64::from(hi) * 1000 + p.margin_ms);
+        }
+
+        /// may_probe flips exactly once, at the deadline.
+        #[test]
+        fn may_probe_is_a_threshold(now in any::<i64>(), nb in any::<i64>()) {
+            prop_assert_eq!(may_probe(now, nb), now >= nb);
+            if may_probe(now, nb) && now < i64::MAX {
+                prop_assert!(may_probe(now + 1, nb));
+            }
+        }
+
+        /// Decimal seconds round up to ms and agree with integer arithmetic.
+        #[test]
+        fn decimal_seconds_round_up(whole in 0u32..1_000_000_000, frac in 0u32..1_000_000) {
+            let text = format!("{whole}.{frac:06}");
+            let want = i64::from(whole) * 1000 + (i64::from(frac) + 999) / 1000;
+            prop_assert_eq!(seconds_to_ms(&text), Ok(want));
+        }
+
+        /// Parsers never panic on arbitrary text.
+        #[test]
+        fn parsers_never_panic(s in "\\PC{0,40}", r in any::<i64>()) {
+            let _ = retry_after_deadline(&s, r);
+            let _ = resets_in_seconds_deadline(&s, r);
+            let _ = resets_at_deadline(&s);
+            let _ = parse_duration_ms(&s);
+        }
+    }
+}
