@@ -1,0 +1,236 @@
+//! The named rendering `get-limits` shows for one stored entry
+//! (manifest-cli spec §4.3): `1h9-17w1-5s500` → `* 9-17 * * MON-FRI`.
+//!
+//! The text is the reference's `to_cron` everywhere, except where the
+//! reference's text would not parse back to the same sets (spec §13 B6).
+//! There we render each offending day-of-week item as follows:
+//!
+//! | stored item | reference | ours |
+//! |---|---|---|
+//! | `0-7` (every day) | `SUN-SUN` (Sunday only) | `SUN-SAT` |
+//! | `1-7` | `MON-SUN` (unparseable) | `MON-SAT,SUN` |
+//! | `5-7` | `FRI-SUN` (unparseable) | `FRI-SAT,SUN` |
+//! | `6-7` | `SAT-SUN` (unparseable) | `SAT,SUN` |
+//! | `7/2`, `7/1` | `SUN/2`, `SUN/1` (other days) | `SUN` |
+//! | `1-7/2` | `MON-SUN/2` (unparseable) | `MON,WED,FRI,SUN` |
+//!
+//! That is: a range ending at 7 becomes the range to SAT plus `,SUN`; any
+//! other item whose named form means something else is written as the list
+//! of its days, Monday first and Sunday last, with runs of three or more as
+//! ranges. Such items never start with `*`, so the AND/OR day rule is kept.
+//! Month items are checked the same way and left numeric if naming would
+//! change them (no such case is known).
+
+use crate::cron::{parse_field, CronField, DAY_NAMES, MONTH_NAMES};
+use crate::encoding::{
+    encode_weekday_item, rebuild_cron, replace_names, strip_version, tokenize, DecodeError, ENTRY,
+};
+
+/// Render one stored entry (with its version prefix) as a named 5-field cron.
+/// Modifier tags are accepted and ignored.
+pub fn to_cron(compact_entry: &str) -> Result<String, DecodeError> {
+    let rest = strip_version(compact_entry, ENTRY)?;
+    let tokens = tokenize(rest)?;
+    let cron = rebuild_cron(&tokens);
+    // rebuild_cron joins five values with single spaces; values may contain
+    // spaces themselves, so take the fields from the tokens, not by splitting.
+    let value = |tag: char| tokens.iter().find(|(c, _)| *c == tag).map(|(_, v)| *v);
+    debug_assert!(!cron.is_empty());
+    let minute = value('m').unwrap_or("*");
+    let hour = value('h').unwrap_or("*");
+    let dom = value('D').unwrap_or("*");
+    let month = match value('M') {
+        None => "*".to_string(),
+        Some(v) => render_month(v),
+    };
+    let dow = match value('w') {
+        None => "*".to_string(),
+        Some(v) => render_weekdays(v),
+    };
+    Ok(format!("{minute} {hour} {dom} {month} {dow}"))
+}
+
+/// Apply `name` to each digit run in the part of `item` before its first `/`.
+fn name_digit_runs(item: &str, name: impl Fn(u128) -> Option<&'static str>) -> String {
+    let (head, tail) = match item.find('/') {
+        Some(i) => item.split_at(i),
+        None => (item, ""),
+    };
+    let mut out = String::new();
+    let mut run = String::new();
+    let flush = |run: &mut String, out: &mut String| {
+        if !run.is_empty() {
+            let v = run.bytes().fold(0u128, |a, b| {
+                a.saturating_mul(10).saturating_add((b - b'0') as u128)
+            });
+            match name(v) {
+                Some(n) => out.push_str(n),
+                None => out.push_str(run),
+            }
+            run.clear();
+        }
+    };
+    for c in head.chars() {
+        if c.is_ascii_digit() {
+            run.push(c);
+        } else {
+            flush(&mut run, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut run, &mut out);
+    out.push_str(tail);
+    out
+}
+
+fn month_name(v: u128) -> Option<&'static str> {
+    (1..=12).contains(&v).then(|| MONTH_NAMES[(v - 1) as usize])
+}
+
+fn day_name(v: u128) -> Option<&'static str> {
+    match v {
+        0 | 7 => Some("SUN"),
+        1..=6 => Some(DAY_NAMES[v as usize]),
+        _ => None,
+    }
+}
+
+fn render_month(v: &str) -> String {
+    let numeric = replace_names(v, |n| {
+        MONTH_NAMES
+            .iter()
+            .position(|m| *m == n)
+            .map(|i| (i + 1).to_string())
+    });
+    let items: Vec<String> = numeric
+        .split(',')
+        .map(|item| {
+            let named = name_digit_runs(item, month_name);
+            match same_set(item, &named, CronField::Month) {
+                Some(false) => item.to_string(),
+                _ => named,
+            }
+        })
+        .collect();
+    items.join(",")
+}
+
+fn render_weekdays(v: &str) -> String {
+    let items: Vec<String> = v
+        .split(',')
+        .map(|item| {
+            let numeric = encode_weekday_item(&item.to_uppercase());
+            let named = name_digit_runs(&numeric, day_name);
+            match same_set(&numeric, &named, CronField::DayOfWeek) {
+                Some(false) => fix_weekday_item(&numeric),
+                _ => named,
+            }
+        })
+        .collect();
+    items.join(",")
+}
+
+/// Sunday folded to ISO 7: the set the matcher uses.
+fn fold(mask: u64, field: CronField) -> u64 {
+    if field == CronField::DayOfWeek {
+        (mask & 0xFE) | ((mask & 1) << 7)
+    } else {
+        mask
+    }
+}
+
+/// Whether `named` means the same set as `numeric`; None when `numeric`
+/// itself does not parse (then there is nothing to preserve).
+fn same_set(numeric: &str, named: &str, field: CronField) -> Option<bool> {
+    let want = fold(parse_field(&numeric.to_uppercase(), field)?, field);
+    Some(parse_field(named, field).map(|m| fold(m, field)) == Some(want))
+}
+
+/// A readable, correct form of a weekday item whose reference rendering
+/// would change its meaning (see the module table).
+fn fix_weekday_item(numeric: &str) -> String {
+    let up = numeric.to_uppercase();
+    let Some(mask) = parse_field(&up, CronField::DayOfWeek) else {
+        return numeric.to_string();
+    };
+    if !up.contains('/') {
+        if let Some((a, b)) = up.split_once('-') {
+            let num = |s: &str| {
+                s.parse::<u32>()
+                    .ok()
+                    .or_else(|| DAY_NAMES.iter().position(|n| *n == s).map(|i| i as u32))
+            };
+            if let (Some(a), Some(7)) = (num(a), num(b)) {
+                return match a {
+                    0 => "SUN-SAT".to_string(),
+                    7 => "SUN".to_string(),
+                    6 => "SAT,SUN".to_string(),
+                    a => format!("{}-SAT,SUN", DAY_NAMES[a as usize]),
+                };
+            }
+        }
+    }
+    list_days(fold(mask, CronField::DayOfWeek))
+}
+
+/// Days of an ISO weekday mask, Monday first, Sunday last; runs of three or
+/// more Monday..Saturday as ranges.
+fn list_days(mask: u64) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut d = 1u32;
+    while d <= 6 {
+        if mask & (1 << d) == 0 {
+            d += 1;
+            continue;
+        }
+        let start = d;
+        while d < 6 && mask & (1 << (d + 1)) != 0 {
+            d += 1;
+        }
+        match d - start {
+            0 => parts.push(DAY_NAMES[start as usize].to_string()),
+            1 => {
+                parts.push(DAY_NAMES[start as usize].to_string());
+                parts.push(DAY_NAMES[d as usize].to_string());
+            }
+            _ => parts.push(format!(
+                "{}-{}",
+                DAY_NAMES[start as usize], DAY_NAMES[d as usize]
+            )),
+        }
+        d += 1;
+    }
+    if mask & (1 << 7) != 0 {
+        parts.push("SUN".to_string());
+    }
+    parts.join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reference_text() {
+        assert_eq!(to_cron("1h9-17w1-5s500").unwrap(), "* 9-17 * * MON-FRI");
+        assert_eq!(to_cron("1m0h0M1,7").unwrap(), "0 0 * JAN,JUL *");
+        assert_eq!(to_cron("1M1/2,5").unwrap(), "* * * JAN/2,MAY *");
+        assert_eq!(to_cron("1w1-5/2,0").unwrap(), "* * * * MON-FRI/2,SUN");
+        assert_eq!(to_cron("1m0;h1").unwrap(), "0; 1 * * *");
+        assert_eq!(to_cron("1Mjan").unwrap(), "* * * j *");
+        assert_eq!(to_cron("1w8").unwrap(), "* * * * 8");
+    }
+
+    #[test]
+    fn b6_fixes() {
+        assert_eq!(to_cron("1w0-7").unwrap(), "* * * * SUN-SAT");
+        assert_eq!(to_cron("1w1-7").unwrap(), "* * * * MON-SAT,SUN");
+        assert_eq!(to_cron("1w5-7").unwrap(), "* * * * FRI-SAT,SUN");
+        assert_eq!(to_cron("1w6-7").unwrap(), "* * * * SAT,SUN");
+        assert_eq!(to_cron("1w7/2").unwrap(), "* * * * SUN");
+        assert_eq!(to_cron("1w7/1").unwrap(), "* * * * SUN");
+        assert_eq!(to_cron("1w1-7/2").unwrap(), "* * * * MON,WED,FRI,SUN");
+        // The reference is accidentally right here: SUN-SUN/2 is 0/2.
+        assert_eq!(to_cron("1w0-7/2").unwrap(), "* * * * SUN-SUN/2");
+    }
+}
