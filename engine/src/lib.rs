@@ -10,3 +10,7 @@ pub mod cooldown;
 pub mod cron;
 pub mod civil;
 pub mod scan;
+pub mod encoding;
+pub mod render;
+pub mod zone;
+mod zone_rules;
