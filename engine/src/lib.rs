@@ -6,11 +6,16 @@
 //! Tokens are integer millitokens (1 token = 1000) held in `i128`, as the
 //! reference's unbounded Python integers require.
 
+pub mod bucket;
+pub mod civil;
 pub mod cooldown;
 pub mod cron;
-pub mod civil;
-pub mod scan;
 pub mod encoding;
+pub mod params;
+pub mod quota;
 pub mod render;
+pub mod retry;
+pub mod scan;
+pub mod schedule;
 pub mod zone;
 mod zone_rules;
