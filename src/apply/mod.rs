@@ -1,4 +1,10 @@
 //! plan / diff / apply: desired items from the manifest, the managed set, the
 //! diff against live items, writes, pending fan-outs.
 
+pub mod diff;
 pub mod fanout;
+pub mod level;
+pub mod managed;
+pub mod pending;
+#[cfg(test)]
+pub mod memstore;

@@ -1,0 +1,158 @@
+//! Config levels and declared changes: the vocabulary plan, diff and apply share.
+
+use std::fmt;
+
+use crate::apply::fanout::LevelKind;
+use crate::store::Key;
+
+/// One config item: the system level, a resource level or an (entity, resource) pair.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Level {
+    System,
+    Resource(String),
+    /// (entity id, resource name or `_default_`)
+    Entity(String, String),
+}
+
+impl Level {
+    pub fn kind(&self) -> LevelKind {
+        match self {
+            Level::System => LevelKind::System,
+            Level::Resource(_) => LevelKind::Resource,
+            Level::Entity(..) => LevelKind::Entity,
+        }
+    }
+
+    /// `""` for system, the resource name, or `entity/resource` (the reference's target).
+    pub fn target(&self) -> String {
+        match self {
+            Level::System => String::new(),
+            Level::Resource(r) => r.clone(),
+            Level::Entity(e, r) => format!("{e}/{r}"),
+        }
+    }
+
+    /// The key of the level's config item in namespace `ns`.
+    pub fn key(&self, ns: &str) -> Key {
+        match self {
+            Level::System => Key::new(format!("{ns}/SYSTEM#"), "#CONFIG"),
+            Level::Resource(r) => Key::new(format!("{ns}/RESOURCE#{r}"), "#CONFIG"),
+            Level::Entity(e, r) => Key::new(format!("{ns}/ENTITY#{e}"), format!("#CONFIG#{r}")),
+        }
+    }
+
+    /// Rebuilds a level from a pending item's (level, target) pair. The entity
+    /// target splits on the first `/` (entity ids cannot contain `/`).
+    pub fn from_parts(level: &str, target: &str) -> Option<Level> {
+        match level {
+            "system" => Some(Level::System),
+            "resource" if !target.is_empty() => Some(Level::Resource(target.to_string())),
+            "entity" => {
+                let (e, r) = target.split_once('/')?;
+                Some(Level::Entity(e.to_string(), r.to_string()))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// What apply does to a level. The label comes from the managed set only (§3.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Action {
+    Create,
+    Update,
+    Delete,
+}
+
+impl Action {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Create => "create",
+            Action::Update => "update",
+            Action::Delete => "delete",
+        }
+    }
+
+    /// The plan symbol: `+`, `~`, `-`.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Action::Create => "+",
+            Action::Update => "~",
+            Action::Delete => "-",
+        }
+    }
+}
+
+/// One declared change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    pub action: Action,
+    pub level: Level,
+}
+
+impl Change {
+    pub fn new(action: Action, level: Level) -> Self {
+        Change { action, level }
+    }
+}
+
+impl fmt::Display for Change {
+    /// The reference's per-change error prefix: `{action} {level} {target}`, system as `None`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let target = match &self.level {
+            Level::System => "None".to_string(),
+            other => other.target(),
+        };
+        write!(
+            f,
+            "{} {} {}",
+            self.action.as_str(),
+            self.level.kind().as_str(),
+            target
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_follow_the_table_layout() {
+        assert_eq!(Level::System.key("ns"), Key::new("ns/SYSTEM#", "#CONFIG"));
+        assert_eq!(
+            Level::Resource("gpt-4".into()).key("ns"),
+            Key::new("ns/RESOURCE#gpt-4", "#CONFIG")
+        );
+        assert_eq!(
+            Level::Entity("u1".into(), "_default_".into()).key("ns"),
+            Key::new("ns/ENTITY#u1", "#CONFIG#_default_")
+        );
+    }
+
+    #[test]
+    fn targets_round_trip_through_pending_parts() {
+        for level in [
+            Level::System,
+            Level::Resource("a/b".into()),
+            Level::Entity("u1".into(), "r/x".into()),
+        ] {
+            let back = Level::from_parts(level.kind().as_str(), &level.target());
+            assert_eq!(back, Some(level));
+        }
+        assert_eq!(Level::from_parts("entity", "nodelimiter"), None);
+        assert_eq!(Level::from_parts("bogus", "x"), None);
+    }
+
+    #[test]
+    fn change_error_prefix_prints_system_as_none() {
+        assert_eq!(
+            Change::new(Action::Create, Level::System).to_string(),
+            "create system None"
+        );
+        assert_eq!(
+            Change::new(Action::Delete, Level::Entity("u".into(), "r".into())).to_string(),
+            "delete entity u/r"
+        );
+    }
+}
