@@ -62,6 +62,39 @@ impl Modifier {
         })
     }
 
+    /// Build and validate a modifier from a declaration's optional fields,
+    /// as the reference's `ScheduleEntry` does: exactly one of `scale` or
+    /// the absolute fields, then finiteness, positivity and upper bounds.
+    /// Integers are i128 so a negative or oversized input gets its own error.
+    pub fn from_fields(
+        scale: Option<f64>,
+        capacity: Option<i128>,
+        refill_amount: Option<i128>,
+        refill_period_seconds: Option<i128>,
+    ) -> Result<Modifier, EntryError> {
+        let absolute =
+            capacity.is_some() || refill_amount.is_some() || refill_period_seconds.is_some();
+        match (scale, absolute) {
+            (Some(_), true) | (None, false) => Err(EntryError::ExactlyOne),
+            (Some(s), false) => Modifier::scale(s),
+            (None, true) => {
+                check_bound("capacity", capacity, MAX_TOKENS)?;
+                check_bound("refill_amount", refill_amount, MAX_TOKENS)?;
+                check_bound(
+                    "refill_period_seconds",
+                    refill_period_seconds,
+                    MAX_PERIOD_SECONDS,
+                )?;
+                // In range 1..=10^15 after the checks above, so the casts are exact.
+                Ok(Modifier::Absolute {
+                    capacity: capacity.map(|v| v as u64),
+                    refill_amount: refill_amount.map(|v| v as u64),
+                    refill_period_seconds: refill_period_seconds.map(|v| v as u64),
+                })
+            }
+        }
+    }
+
     /// The scale as the reference's decoder sees it: `permille / 1000` as f64.
     pub fn scale_value(&self) -> Option<f64> {
         match self {
