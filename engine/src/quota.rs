@@ -117,9 +117,9 @@ pub fn slow_pass(
 
     let c = st.try_consume(requested, now_ms);
     let consumed = if c.success { requested } else { 0 };
-    st.tokens_milli = c.new_tokens_milli;
-    st.last_refill_ms = c.new_last_refill_ms;
     if c.success {
+        st.tokens_milli = c.new_tokens_milli;
+        st.last_refill_ms = c.new_last_refill_ms;
         st.total_consumed_milli = Some(
             st.total_consumed_milli
                 .unwrap_or(0)

@@ -13,7 +13,6 @@
 //! All positions are minute indices (`epoch ms / 60000`); every search is bounded
 //! by an explicit limit and by [`MIN_MINUTE`]..=[`MAX_MINUTE`], so it terminates.
 
-use chrono::{DateTime, Offset, TimeZone};
 use chrono_tz::Tz;
 
 use crate::civil::{Fields, DAY, MAX_MINUTE, MIN_MINUTE};
@@ -30,16 +29,7 @@ const ALL_WEEKDAYS: u8 = 0b1111_1110;
 /// seconds-dropping conversion does).
 pub fn offset_minutes(tz: Tz, u: i64) -> i64 {
     let u = u.clamp(MIN_MINUTE, MAX_MINUTE);
-    match DateTime::from_timestamp(u * 60, 0) {
-        Some(t) => {
-            let secs = tz
-                .offset_from_utc_datetime(&t.naive_utc())
-                .fix()
-                .local_minus_utc();
-            i64::from(secs).div_euclid(60)
-        }
-        None => 0,
-    }
+    crate::zone::utc_offset_seconds(tz, u * 60_000).map_or(0, |s| i64::from(s).div_euclid(60))
 }
 
 /// Whether the wall-clock fields match the pattern (minute, hour, month and the
