@@ -1,0 +1,449 @@
+//! Attribute-level detail under each planned change: what exactly a write would
+//! change in a level's config item (`rpm.capacity: 500 → 600`, schedule entries
+//! added and removed). Computed from the two items — the live one and the one
+//! apply would write — so it shows precisely what the store would see.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::apply::diff::normalise_number;
+use crate::store::{AttrValue, Item};
+
+/// One line of detail.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Detail {
+    /// `+` added, `-` removed, `~` changed.
+    pub op: &'static str,
+    /// e.g. `rpm.capacity`, `rpm.schedule`, `rpm`, `disabled`.
+    pub path: String,
+    /// The value before (absent for an addition).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub old: Option<String>,
+    /// The value after (absent for a removal).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub new: Option<String>,
+}
+
+impl Detail {
+    fn change(path: String, old: String, new: String) -> Self {
+        Detail {
+            op: "~",
+            path,
+            old: Some(old),
+            new: Some(new),
+        }
+    }
+    fn add(path: String, new: String) -> Self {
+        Detail {
+            op: "+",
+            path,
+            old: None,
+            new: Some(new),
+        }
+    }
+    fn remove(path: String, old: String) -> Self {
+        Detail {
+            op: "-",
+            path,
+            old: Some(old),
+            new: None,
+        }
+    }
+
+    /// The text form, without indentation.
+    pub fn render(&self) -> String {
+        match (self.op, &self.old, &self.new) {
+            ("~", Some(o), Some(n)) => format!("{}: {o} → {n}", self.path),
+            ("+", _, Some(n)) => format!("{} + {n}", self.path),
+            (_, Some(o), _) => format!("{} - {o}", self.path),
+            _ => self.path.clone(),
+        }
+    }
+}
+
+/// One limit as stored: its numeric fields and its schedules, rendered.
+#[derive(Debug, Default, PartialEq)]
+struct LimitView {
+    fields: BTreeMap<&'static str, String>,
+    schedule: Vec<String>,
+    reset_schedule: Vec<String>,
+}
+
+impl LimitView {
+    fn summary(&self) -> String {
+        let mut parts: Vec<String> = FIELDS
+            .iter()
+            .filter_map(|(_, name)| self.fields.get(name).map(|v| format!("{name} {v}")))
+            .filter(|p| p != "soft false")
+            .collect();
+        if self.fields.get("soft").map(String::as_str) == Some("true") {
+            parts.retain(|p| p != "soft true");
+            parts.push("soft".into());
+        }
+        parts.join(", ")
+    }
+}
+
+const FIELDS: [(&str, &str); 5] = [
+    ("cp", "capacity"),
+    ("ra", "refill_amount"),
+    ("rp", "refill_period"),
+    ("rsa", "reset_after_seconds"),
+    ("soft", "soft"),
+];
+
+fn limits_of(item: &Item) -> BTreeMap<String, LimitView> {
+    let tz = item
+        .get("sched_tz")
+        .and_then(|v| v.as_s())
+        .unwrap_or("UTC")
+        .to_string();
+    let mut out: BTreeMap<String, LimitView> = BTreeMap::new();
+    // Limits are discovered by their `_cp` attribute, as every reader does.
+    for name in item.keys() {
+        let Some(rest) = name.strip_prefix("l_").or_else(|| name.strip_prefix("w_")) else {
+            continue;
+        };
+        if let Some(limit) = rest.strip_suffix("_cp") {
+            out.entry(limit.to_string()).or_default();
+        }
+    }
+    for (name, value) in item {
+        let Some(rest) = name.strip_prefix("l_").or_else(|| name.strip_prefix("w_")) else {
+            continue;
+        };
+        let Some((limit, field)) = rest.rsplit_once('_') else {
+            continue;
+        };
+        let Some(view) = out.get_mut(limit) else {
+            continue;
+        };
+        match field {
+            "sched" => view.schedule = entries(value, &tz, true),
+            "rsched" => view.reset_schedule = entries(value, &tz, false),
+            f => {
+                if let Some((_, label)) = FIELDS.iter().find(|(tag, _)| *tag == f) {
+                    view.fields.insert(label, scalar(value));
+                }
+            }
+        }
+    }
+    for view in out.values_mut() {
+        view.fields.entry("soft").or_insert_with(|| "false".into());
+    }
+    out
+}
+
+fn scalar(v: &AttrValue) -> String {
+    match v {
+        AttrValue::N(n) => normalise_number(n),
+        AttrValue::S(s) => s.clone(),
+        AttrValue::Bool(b) => b.to_string(),
+        AttrValue::Null => "null".into(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// Renders each entry of a compact schedule as `"<cron>" <tz>`, plus
+/// `→ <effect>` for parameter windows. Undecodable text is shown raw.
+fn entries(v: &AttrValue, tz: &str, parameter: bool) -> Vec<String> {
+    let Some(s) = v.as_s() else {
+        return vec![scalar(v)];
+    };
+    let body = s.trim_start_matches(|c: char| c.is_ascii_digit());
+    if body.is_empty() {
+        return vec![format!("(stored as {s:?})")];
+    }
+    body.split(';')
+        .map(|entry| {
+            let cron = zae_limiter_engine::render::to_cron(&format!("1{entry}"))
+                .unwrap_or_else(|_| entry.to_string());
+            let mut text = format!("\"{cron}\" {tz}");
+            if parameter {
+                text.push_str(" → ");
+                text.push_str(&effect(entry));
+            }
+            text
+        })
+        .collect()
+}
+
+/// The modifier of a compact entry as `get-limits` words it.
+fn effect(entry: &str) -> String {
+    let tag = |t: char| -> Option<u128> {
+        let i = entry.find(t)?;
+        let digits: String = entry[i + 1..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        digits.parse().ok()
+    };
+    if let Some(permille) = tag('s') {
+        return format!("scale {}%", percent_g(permille as f64 / 10.0));
+    }
+    let mut parts = Vec::new();
+    for (t, name) in [
+        ('c', "capacity"),
+        ('a', "refill_amount"),
+        ('p', "refill_period_seconds"),
+    ] {
+        if let Some(v) = tag(t) {
+            parts.push(format!("{name} {}", thousands(v)));
+        }
+    }
+    parts.join(", ")
+}
+
+fn thousands(v: u128) -> String {
+    let s = v.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Python's `%g`: 6 significant digits, trailing zeros stripped, exponent form
+/// below 1e-4 or from 1e6.
+fn percent_g(x: f64) -> String {
+    if x == 0.0 {
+        return "0".into();
+    }
+    let sci = format!("{x:.5e}");
+    let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let strip = |s: &str| {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s.to_string()
+        }
+    };
+    if !(-4..6).contains(&exp) {
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{}e{sign}{:02}", strip(mant), exp.abs())
+    } else {
+        strip(&format!("{x:.*}", (5 - exp).max(0) as usize))
+    }
+}
+
+fn flag(item: Option<&Item>, name: &str, absent: &str) -> String {
+    match item.and_then(|i| i.get(name)) {
+        None => absent.to_string(),
+        Some(v) => scalar(v),
+    }
+}
+
+/// What changes when `live` (None = absent) is replaced by `desired` (None = deleted).
+pub fn details(live: Option<&Item>, desired: Option<&Item>) -> Vec<Detail> {
+    let empty = Item::new();
+    let old = limits_of(live.unwrap_or(&empty));
+    let new = limits_of(desired.unwrap_or(&empty));
+    let mut out = Vec::new();
+    let mut names: Vec<&String> = old.keys().chain(new.keys()).collect();
+    names.sort();
+    names.dedup();
+    for name in names {
+        match (old.get(name), new.get(name)) {
+            (None, Some(n)) => {
+                out.push(Detail::add(name.clone(), n.summary()));
+                list_diff(&mut out, name, "schedule", &[], &n.schedule);
+                list_diff(&mut out, name, "reset_schedule", &[], &n.reset_schedule);
+            }
+            (Some(o), None) => {
+                out.push(Detail::remove(name.clone(), o.summary()));
+            }
+            (Some(o), Some(n)) => {
+                for (_, field) in FIELDS {
+                    let a = o
+                        .fields
+                        .get(field)
+                        .cloned()
+                        .unwrap_or_else(|| "(none)".into());
+                    let b = n
+                        .fields
+                        .get(field)
+                        .cloned()
+                        .unwrap_or_else(|| "(none)".into());
+                    if a != b {
+                        out.push(Detail::change(format!("{name}.{field}"), a, b));
+                    }
+                }
+                list_diff(&mut out, name, "schedule", &o.schedule, &n.schedule);
+                list_diff(
+                    &mut out,
+                    name,
+                    "reset_schedule",
+                    &o.reset_schedule,
+                    &n.reset_schedule,
+                );
+            }
+            (None, None) => {}
+        }
+    }
+    for (name, absent) in [
+        ("disabled", "(inherit)"),
+        ("cascade", "(inherit)"),
+        ("on_unavailable", "(unset)"),
+    ] {
+        let a = flag(live, name, absent);
+        let b = flag(desired, name, absent);
+        if a != b && desired.is_some() {
+            out.push(Detail::change(name.to_string(), a, b));
+        }
+    }
+    out
+}
+
+/// Entries removed, then entries added; a pure reordering (which matters: the
+/// first matching window wins) is reported as one line.
+fn list_diff(out: &mut Vec<Detail>, limit: &str, what: &str, old: &[String], new: &[String]) {
+    if old == new {
+        return;
+    }
+    let path = format!("{limit}.{what}");
+    let mut remaining: Vec<&String> = new.iter().collect();
+    let mut removed = Vec::new();
+    for e in old {
+        match remaining.iter().position(|n| *n == e) {
+            Some(i) => {
+                remaining.remove(i);
+            }
+            None => removed.push(e),
+        }
+    }
+    if removed.is_empty() && remaining.is_empty() {
+        out.push(Detail::change(
+            path,
+            "order as before".into(),
+            "entries reordered".into(),
+        ));
+        return;
+    }
+    for e in removed {
+        out.push(Detail::remove(path.clone(), e.clone()));
+    }
+    for e in remaining {
+        out.push(Detail::add(path.clone(), e.clone()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(pairs: &[(&str, AttrValue)]) -> Item {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect()
+    }
+
+    fn lines(d: &[Detail]) -> Vec<String> {
+        d.iter().map(Detail::render).collect()
+    }
+
+    #[test]
+    fn a_capacity_change_is_one_line() {
+        let live = item(&[
+            ("l_rpm_cp", AttrValue::n(500)),
+            ("l_rpm_ra", AttrValue::n(500)),
+            ("l_rpm_rp", AttrValue::n(60)),
+            ("config_version", AttrValue::n(1)),
+        ]);
+        let mut desired = live.clone();
+        desired.remove("config_version");
+        desired.insert("l_rpm_cp".into(), AttrValue::n(600));
+        assert_eq!(
+            lines(&details(Some(&live), Some(&desired))),
+            ["rpm.capacity: 500 → 600"]
+        );
+    }
+
+    #[test]
+    fn schedules_show_entries_added_and_removed_with_their_effect() {
+        let live = item(&[
+            ("l_rpm_cp", AttrValue::n(1000)),
+            ("l_rpm_ra", AttrValue::n(1000)),
+        ]);
+        let mut desired = live.clone();
+        desired.insert(
+            "l_rpm_sched".into(),
+            AttrValue::s("1h9-17w1-5s500;w6,7c2000a2000p60"),
+        );
+        desired.insert("sched_tz".into(), AttrValue::s("America/New_York"));
+        assert_eq!(
+            lines(&details(Some(&live), Some(&desired))),
+            [
+                "rpm.schedule + \"* 9-17 * * MON-FRI\" America/New_York → scale 50%",
+                "rpm.schedule + \"* * * * SAT,SUN\" America/New_York → capacity 2,000, refill_amount 2,000, refill_period_seconds 60",
+            ]
+        );
+        assert_eq!(
+            lines(&details(Some(&desired), Some(&live))),
+            [
+                "rpm.schedule - \"* 9-17 * * MON-FRI\" America/New_York → scale 50%",
+                "rpm.schedule - \"* * * * SAT,SUN\" America/New_York → capacity 2,000, refill_amount 2,000, refill_period_seconds 60",
+            ]
+        );
+    }
+
+    #[test]
+    fn whole_limits_and_flags_are_summarised() {
+        let desired = item(&[
+            ("w_s_cp", AttrValue::n(500)),
+            ("w_s_ra", AttrValue::n(0)),
+            ("w_s_rp", AttrValue::n(60)),
+            ("w_s_rsa", AttrValue::n(18000)),
+            ("w_s_soft", AttrValue::Bool(true)),
+            ("l_q_cp", AttrValue::n(10)),
+            ("l_q_rsched", AttrValue::s("1m0h0")),
+            ("disabled", AttrValue::s("bypass")),
+        ]);
+        assert_eq!(
+            lines(&details(None, Some(&desired))),
+            [
+                "q + capacity 10",
+                "q.reset_schedule + \"0 0 * * *\" UTC",
+                "s + capacity 500, refill_amount 0, refill_period 60, reset_after_seconds 18000, soft",
+                "disabled: (inherit) → bypass",
+            ]
+        );
+        assert_eq!(lines(&details(Some(&desired), None))[0], "q - capacity 10");
+    }
+
+    #[test]
+    fn reordered_windows_are_reported() {
+        let a = item(&[
+            ("l_r_cp", AttrValue::n(1)),
+            ("l_r_sched", AttrValue::s("1h1s500;h2s500")),
+        ]);
+        let b = item(&[
+            ("l_r_cp", AttrValue::n(1)),
+            ("l_r_sched", AttrValue::s("1h2s500;h1s500")),
+        ]);
+        assert_eq!(
+            lines(&details(Some(&a), Some(&b))),
+            ["r.schedule: order as before → entries reordered"]
+        );
+    }
+
+    #[test]
+    fn percent_follows_python_g() {
+        for (x, want) in [
+            (50.0, "50"),
+            (12.5, "12.5"),
+            (0.1, "0.1"),
+            (200.0, "200"),
+            (123456.7, "123457"),
+            (1e6, "1e+06"),
+            (1e8, "1e+08"),
+        ] {
+            assert_eq!(percent_g(x), want, "{x}");
+        }
+    }
+}
