@@ -19,3 +19,4 @@ pub mod scan;
 pub mod schedule;
 pub mod zone;
 mod zone_rules;
+pub mod limit;

@@ -15,6 +15,7 @@
 use serde_json::Value;
 use zae_limiter_engine::bucket::{refill_bucket, BucketState};
 use zae_limiter_engine::cron::CronSpec;
+use zae_limiter_engine::limit::{one_zone, Limit, LimitError};
 use zae_limiter_engine::params::{effective_params, entry_params, Modifier, Params, Scale};
 use zae_limiter_engine::quota::{slow_pass, QuotaConfig};
 use zae_limiter_engine::retry::{
@@ -117,14 +118,14 @@ fn float(v: &Value) -> f64 {
 
 /// A schedule from the vectors' `[{cron, tz, scale? | capacity? …}]`.
 fn schedule(v: &Value) -> Schedule {
+    one_zone(zoned_entries(v)).expect("one zone")
+}
+
+fn zoned_entries(v: &Value) -> Vec<(chrono_tz::Tz, Entry)> {
     let list = v.as_array().expect("schedule list");
-    let tz = list
-        .first()
-        .map(|e| zone(e["tz"].as_str().unwrap_or("UTC")).expect("known zone"))
-        .unwrap_or(chrono_tz::UTC);
-    let entries = list
-        .iter()
+    list.iter()
         .map(|e| {
+            let tz = zone(e["tz"].as_str().unwrap_or("UTC")).expect("known zone");
             let cron = e["cron"].as_str().expect("cron").to_string();
             let spec = CronSpec::parse(&cron).expect("vector cron parses");
             let modifier = if let Some(s) = e.get("scale") {
@@ -146,14 +147,16 @@ fn schedule(v: &Value) -> Schedule {
             } else {
                 None
             };
-            Entry {
-                cron,
-                spec,
-                modifier,
-            }
+            (
+                tz,
+                Entry {
+                    cron,
+                    spec,
+                    modifier,
+                },
+            )
         })
-        .collect();
-    Schedule { tz, entries }
+        .collect()
 }
 
 fn state(v: &Value) -> BucketState {
@@ -614,5 +617,104 @@ fn rate_limit_exceeded_vectors() {
         let names: Vec<String> = (0..waits.len()).map(|i| format!("l{i}")).collect();
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
         assert_eq!(e.message("e", "r", &names), c["message"], "{c}");
+    }
+}
+
+fn build_limit(c: &Value) -> Result<Limit, LimitError> {
+    let a = &c["args"];
+    let f = c["fn"].as_str().expect("fn");
+    let sched = |key: &str| match a.get(key) {
+        Some(v) => one_zone(zoned_entries(v)),
+        None => Ok(Schedule::empty()),
+    };
+    match f {
+        "per_second" | "per_minute" | "per_hour" | "per_day" => {
+            let name = a[0].as_str().expect("name");
+            let rate = int(&a[1]);
+            let burst = a.get(2).map(int);
+            match f {
+                "per_second" => Limit::per_second(name, rate, burst),
+                "per_minute" => Limit::per_minute(name, rate, burst),
+                "per_hour" => Limit::per_hour(name, rate, burst),
+                _ => Limit::per_day(name, rate, burst),
+            }
+        }
+        "quota" => {
+            let name = a["name"].as_str().expect("name");
+            let resets = match a.get("cron") {
+                Some(cron) => {
+                    let cron = cron.as_str().expect("cron");
+                    let tz =
+                        zone(a.get("tz").and_then(Value::as_str).unwrap_or("UTC")).expect("zone");
+                    Some(Schedule {
+                        tz,
+                        entries: vec![Entry {
+                            cron: cron.to_string(),
+                            spec: CronSpec::parse(cron)?,
+                            modifier: None,
+                        }],
+                    })
+                }
+                None => None,
+            };
+            let rsa_ms = a
+                .get("reset_after_seconds")
+                .map(|s| (float(s) * 1000.0).round() as i64);
+            Limit::quota(name, int(&a["amount"]), resets, rsa_ms)
+        }
+        "Limit" => Limit::new(
+            a["name"].as_str().expect("name"),
+            int(&a["capacity"]),
+            int(&a["refill_amount"]),
+            int(&a["refill_period_seconds"]),
+            sched("schedule")?,
+            sched("reset_schedule")?,
+            None,
+        ),
+        other => panic!("unknown limit factory {other}"),
+    }
+}
+
+#[test]
+fn limits_vectors() {
+    let v = vectors();
+    for c in section(&v, "limits") {
+        let got = build_limit(c);
+        match c.get("result") {
+            Some(r) => {
+                let l = got.unwrap_or_else(|e| panic!("{e}: {c}"));
+                assert_eq!(l.name, r["name"], "{c}");
+                assert_eq!(l.capacity, int(&r["capacity"]), "{c}");
+                assert_eq!(l.refill_amount, int(&r["refill_amount"]), "{c}");
+                assert_eq!(
+                    l.refill_period_seconds,
+                    int(&r["refill_period_seconds"]),
+                    "{c}"
+                );
+                assert_eq!(
+                    l.reset_after_seconds.map(i128::from),
+                    r.get("reset_after_seconds").map(int),
+                    "{c}"
+                );
+                let crons: Vec<&str> = l
+                    .reset_schedule
+                    .entries
+                    .iter()
+                    .map(|e| e.cron.as_str())
+                    .collect();
+                let want: Vec<&str> = r
+                    .get("reset_schedule")
+                    .and_then(Value::as_array)
+                    .map(|l| {
+                        l.iter()
+                            .map(|e| e["cron"].as_str().expect("cron"))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                assert_eq!(crons, want, "{c}");
+                assert_eq!(l.is_quota(), r["is_quota"] == true, "{c}");
+            }
+            None => assert!(got.is_err(), "expected an error: {c}"),
+        }
     }
 }
