@@ -7,5 +7,6 @@ pub mod fanout;
 pub mod level;
 pub mod managed;
 pub mod pending;
+pub mod version;
 #[cfg(test)]
 pub mod memstore;
