@@ -9,7 +9,9 @@
 pub mod dynamodb;
 pub mod item;
 pub mod local;
+pub mod number;
 pub mod open;
+pub mod typed_json;
 
 pub use item::{AttrValue, Item, Key};
 
@@ -145,6 +147,12 @@ pub trait Store {
     fn query_index(&self, index: Index, pk: &str, sk_prefix: &str) -> Result<Vec<Key>, StoreError>;
     /// One write; returns the item as it was before (ALL_OLD), if any.
     fn write(&self, op: WriteOp) -> Result<Option<Item>, StoreError>;
+    /// Many independent writes, one result per op in the same order; a failure
+    /// does not stop the others. Backends may run them concurrently (the
+    /// DynamoDB store keeps a bounded number in flight); the default is sequential.
+    fn write_many(&self, ops: Vec<WriteOp>) -> Vec<Result<Option<Item>, StoreError>> {
+        ops.into_iter().map(|op| self.write(op)).collect()
+    }
     /// All-or-nothing writes (TransactWriteItems, at most 100 ops).
     fn transact(&self, ops: Vec<WriteOp>) -> Result<(), StoreError>;
 }
