@@ -13,7 +13,7 @@ use crate::store::{AttrValue, Item};
 /// One line of detail.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Detail {
-    /// `+` added, `-` removed, `~` changed.
+    /// `+` added, `-` removed, `~` changed, `!` the item cannot be built.
     pub op: &'static str,
     /// e.g. `rpm.capacity`, `rpm.schedule`, `rpm`, `disabled`.
     pub path: String,
@@ -51,9 +51,20 @@ impl Detail {
         }
     }
 
+    /// A level whose item cannot be built (`!`): apply will report it as an error.
+    pub fn error(message: String) -> Self {
+        Detail {
+            op: "!",
+            path: "error".into(),
+            old: None,
+            new: Some(message),
+        }
+    }
+
     /// The text form, without indentation.
     pub fn render(&self) -> String {
         match (self.op, &self.old, &self.new) {
+            ("!", _, Some(n)) => format!("cannot build the item: {n}"),
             ("~", Some(o), Some(n)) => format!("{}: {o} → {n}", self.path),
             ("+", _, Some(n)) => format!("{} + {n}", self.path),
             (_, Some(o), _) => format!("{} - {o}", self.path),

@@ -7,6 +7,8 @@ pub mod fanout;
 pub mod level;
 pub mod managed;
 pub mod pending;
+pub mod prepare;
 pub mod version;
+pub mod writes;
 #[cfg(test)]
 pub mod memstore;
