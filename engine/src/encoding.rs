@@ -687,3 +687,160 @@ mod tests {
         assert_eq!(encode_cron("* * * * ſun-MON").unwrap(), "w0-1");
     }
 }
+
+/// Strategies shared by the round-trip property tests (here and in `render`).
+#[cfg(test)]
+pub(crate) mod strategies {
+    use crate::cron::{CronField, DAY_NAMES, MONTH_NAMES};
+    use proptest::prelude::*;
+
+    /// One value as a user might type it: a number (sometimes zero-padded),
+    /// or in month/day-of-week a name in random case.
+    fn value(field: CronField) -> BoxedStrategy<(u32, String)> {
+        let (lo, hi) = field.bounds();
+        let number =
+            (lo..=hi, 0usize..3).prop_map(|(v, pad)| (v, format!("{}{v}", "0".repeat(pad))));
+        let names: Option<&'static [&'static str]> = match field {
+            CronField::Month => Some(&MONTH_NAMES),
+            CronField::DayOfWeek => Some(&DAY_NAMES),
+            _ => None,
+        };
+        match names {
+            None => number.boxed(),
+            Some(names) => {
+                let offset = if field == CronField::Month { 1 } else { 0 };
+                let name = (0..names.len(), any::<u8>()).prop_map(move |(i, case)| {
+                    let n: String = names[i]
+                        .chars()
+                        .enumerate()
+                        .map(|(k, c)| {
+                            if case & (1 << k) != 0 {
+                                c.to_ascii_lowercase()
+                            } else {
+                                c
+                            }
+                        })
+                        .collect();
+                    (i as u32 + offset, n)
+                });
+                prop_oneof![number, name].boxed()
+            }
+        }
+    }
+
+    /// One comma item: `*`, a value, a range, or either with a step.
+    fn item(field: CronField) -> BoxedStrategy<String> {
+        let single = value(field).prop_map(|(_, t)| t);
+        let range = (value(field), value(field)).prop_map(|((a, ta), (b, tb))| {
+            if a <= b {
+                format!("{ta}-{tb}")
+            } else {
+                format!("{tb}-{ta}")
+            }
+        });
+        let base = prop_oneof![Just("*".to_string()), single, range];
+        (base, proptest::option::of(1u32..70))
+            .prop_map(|(b, step)| match step {
+                Some(s) => format!("{b}/{s}"),
+                None => b,
+            })
+            .boxed()
+    }
+
+    fn field(f: CronField) -> BoxedStrategy<String> {
+        prop_oneof![
+            2 => Just("*".to_string()),
+            3 => proptest::collection::vec(item(f), 1..4).prop_map(|v| v.join(",")),
+        ]
+        .boxed()
+    }
+
+    /// Five fields joined by single spaces; mostly valid patterns (a few are
+    /// refused, e.g. a range ending at SUN or day 31 in February with AND).
+    pub(crate) fn cron() -> impl Strategy<Value = String> {
+        (
+            field(CronField::Minute),
+            field(CronField::Hour),
+            field(CronField::DayOfMonth),
+            field(CronField::Month),
+            field(CronField::DayOfWeek),
+        )
+            .prop_map(|(a, b, c, d, e)| format!("{a} {b} {c} {d} {e}"))
+    }
+}
+
+#[cfg(test)]
+mod round_trip {
+    use super::strategies::cron;
+    use super::*;
+    use proptest::prelude::*;
+
+    fn modifier() -> impl Strategy<Value = Modifier> {
+        let opt = |max: u64| proptest::option::of(1..=max);
+        prop_oneof![
+            (1..=MAX_SCALE_PERMILLE).prop_map(|permille| Modifier::Scale { permille }),
+            (opt(MAX_TOKENS), opt(MAX_TOKENS), opt(MAX_PERIOD_SECONDS))
+                .prop_filter("at least one absolute field", |(c, a, p)| {
+                    c.is_some() || a.is_some() || p.is_some()
+                })
+                .prop_map(|(c, a, p)| Modifier::Absolute {
+                    capacity: c,
+                    refill_amount: a,
+                    refill_period_seconds: p,
+                }),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(
+            std::env::var("ZAEL_PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(512)
+        ))]
+
+        /// encode → decode gives the same sets and modifiers, and encoding
+        /// the decoded text again gives the same string.
+        #[test]
+        fn schedule_encode_decode(crons in proptest::collection::vec((cron(), modifier()), 1..4)) {
+            let valid: Vec<(&str, Modifier)> = crons
+                .iter()
+                .filter(|(c, _)| CronSpec::parse(c).is_ok())
+                .map(|(c, m)| (c.as_str(), *m))
+                .collect();
+            prop_assume!(!valid.is_empty());
+            let enc = encode_schedule(&valid).unwrap();
+            let dec = decode_schedule(&enc).unwrap();
+            prop_assert_eq!(dec.len(), valid.len());
+            for ((c, m), e) in valid.iter().zip(&dec) {
+                prop_assert_eq!(&CronSpec::parse(c).unwrap(), &e.spec);
+                prop_assert_eq!(Some(*m), e.modifier);
+            }
+            let again: Vec<(&str, Modifier)> =
+                dec.iter().map(|e| (e.cron.as_str(), e.modifier.unwrap())).collect();
+            prop_assert_eq!(encode_schedule(&again).unwrap(), enc);
+        }
+
+        /// The same for reset schedules, including the lone `* * * * *`.
+        #[test]
+        fn reset_encode_decode(crons in proptest::collection::vec(cron(), 1..4)) {
+            let valid: Vec<&str> =
+                crons.iter().map(String::as_str).filter(|c| CronSpec::parse(c).is_ok()).collect();
+            prop_assume!(!valid.is_empty());
+            let enc = encode_reset(&valid).unwrap();
+            let dec = decode_reset(&enc).unwrap();
+            prop_assert_eq!(dec.len(), valid.len());
+            for (c, e) in valid.iter().zip(&dec) {
+                prop_assert_eq!(&CronSpec::parse(c).unwrap(), &e.spec);
+                prop_assert!(e.modifier.is_none());
+            }
+            let again: Vec<&str> = dec.iter().map(|e| e.cron.as_str()).collect();
+            prop_assert_eq!(encode_reset(&again).unwrap(), enc);
+        }
+
+        /// Decoding never panics on arbitrary text.
+        #[test]
+        fn decode_total(s in "\\PC{0,40}") {
+            let _ = decode_schedule(&s);
+            let _ = decode_reset(&s);
+            let _ = python_int(&s);
+        }
+    }
+}

@@ -234,3 +234,33 @@ mod tests {
         assert_eq!(to_cron("1w0-7/2").unwrap(), "* * * * SUN-SUN/2");
     }
 }
+
+#[cfg(test)]
+mod round_trip {
+    use super::*;
+    use crate::cron::CronSpec;
+    use crate::encoding::{encode_reset, strategies::cron};
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(
+            std::env::var("ZAEL_PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(1024)
+        ))]
+
+        /// Whatever we render parses back to the sets that were stored
+        /// (the property the reference's `to_cron` lacks, spec §13 B6).
+        #[test]
+        fn render_parse(c in cron()) {
+            let Ok(spec) = CronSpec::parse(&c) else { return Ok(()) };
+            let enc = encode_reset(&[c.as_str()]).unwrap();
+            let named = to_cron(&enc).unwrap();
+            prop_assert_eq!(CronSpec::parse(&named).ok(), Some(spec), "{} -> {} -> {}", c, enc, named);
+        }
+
+        /// Rendering never panics on arbitrary stored text.
+        #[test]
+        fn render_total(s in "1\\PC{0,30}") {
+            let _ = to_cron(&s);
+        }
+    }
+}

@@ -499,3 +499,77 @@ fn entries_section_agrees() {
         failures.join("\n")
     );
 }
+
+/// Every zone name the reference accepts is accepted, and its UTC offset
+/// agrees at a sample of instants from 1850 to 2400 (Local Mean Time seconds,
+/// the 2037 end of chrono-tz's tables, far-future POSIX rules).
+/// Fixture: `fixtures/oracle/zone_offsets.json` (`scripts/oracle/gen_zone_offsets.py`).
+///
+/// Known difference, not asserted: the reference's host tz database (Debian
+/// tzdata 2025b) is built with IANA's `backzone`, so about a hundred zones
+/// that upstream folds into links (Africa/Bamako → Africa/Abidjan, CET, …)
+/// keep their own pre-1970 history there; chrono-tz follows upstream. From
+/// 1970 on every zone must agree, and the zones the vectors use must agree
+/// at every instant.
+const VECTOR_ZONES: [&str; 14] = [
+    "America/New_York",
+    "Europe/Berlin",
+    "Australia/Lord_Howe",
+    "Asia/Kolkata",
+    "Pacific/Chatham",
+    "UTC",
+    "America/Santiago",
+    "Europe/Dublin",
+    "America/St_Johns",
+    "Asia/Kathmandu",
+    "US/Eastern",
+    "NZ-CHAT",
+    "Asia/Calcutta",
+    "Etc/GMT+5",
+];
+
+#[test]
+fn zone_offsets_agree() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../fixtures/oracle/zone_offsets.json"
+    );
+    let text =
+        std::fs::read_to_string(path).expect("fixtures/oracle/zone_offsets.json is readable");
+    let v: Value = serde_json::from_str(&text).expect("zone_offsets.json is JSON");
+    let zones = v["zones"].as_object().expect("zones");
+    assert!(zones.len() > 500, "{} zones", zones.len());
+    let mut failures = Vec::new();
+    for (name, rows) in zones {
+        // Host files the reference accepts but that are not zones a limit
+        // should name: `localtime` (this machine's zone) and `Factory` ("-00").
+        if ["localtime", "Factory"].contains(&name.as_str()) {
+            if zone(name).is_ok() {
+                failures.push(format!("{name}: accepted, but we document it as refused"));
+            }
+            continue;
+        }
+        let tz = match zone(name) {
+            Ok(tz) => tz,
+            Err(e) => {
+                failures.push(format!("{name}: {e}"));
+                continue;
+            }
+        };
+        for row in rows.as_array().expect("rows") {
+            let t = row[0].as_i64().expect("t_ms");
+            let want = row[1].as_i64().expect("offset") as i32;
+            let got = zae_limiter_engine::zone::utc_offset_seconds(tz, t);
+            let strict = t >= 0 || VECTOR_ZONES.contains(&name.as_str());
+            if strict && got != Some(want) {
+                failures.push(format!("{name} at {t}: ours {got:?}, reference {want}"));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} disagreements:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
