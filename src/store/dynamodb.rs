@@ -1,14 +1,813 @@
-//! The DynamoDB store (aws-sdk-dynamodb). (Being implemented; see issue #8.)
+//! The DynamoDB store (aws-sdk-dynamodb) behind the synchronous [`Store`] seam.
+//!
+//! The store owns a current-thread tokio runtime and blocks on it inside each
+//! method, so commands that never open a store never start a runtime or build
+//! an AWS client. Configuration follows the standard AWS chain (profiles,
+//! `AWS_REGION`, `AWS_ENDPOINT_URL`), overridden by `--region`/`--endpoint-url`.
+//!
+//! Throttling and transient failures (5xx, dropped connections, timeouts) are
+//! retried by the SDK's standard retry mode with jittered exponential backoff;
+//! on top of that, unprocessed BatchGetItem keys and transaction conflicts are
+//! retried here. Every other failure becomes a one-line [`StoreError`].
 
-use super::{Store, StoreError};
+mod convert;
+mod errors;
+mod expr;
+pub mod schema;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
+use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
+use aws_sdk_dynamodb::error::BoxError;
+use aws_sdk_dynamodb::types::{
+    AttributeValue as Av, ConditionCheck, Delete, KeysAndAttributes, Put, ReturnValue,
+    TransactWriteItem, Update,
+};
+use aws_sdk_dynamodb::Client;
+
+use self::convert::{item_from_wire, item_to_wire, key_from_wire, key_to_wire, to_av};
+use self::errors::{classify, Failure};
+use self::expr::Placeholders;
+use super::{Index, Item, Key, Store, StoreError, WriteOp};
+
+/// Keys per BatchGetItem request (DynamoDB's limit).
+const BATCH_GET_MAX: usize = 100;
+/// How many requests [`DynamoStore::write_many`] and batch reads keep in flight.
+const CONCURRENCY: usize = 16;
+/// Rounds for unprocessed keys and transaction conflicts before giving up.
+const MAX_ROUNDS: u32 = 10;
+/// Environment variable: when set, the number of HTTP requests sent is printed
+/// on stderr when the store is dropped (used by the benchmarks).
+pub const REQUEST_STATS_ENV: &str = "ZAEL_REQUEST_STATS";
 
 /// Connects to `table` through the standard AWS configuration chain.
 pub fn connect(
     table: &str,
-    _region: Option<&str>,
-    _endpoint_url: Option<&str>,
+    region: Option<&str>,
+    endpoint_url: Option<&str>,
 ) -> Result<Box<dyn Store>, StoreError> {
-    Err(StoreError::Backend(format!(
-        "the DynamoDB store is not implemented yet (table '{table}'); use --local"
-    )))
+    Ok(Box::new(DynamoStore::connect(table, region, endpoint_url)?))
+}
+
+/// A DynamoDB table as a [`Store`].
+pub struct DynamoStore {
+    table: String,
+    region: String,
+    endpoint: String,
+    rt: tokio::runtime::Runtime,
+    client: Client,
+    sdk_config: aws_config::SdkConfig,
+    requests: Arc<AtomicU64>,
+}
+
+/// What CloudFormation says about the stack of the same name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StackInfo {
+    pub status: String,
+    /// Output key → value, sorted by key.
+    pub outputs: BTreeMap<String, String>,
+}
+
+/// Counts every HTTP attempt (retries included) for request budgets.
+#[derive(Debug)]
+struct CountRequests(Arc<AtomicU64>);
+
+impl Intercept for CountRequests {
+    fn name(&self) -> &'static str {
+        "CountRequests"
+    }
+
+    fn read_before_transmit(
+        &self,
+        _context: &BeforeTransmitInterceptorContextRef<'_>,
+        _runtime_components: &RuntimeComponents,
+        _cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        self.0.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+impl DynamoStore {
+    /// Loads the AWS configuration and builds the client. Sends no request.
+    pub fn connect(
+        table: &str,
+        region: Option<&str>,
+        endpoint_url: Option<&str>,
+    ) -> Result<Self, StoreError> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| StoreError::Backend(format!("cannot start the async runtime: {e}")))?;
+        let retry = aws_config::retry::RetryConfig::standard()
+            .with_max_attempts(8)
+            .with_initial_backoff(Duration::from_millis(50))
+            .with_max_backoff(Duration::from_secs(5));
+        let timeouts = aws_config::timeout::TimeoutConfig::builder()
+            .connect_timeout(Duration::from_secs(5))
+            .operation_attempt_timeout(Duration::from_secs(30))
+            .build();
+        let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .retry_config(retry)
+            .timeout_config(timeouts);
+        if let Some(r) = region.filter(|r| !r.is_empty()) {
+            loader = loader.region(aws_config::Region::new(r.to_string()));
+        }
+        if let Some(u) = endpoint_url.filter(|u| !u.is_empty()) {
+            loader = loader.endpoint_url(u);
+        }
+        let sdk_config = rt.block_on(loader.load());
+        let Some(region) = sdk_config.region().map(|r| r.to_string()) else {
+            return Err(StoreError::Backend(
+                "no AWS region configured: pass --region REGION or set AWS_REGION (or a region in your AWS profile)".into(),
+            ));
+        };
+        let requests = Arc::new(AtomicU64::new(0));
+        let conf = aws_sdk_dynamodb::config::Builder::from(&sdk_config)
+            .interceptor(CountRequests(requests.clone()))
+            .build();
+        Ok(DynamoStore {
+            table: table.to_string(),
+            region,
+            endpoint: sdk_config.endpoint_url().unwrap_or_default().to_string(),
+            client: Client::from_conf(conf),
+            rt,
+            sdk_config,
+            requests,
+        })
+    }
+
+    /// HTTP requests sent so far (retries included).
+    pub fn request_count(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
+    }
+
+    pub fn region(&self) -> &str {
+        &self.region
+    }
+
+    pub(crate) fn client(&self) -> &Client {
+        &self.client
+    }
+
+    pub(crate) fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
+        self.rt.block_on(f)
+    }
+
+    /// Turns an SDK error into a [`StoreError`]; `key` names the item for conditions.
+    pub(crate) fn explain<E, R>(
+        &self,
+        err: aws_sdk_dynamodb::error::SdkError<E, R>,
+        action: &str,
+        key: Option<&Key>,
+    ) -> StoreError
+    where
+        E: aws_sdk_dynamodb::error::ProvideErrorMetadata + std::error::Error + 'static,
+        R: std::fmt::Debug + 'static,
+    {
+        match classify(err, action, &self.table, &self.endpoint) {
+            Failure::NotFound => self.table_not_found(),
+            Failure::ConditionFailed => {
+                let key = key.cloned().unwrap_or_else(|| Key::new("?", "?"));
+                StoreError::ConditionFailed {
+                    pk: key.pk,
+                    sk: key.sk,
+                }
+            }
+            Failure::Cancelled(codes) => StoreError::TransactionCanceled(codes.join(", ")),
+            Failure::Other(e) => e,
+        }
+    }
+
+    /// The missing-table error, with what CloudFormation knows about the stack.
+    pub fn table_not_found(&self) -> StoreError {
+        let name = &self.table;
+        let hint = match self.stack_info() {
+            Ok(Some(stack)) => format!(
+                " in {}; the CloudFormation stack '{name}' exists with status {}. Wait for it to finish, or redeploy it with 'zae-limiter deploy -n {name}'",
+                self.region, stack.status
+            ),
+            _ => format!(
+                " in {}. Create it with 'zae-limiter table create -n {name}' or deploy the stack with the Python CLI ('zae-limiter deploy -n {name}')",
+                self.region
+            ),
+        };
+        StoreError::TableNotFound {
+            table: name.clone(),
+            hint,
+        }
+    }
+
+    /// The CloudFormation stack named like the table: `None` when there is no
+    /// such stack (tables made by `table create` have none).
+    pub fn stack_info(&self) -> Result<Option<StackInfo>, StoreError> {
+        let cfn = aws_sdk_cloudformation::Client::new(&self.sdk_config);
+        let res = self.block_on(cfn.describe_stacks().stack_name(&self.table).send());
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        match res {
+            Ok(out) => Ok(out.stacks().first().map(|s| StackInfo {
+                status: s
+                    .stack_status()
+                    .map(|st| st.as_str().to_string())
+                    .unwrap_or_else(|| "UNKNOWN".into()),
+                outputs: s
+                    .outputs()
+                    .iter()
+                    .filter_map(|o| {
+                        Some((o.output_key()?.to_string(), o.output_value()?.to_string()))
+                    })
+                    .collect(),
+            })),
+            Err(e) => {
+                use aws_sdk_cloudformation::error::ProvideErrorMetadata as _;
+                let missing = e.code() == Some("ValidationError")
+                    && e.message().is_some_and(|m| m.contains("does not exist"));
+                if missing {
+                    Ok(None)
+                } else {
+                    Err(StoreError::Backend(format!(
+                        "cannot read CloudFormation stack '{}': {}",
+                        self.table,
+                        e.message()
+                            .map(str::to_string)
+                            .unwrap_or_else(|| errors::one_line(&e))
+                    )))
+                }
+            }
+        }
+    }
+
+    /// Runs many independent writes, at most [`CONCURRENCY`] at a time. One
+    /// result per op, in the same order; a failure does not stop the others.
+    pub fn write_many_concurrent(
+        &self,
+        ops: Vec<WriteOp>,
+    ) -> Vec<Result<Option<Item>, StoreError>> {
+        let mut results: Vec<Option<Result<Option<Item>, StoreError>>> =
+            (0..ops.len()).map(|_| None).collect();
+        let mut pending = ops.into_iter().enumerate();
+        self.block_on(async {
+            let mut set = tokio::task::JoinSet::new();
+            loop {
+                while set.len() < CONCURRENCY {
+                    let Some((i, op)) = pending.next() else { break };
+                    let req = self.write_request(op);
+                    set.spawn(async move { (i, req.await) });
+                }
+                match set.join_next().await {
+                    Some(Ok((i, (res, key, action)))) => {
+                        results[i] = Some(res.map_err(|e| e.explain_with(self, action, &key)));
+                    }
+                    Some(Err(join)) => {
+                        // A panicked task: report it against the first unfilled slot.
+                        if let Some(slot) = results.iter_mut().find(|r| r.is_none()) {
+                            *slot = Some(Err(StoreError::Backend(format!(
+                                "write task failed: {join}"
+                            ))));
+                        }
+                    }
+                    None => break,
+                }
+            }
+        });
+        results
+            .into_iter()
+            .map(|r| r.unwrap_or_else(|| Err(StoreError::Backend("write was not run".into()))))
+            .collect()
+    }
+
+    /// Builds the request future for one write; it owns everything it needs, so
+    /// many can run at once on the runtime.
+    fn write_request(
+        &self,
+        op: WriteOp,
+    ) -> impl std::future::Future<Output = (Result<Option<Item>, WriteFailure>, Key, &'static str)>
+           + Send
+           + 'static {
+        let client = self.client.clone();
+        let table = self.table.clone();
+        async move {
+            let key = op.key();
+            match op {
+                WriteOp::Put { item, condition } => {
+                    let wire = match item_to_wire(&item) {
+                        Ok(w) => w,
+                        Err(e) => return (Err(WriteFailure::Local(e)), key, "PutItem"),
+                    };
+                    let mut p = Placeholders::new();
+                    let cond = condition.as_ref().map(|c| p.condition(c));
+                    let vals = match wire_values(&p) {
+                        Ok(v) => v,
+                        Err(e) => return (Err(WriteFailure::Local(e)), key, "PutItem"),
+                    };
+                    let res = client
+                        .put_item()
+                        .table_name(table)
+                        .set_item(Some(wire))
+                        .set_condition_expression(cond)
+                        .set_expression_attribute_names(p.names_map())
+                        .set_expression_attribute_values(vals)
+                        .return_values(ReturnValue::AllOld)
+                        .send()
+                        .await;
+                    let out = res
+                        .map_err(|e| WriteFailure::Put(Box::new(e)))
+                        .and_then(|o| old_image(o.attributes.as_ref()));
+                    (out, key, "PutItem")
+                }
+                WriteOp::Delete { key: k, condition } => {
+                    let mut p = Placeholders::new();
+                    let cond = condition.as_ref().map(|c| p.condition(c));
+                    let vals = match wire_values(&p) {
+                        Ok(v) => v,
+                        Err(e) => return (Err(WriteFailure::Local(e)), key, "DeleteItem"),
+                    };
+                    let res = client
+                        .delete_item()
+                        .table_name(table)
+                        .set_key(Some(key_to_wire(&k)))
+                        .set_condition_expression(cond)
+                        .set_expression_attribute_names(p.names_map())
+                        .set_expression_attribute_values(vals)
+                        .return_values(ReturnValue::AllOld)
+                        .send()
+                        .await;
+                    let out = res
+                        .map_err(|e| WriteFailure::Delete(Box::new(e)))
+                        .and_then(|o| old_image(o.attributes.as_ref()));
+                    (out, key, "DeleteItem")
+                }
+                WriteOp::Update {
+                    key: k,
+                    actions,
+                    condition,
+                } => {
+                    let mut p = Placeholders::new();
+                    let update = p.update(&actions);
+                    let cond = condition.as_ref().map(|c| p.condition(c));
+                    let vals = match wire_values(&p) {
+                        Ok(v) => v,
+                        Err(e) => return (Err(WriteFailure::Local(e)), key, "UpdateItem"),
+                    };
+                    let res = client
+                        .update_item()
+                        .table_name(table)
+                        .set_key(Some(key_to_wire(&k)))
+                        .set_update_expression(update)
+                        .set_condition_expression(cond)
+                        .set_expression_attribute_names(p.names_map())
+                        .set_expression_attribute_values(vals)
+                        .return_values(ReturnValue::AllOld)
+                        .send()
+                        .await;
+                    let out = res
+                        .map_err(|e| WriteFailure::Update(Box::new(e)))
+                        .and_then(|o| old_image(o.attributes.as_ref()));
+                    (out, key, "UpdateItem")
+                }
+            }
+        }
+    }
+
+    async fn batch_get_chunk(
+        client: Client,
+        table: String,
+        keys: Vec<Key>,
+        consistent: bool,
+    ) -> Result<Vec<HashMap<String, Av>>, ChunkError> {
+        let mut found = vec![];
+        let mut todo: Vec<HashMap<String, Av>> = keys.iter().map(key_to_wire).collect();
+        let mut round = 0;
+        while !todo.is_empty() {
+            if round >= MAX_ROUNDS {
+                return Err(ChunkError::Exhausted(todo.len()));
+            }
+            if round > 0 {
+                tokio::time::sleep(backoff(round)).await;
+            }
+            round += 1;
+            let ka = KeysAndAttributes::builder()
+                .set_keys(Some(std::mem::take(&mut todo)))
+                .consistent_read(consistent)
+                .build()
+                .map_err(|e| ChunkError::Build(e.to_string()))?;
+            let out = client
+                .batch_get_item()
+                .request_items(&table, ka)
+                .send()
+                .await
+                .map_err(|e| ChunkError::Sdk(Box::new(e)))?;
+            if let Some(mut resp) = out.responses {
+                found.extend(resp.remove(&table).unwrap_or_default());
+            }
+            if let Some(left) = out.unprocessed_keys.and_then(|mut un| un.remove(&table)) {
+                todo = left.keys;
+            }
+        }
+        Ok(found)
+    }
+}
+
+type HttpResponse = aws_sdk_dynamodb::config::http::HttpResponse;
+type SdkError<E> = aws_sdk_dynamodb::error::SdkError<E, HttpResponse>;
+
+/// Why one BatchGetItem chunk failed.
+enum ChunkError {
+    Sdk(Box<SdkError<aws_sdk_dynamodb::operation::batch_get_item::BatchGetItemError>>),
+    Exhausted(usize),
+    Build(String),
+}
+
+impl Drop for DynamoStore {
+    fn drop(&mut self) {
+        if std::env::var_os(REQUEST_STATS_ENV).is_some() {
+            eprintln!("zae-limiter: {} DynamoDB requests", self.request_count());
+        }
+    }
+}
+
+/// A write that failed, before the store adds the table and key context.
+enum WriteFailure {
+    Local(StoreError),
+    Put(Box<SdkError<aws_sdk_dynamodb::operation::put_item::PutItemError>>),
+    Delete(Box<SdkError<aws_sdk_dynamodb::operation::delete_item::DeleteItemError>>),
+    Update(Box<SdkError<aws_sdk_dynamodb::operation::update_item::UpdateItemError>>),
+}
+
+impl WriteFailure {
+    fn explain_with(self, store: &DynamoStore, action: &str, key: &Key) -> StoreError {
+        match self {
+            WriteFailure::Local(e) => e,
+            WriteFailure::Put(e) => store.explain(*e, action, Some(key)),
+            WriteFailure::Delete(e) => store.explain(*e, action, Some(key)),
+            WriteFailure::Update(e) => store.explain(*e, action, Some(key)),
+        }
+    }
+}
+
+fn old_image(raw: Option<&HashMap<String, Av>>) -> Result<Option<Item>, WriteFailure> {
+    match raw {
+        Some(m) if !m.is_empty() => item_from_wire(m).map(Some).map_err(WriteFailure::Local),
+        _ => Ok(None),
+    }
+}
+
+/// `ExpressionAttributeValues` for the wire, or `None` when there are none.
+fn wire_values(p: &Placeholders) -> Result<Option<HashMap<String, Av>>, StoreError> {
+    if !p.has_values() {
+        return Ok(None);
+    }
+    p.values()
+        .map(|(ph, v)| Ok((ph, to_av(v)?)))
+        .collect::<Result<HashMap<_, _>, StoreError>>()
+        .map(Some)
+}
+
+/// Jittered exponential backoff for round `n` (1-based): up to 25 ms × 2^n, capped at 2 s.
+fn backoff(n: u32) -> Duration {
+    let cap = (25u64 << n.min(7)).min(2_000);
+    Duration::from_millis(cap / 2 + jitter(cap / 2 + 1))
+}
+
+/// A cheap pseudo-random number below `bound`, for backoff jitter only.
+fn jitter(bound: u64) -> u64 {
+    use std::sync::atomic::AtomicU64 as Seed;
+    static SEED: Seed = Seed::new(0x9E37_79B9_7F4A_7C15);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos() as u64)
+        .unwrap_or(0);
+    let mut x = SEED.fetch_add(nanos | 1, Ordering::Relaxed) ^ nanos;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    x % bound.max(1)
+}
+
+impl Store for DynamoStore {
+    fn table_name(&self) -> &str {
+        &self.table
+    }
+
+    fn get(&self, key: &Key, consistent: bool) -> Result<Option<Item>, StoreError> {
+        let res = self.block_on(
+            self.client
+                .get_item()
+                .table_name(&self.table)
+                .set_key(Some(key_to_wire(key)))
+                .consistent_read(consistent)
+                .send(),
+        );
+        match res {
+            Ok(out) => match out.item {
+                Some(raw) => item_from_wire(&raw).map(Some),
+                None => Ok(None),
+            },
+            Err(e) => Err(self.explain(e, "GetItem", Some(key))),
+        }
+    }
+
+    fn batch_get(&self, keys: &[Key], consistent: bool) -> Result<Vec<Option<Item>>, StoreError> {
+        // DynamoDB rejects duplicate keys in one request: read each key once.
+        let mut unique: Vec<Key> = keys.to_vec();
+        unique.sort();
+        unique.dedup();
+        let chunks: Vec<Vec<Key>> = unique.chunks(BATCH_GET_MAX).map(<[Key]>::to_vec).collect();
+        let mut found: HashMap<Key, Item> = HashMap::new();
+        let outcome: Result<(), StoreError> = self.block_on(async {
+            let mut set = tokio::task::JoinSet::new();
+            let mut chunks = chunks.into_iter();
+            loop {
+                while set.len() < CONCURRENCY {
+                    let Some(chunk) = chunks.next() else { break };
+                    set.spawn(Self::batch_get_chunk(
+                        self.client.clone(),
+                        self.table.clone(),
+                        chunk,
+                        consistent,
+                    ));
+                }
+                match set.join_next().await {
+                    Some(Ok(Ok(items))) => {
+                        for raw in items {
+                            let item = item_from_wire(&raw)?;
+                            if let Some(k) = key_from_wire(&raw) {
+                                found.insert(k, item);
+                            }
+                        }
+                    }
+                    Some(Ok(Err(ChunkError::Sdk(e)))) => {
+                        return Err(self.explain(*e, "BatchGetItem", None))
+                    }
+                    Some(Ok(Err(ChunkError::Exhausted(n)))) => {
+                        return Err(StoreError::Backend(format!(
+                            "BatchGetItem on table '{}' still left {n} keys unprocessed after {MAX_ROUNDS} tries (the table is throttling reads); try again later",
+                            self.table
+                        )))
+                    }
+                    Some(Ok(Err(ChunkError::Build(e)))) => {
+                        return Err(StoreError::Backend(format!("invalid BatchGetItem request: {e}")))
+                    }
+                    Some(Err(join)) => {
+                        return Err(StoreError::Backend(format!("read task failed: {join}")))
+                    }
+                    None => return Ok(()),
+                }
+            }
+        });
+        outcome?;
+        Ok(keys.iter().map(|k| found.get(k).cloned()).collect())
+    }
+
+    fn query(&self, pk: &str, sk_prefix: &str, consistent: bool) -> Result<Vec<Item>, StoreError> {
+        let mut p = Placeholders::new();
+        let cond = key_condition(&mut p, "PK", "SK", pk, sk_prefix);
+        let vals = wire_values(&p)?;
+        let mut out = vec![];
+        let mut start: Option<HashMap<String, Av>> = None;
+        loop {
+            let res = self.block_on(
+                self.client
+                    .query()
+                    .table_name(&self.table)
+                    .key_condition_expression(&cond)
+                    .set_expression_attribute_names(p.names_map())
+                    .set_expression_attribute_values(vals.clone())
+                    .consistent_read(consistent)
+                    .set_exclusive_start_key(start.take())
+                    .send(),
+            );
+            let page = res.map_err(|e| self.explain(e, "Query", None))?;
+            for raw in page.items.unwrap_or_default() {
+                out.push(item_from_wire(&raw)?);
+            }
+            match page.last_evaluated_key {
+                Some(k) if !k.is_empty() => start = Some(k),
+                _ => return Ok(out),
+            }
+        }
+    }
+
+    fn query_index(&self, index: Index, pk: &str, sk_prefix: &str) -> Result<Vec<Key>, StoreError> {
+        let (ipk, isk) = index.key_attrs();
+        let mut p = Placeholders::new();
+        let cond = key_condition(&mut p, ipk, isk, pk, sk_prefix);
+        let projection = format!("{}, {}", p.name("PK"), p.name("SK"));
+        let vals = wire_values(&p)?;
+        let name = match index {
+            Index::Gsi1 => "GSI1",
+            Index::Gsi2 => "GSI2",
+            Index::Gsi3 => "GSI3",
+            Index::Gsi4 => "GSI4",
+        };
+        let mut out = vec![];
+        let mut start: Option<HashMap<String, Av>> = None;
+        loop {
+            let res = self.block_on(
+                self.client
+                    .query()
+                    .table_name(&self.table)
+                    .index_name(name)
+                    .key_condition_expression(&cond)
+                    .projection_expression(&projection)
+                    .set_expression_attribute_names(p.names_map())
+                    .set_expression_attribute_values(vals.clone())
+                    .set_exclusive_start_key(start.take())
+                    .send(),
+            );
+            let page = res.map_err(|e| self.explain(e, "Query", None))?;
+            out.extend(
+                page.items
+                    .unwrap_or_default()
+                    .iter()
+                    .filter_map(key_from_wire),
+            );
+            match page.last_evaluated_key {
+                Some(k) if !k.is_empty() => start = Some(k),
+                _ => return Ok(out),
+            }
+        }
+    }
+
+    fn write(&self, op: WriteOp) -> Result<Option<Item>, StoreError> {
+        let (res, key, action) = self.block_on(self.write_request(op));
+        res.map_err(|e| e.explain_with(self, action, &key))
+    }
+
+    fn write_many(&self, ops: Vec<WriteOp>) -> Vec<Result<Option<Item>, StoreError>> {
+        self.write_many_concurrent(ops)
+    }
+
+    fn transact(&self, ops: Vec<WriteOp>) -> Result<(), StoreError> {
+        if ops.is_empty() {
+            return Ok(());
+        }
+        if ops.len() > 100 {
+            return Err(StoreError::Backend(format!(
+                "a transaction holds at most 100 writes, not {}",
+                ops.len()
+            )));
+        }
+        let keys: Vec<Key> = ops.iter().map(WriteOp::key).collect();
+        let items = ops
+            .iter()
+            .map(|op| self.transact_item(op))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut round = 0;
+        loop {
+            let res = self.block_on(
+                self.client
+                    .transact_write_items()
+                    .set_transact_items(Some(items.clone()))
+                    .send(),
+            );
+            let Err(err) = res else { return Ok(()) };
+            let reasons: Option<Vec<String>> = err.as_service_error().and_then(|se| match se {
+                aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError::TransactionCanceledException(c) => Some(
+                    c.cancellation_reasons()
+                        .iter()
+                        .map(|r| r.code().unwrap_or("None").to_string())
+                        .collect(),
+                ),
+                _ => None,
+            });
+            let conflict = reasons
+                .as_ref()
+                .is_some_and(|rs| rs.iter().any(|r| r == "TransactionConflict"))
+                || err.as_service_error().is_some_and(|se| {
+                    matches!(se, aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError::TransactionInProgressException(_))
+                });
+            round += 1;
+            if conflict && round < MAX_ROUNDS {
+                self.block_on(tokio::time::sleep(backoff(round)));
+                continue;
+            }
+            return Err(match reasons {
+                Some(rs) => StoreError::TransactionCanceled(describe_reasons(&rs, &keys)),
+                None => self.explain(err, "TransactWriteItems", None),
+            });
+        }
+    }
+}
+
+impl DynamoStore {
+    fn transact_item(&self, op: &WriteOp) -> Result<TransactWriteItem, StoreError> {
+        let build = |e: aws_sdk_dynamodb::error::BuildError| {
+            StoreError::Backend(format!("invalid transaction item: {e}"))
+        };
+        let mut p = Placeholders::new();
+        Ok(match op {
+            WriteOp::Put { item, condition } => {
+                let cond = condition.as_ref().map(|c| p.condition(c));
+                TransactWriteItem::builder()
+                    .put(
+                        Put::builder()
+                            .table_name(&self.table)
+                            .set_item(Some(item_to_wire(item)?))
+                            .set_condition_expression(cond)
+                            .set_expression_attribute_names(p.names_map())
+                            .set_expression_attribute_values(wire_values(&p)?)
+                            .build()
+                            .map_err(build)?,
+                    )
+                    .build()
+            }
+            WriteOp::Delete { key, condition } => {
+                let cond = condition.as_ref().map(|c| p.condition(c));
+                TransactWriteItem::builder()
+                    .delete(
+                        Delete::builder()
+                            .table_name(&self.table)
+                            .set_key(Some(key_to_wire(key)))
+                            .set_condition_expression(cond)
+                            .set_expression_attribute_names(p.names_map())
+                            .set_expression_attribute_values(wire_values(&p)?)
+                            .build()
+                            .map_err(build)?,
+                    )
+                    .build()
+            }
+            WriteOp::Update {
+                key,
+                actions,
+                condition,
+            } => {
+                let update = p.update(actions);
+                let cond = condition.as_ref().map(|c| p.condition(c));
+                match update {
+                    // A transaction item must change something; a bare condition is a ConditionCheck.
+                    None => TransactWriteItem::builder()
+                        .condition_check(
+                            ConditionCheck::builder()
+                                .table_name(&self.table)
+                                .set_key(Some(key_to_wire(key)))
+                                .condition_expression(cond.unwrap_or_else(|| {
+                                    format!(
+                                        "attribute_exists({}) OR attribute_not_exists({})",
+                                        p.name("PK"),
+                                        p.name("PK")
+                                    )
+                                }))
+                                .set_expression_attribute_names(p.names_map())
+                                .set_expression_attribute_values(wire_values(&p)?)
+                                .build()
+                                .map_err(build)?,
+                        )
+                        .build(),
+                    Some(update) => TransactWriteItem::builder()
+                        .update(
+                            Update::builder()
+                                .table_name(&self.table)
+                                .set_key(Some(key_to_wire(key)))
+                                .update_expression(update)
+                                .set_condition_expression(cond)
+                                .set_expression_attribute_names(p.names_map())
+                                .set_expression_attribute_values(wire_values(&p)?)
+                                .build()
+                                .map_err(build)?,
+                        )
+                        .build(),
+                }
+            }
+        })
+    }
+}
+
+/// `ConditionalCheckFailed on PK / SK` for each item whose check failed.
+fn describe_reasons(reasons: &[String], keys: &[Key]) -> String {
+    let failed: Vec<String> = reasons
+        .iter()
+        .zip(keys)
+        .filter(|(r, _)| r.as_str() != "None")
+        .map(|(r, k)| format!("{r} on {} / {}", k.pk, k.sk))
+        .collect();
+    if failed.is_empty() {
+        reasons.join(", ")
+    } else {
+        failed.join("; ")
+    }
+}
+
+/// `#pk = :pk [AND begins_with(#sk, :prefix)]`.
+fn key_condition(
+    p: &mut Placeholders,
+    pk_attr: &str,
+    sk_attr: &str,
+    pk: &str,
+    prefix: &str,
+) -> String {
+    let n = p.name(pk_attr);
+    let mut cond = format!("{n} = {}", p.value(super::AttrValue::s(pk)));
+    if !prefix.is_empty() {
+        let s = p.name(sk_attr);
+        cond.push_str(&format!(
+            " AND begins_with({s}, {})",
+            p.value(super::AttrValue::s(prefix))
+        ));
+    }
+    cond
 }

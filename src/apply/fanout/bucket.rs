@@ -1,0 +1,467 @@
+//! What one fan-out writes onto one bucket shard (dynamodb.md §9.2): the
+//! limit parameters in milli-units, schedules, stamps, `vu` and `ttl`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::levels::{LevelConfig, Source, StoredLimit};
+use crate::store::{AttrValue, Item, UpdateAction};
+
+/// The internal write-capacity limit the limiter adds to every bucket; never ours to remove.
+const INTERNAL_LIMIT: &str = "wcu";
+/// Fields removed for a limit the level no longer declares (as the reference does).
+const REMOVED_FIELDS: [&str; 8] = ["tk", "cp", "ra", "rp", "tc", "sched", "rsched", "soft"];
+
+/// A bucket's owner and shard, parsed from its PK `{ns}/BUCKET#{e}#{r}#{k}`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct BucketId {
+    pub entity: String,
+    pub resource: String,
+    pub shard: String,
+}
+
+impl BucketId {
+    pub fn parse(ns: &str, pk: &str) -> Option<BucketId> {
+        let rest = pk.strip_prefix(ns)?.strip_prefix("/BUCKET#")?;
+        let mut parts = rest.split('#');
+        let (e, r, k) = (parts.next()?, parts.next()?, parts.next()?);
+        if parts.next().is_some() || e.is_empty() || r.is_empty() {
+            return None;
+        }
+        Some(BucketId {
+            entity: e.into(),
+            resource: r.into(),
+            shard: k.into(),
+        })
+    }
+}
+
+/// Limit names present on a bucket (a `b_{n}_tk` or `b_{n}_cp` attribute).
+pub fn bucket_limits(bucket: &Item) -> BTreeSet<String> {
+    bucket
+        .keys()
+        .filter_map(|a| {
+            let rest = a.strip_prefix("b_")?;
+            let n = rest
+                .strip_suffix("_tk")
+                .or_else(|| rest.strip_suffix("_cp"))?;
+            (!n.is_empty()).then(|| n.to_string())
+        })
+        .collect()
+}
+
+/// `value × 1000` for a decimal string, exactly (no floats). `None` for junk.
+pub fn milli(value: &str) -> Option<String> {
+    let v = value.trim();
+    let (neg, v) = match v.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, v),
+    };
+    let (int, frac) = v.split_once('.').unwrap_or((v, ""));
+    if int.is_empty() && frac.is_empty()
+        || !int.bytes().all(|b| b.is_ascii_digit())
+        || !frac.bytes().all(|b| b.is_ascii_digit())
+    {
+        return None;
+    }
+    let mut frac3: String = frac.chars().take(3).collect();
+    while frac3.len() < 3 {
+        frac3.push('0');
+    }
+    let rest = &frac[frac.len().min(3)..];
+    let digits = format!("{int}{frac3}");
+    let trimmed = digits.trim_start_matches('0');
+    let mut out = if trimmed.is_empty() {
+        "0".to_string()
+    } else {
+        trimmed.to_string()
+    };
+    if !rest.is_empty() && rest.bytes().any(|b| b != b'0') {
+        out.push('.');
+        out.push_str(rest.trim_end_matches('0'));
+    }
+    if neg && out != "0" {
+        out.insert(0, '-');
+    }
+    Some(out)
+}
+
+/// Stamp deadline: `now + 60 s × U(0.8, 1.0)`, as the reference spreads renewals.
+pub fn stamp_deadline(now_ms: i64) -> i64 {
+    now_ms + 48_000 + jitter_ms(12_000)
+}
+
+fn jitter_ms(bound: i64) -> i64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos() as i64)
+        .unwrap_or(0);
+    let mut x = (nanos as u64) ^ 0x9E37_79B9_7F4A_7C15;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    (x % bound.max(1) as u64) as i64
+}
+
+/// The update that syncs one bucket to the limits resolved for it.
+/// `current` is the bucket as read (to find limits no longer declared).
+pub fn sync_actions(
+    cfg: &LevelConfig,
+    source: Source,
+    current: &Item,
+    now_ms: i64,
+) -> Result<Vec<UpdateAction>, String> {
+    let mut set: BTreeMap<String, AttrValue> = BTreeMap::new();
+    let mut remove: BTreeSet<String> = BTreeSet::new();
+    let deadline = stamp_deadline(now_ms);
+    for (n, l) in &cfg.limits {
+        let m = |field: &str, v: &str| -> Result<AttrValue, String> {
+            milli(v)
+                .map(AttrValue::N)
+                .ok_or_else(|| format!("limit '{n}': {field} '{v}' is not a number"))
+        };
+        set.insert(format!("b_{n}_cp"), m("capacity", &l.cp)?);
+        set.insert(format!("b_{n}_ra"), m("refill_amount", &l.ra)?);
+        set.insert(format!("b_{n}_rp"), m("refill_period", &l.rp)?);
+        match &l.rsa {
+            Some(rsa) => set.insert(format!("b_{n}_rsa"), AttrValue::N(rsa.clone())),
+            None => remove
+                .insert(format!("b_{n}_rsa"))
+                .then_some(AttrValue::Null),
+        };
+        if l.soft {
+            set.insert(format!("b_{n}_soft"), AttrValue::n(deadline));
+        } else {
+            remove.insert(format!("b_{n}_soft"));
+        }
+    }
+    schedules(cfg, |l| l.sched.as_deref(), "sched", &mut set, &mut remove);
+    schedules(
+        cfg,
+        |l| l.rsched.as_deref(),
+        "rsched",
+        &mut set,
+        &mut remove,
+    );
+    if set.contains_key("sched") || set.contains_key("rsched") {
+        let tz = cfg.sched_tz.clone().unwrap_or_else(|| "UTC".into());
+        set.insert("sched_tz".into(), AttrValue::S(tz));
+    } else {
+        remove.insert("sched_tz".into());
+    }
+    set.insert("vu".into(), AttrValue::n(0));
+    if source.is_entity() {
+        remove.insert("ttl".into());
+    } else {
+        let secs = now_ms.div_euclid(1000) + 7 * recovery_seconds(cfg);
+        set.insert("ttl".into(), AttrValue::n(secs));
+    }
+    for gone in bucket_limits(current) {
+        if gone == INTERNAL_LIMIT || cfg.limits.contains_key(&gone) {
+            continue;
+        }
+        for f in REMOVED_FIELDS {
+            remove.insert(format!("b_{gone}_{f}"));
+        }
+    }
+    // Only remove what is there: smaller expressions, same result.
+    remove.retain(|a| current.contains_key(a) && !set.contains_key(a));
+    let mut actions: Vec<UpdateAction> = set
+        .into_iter()
+        .map(|(a, v)| UpdateAction::Set(a, v))
+        .collect();
+    actions.extend(remove.into_iter().map(UpdateAction::Remove));
+    Ok(actions)
+}
+
+/// Item-level default (the first scheduled limit's encoding, by name) plus
+/// per-limit overrides where a limit differs (`-` = explicitly none).
+fn schedules<'a>(
+    cfg: &'a LevelConfig,
+    pick: impl Fn(&'a StoredLimit) -> Option<&'a str>,
+    attr: &str,
+    set: &mut BTreeMap<String, AttrValue>,
+    remove: &mut BTreeSet<String>,
+) {
+    let default = cfg.limits.values().find_map(&pick);
+    match default {
+        Some(d) => {
+            set.insert(attr.to_string(), AttrValue::s(d));
+        }
+        None => {
+            remove.insert(attr.to_string());
+        }
+    }
+    for (n, l) in &cfg.limits {
+        let own = pick(l);
+        let per_limit = format!("b_{n}_{attr}");
+        match (default, own) {
+            (Some(d), Some(o)) if o == d => {
+                remove.insert(per_limit);
+            }
+            (Some(_), Some(o)) => {
+                set.insert(per_limit, AttrValue::s(o));
+            }
+            (Some(_), None) => {
+                set.insert(per_limit, AttrValue::s("-"));
+            }
+            (None, _) => {
+                remove.insert(per_limit);
+            }
+        }
+    }
+}
+
+/// The slowest time, in seconds, for any limit of the level to recover fully:
+/// capacity ÷ refill × period over the base and every parameter window, the
+/// reset cycle of a calendar quota, or the `reset_after` window. At least 1.
+pub fn recovery_seconds(cfg: &LevelConfig) -> i64 {
+    let mut worst: i64 = 1;
+    for l in cfg.limits.values() {
+        if let Some(rsa) = l.rsa.as_deref().and_then(int) {
+            worst = worst.max(rsa);
+            continue;
+        }
+        if let Some(rs) = &l.rsched {
+            worst = worst.max(reset_cycle_seconds(rs));
+            continue;
+        }
+        let (cp, ra, rp) = (
+            int(&l.cp).unwrap_or(0),
+            int(&l.ra).unwrap_or(0),
+            int(&l.rp).unwrap_or(0),
+        );
+        worst = worst.max(refill_time(cp, ra, rp));
+        for (c, a, p) in windows(l.sched.as_deref().unwrap_or("")) {
+            worst = worst.max(refill_time(
+                c.unwrap_or(cp),
+                a.unwrap_or(ra),
+                p.unwrap_or(rp),
+            ));
+        }
+    }
+    worst
+}
+
+fn int(s: &str) -> Option<i64> {
+    s.split('.').next().and_then(|i| i.parse().ok())
+}
+
+fn refill_time(cp: i64, ra: i64, rp: i64) -> i64 {
+    if ra <= 0 {
+        return rp.max(1);
+    }
+    (cp.saturating_mul(rp) + ra - 1) / ra
+}
+
+/// The (capacity, refill, period) overrides of each parameter window of a compact
+/// schedule; scale entries keep the ratio and so change nothing here.
+fn windows(compact: &str) -> Vec<(Option<i64>, Option<i64>, Option<i64>)> {
+    let body = compact.trim_start_matches(|c: char| c.is_ascii_digit());
+    body.split(';')
+        .filter(|e| !e.is_empty())
+        .map(|entry| {
+            let tags = tagged(entry);
+            let get = |t: char| {
+                tags.iter()
+                    .find(|(k, _)| *k == t)
+                    .and_then(|(_, v)| v.parse().ok())
+            };
+            (get('c'), get('a'), get('p'))
+        })
+        .collect()
+}
+
+/// `h9-17w1-5s500` → [('h',"9-17"), ('w',"1-5"), ('s',"500")].
+fn tagged(entry: &str) -> Vec<(char, String)> {
+    let mut out: Vec<(char, String)> = vec![];
+    for ch in entry.chars() {
+        if ch.is_ascii_alphabetic() {
+            out.push((ch, String::new()));
+        } else if let Some(last) = out.last_mut() {
+            last.1.push(ch);
+        }
+    }
+    out
+}
+
+/// How long a calendar quota's reset cycle can be: monthly (31 days) when the
+/// day or month is constrained, weekly, daily, hourly, else a minute.
+fn reset_cycle_seconds(compact: &str) -> i64 {
+    let body = compact.trim_start_matches(|c: char| c.is_ascii_digit());
+    body.split(';')
+        .filter(|e| !e.is_empty())
+        .map(|entry| {
+            let tags: Vec<char> = tagged(entry).into_iter().map(|(t, _)| t).collect();
+            if tags.contains(&'D') || tags.contains(&'M') {
+                31 * 86_400
+            } else if tags.contains(&'w') {
+                7 * 86_400
+            } else if tags.contains(&'h') {
+                86_400
+            } else if tags.contains(&'m') {
+                3_600
+            } else {
+                60
+            }
+        })
+        .max()
+        .unwrap_or(60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::apply::fanout::levels::decode;
+
+    fn item(attrs: &[(&str, AttrValue)]) -> Item {
+        attrs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn parses_bucket_keys_with_slashes_in_resources() {
+        let id = BucketId::parse("ns", "ns/BUCKET#user-1#openai/gpt-4:x#3").unwrap();
+        assert_eq!(
+            (id.entity.as_str(), id.resource.as_str(), id.shard.as_str()),
+            ("user-1", "openai/gpt-4:x", "3")
+        );
+        assert!(BucketId::parse("ns", "other/BUCKET#a#b#0").is_none());
+        assert!(BucketId::parse("ns", "ns/BUCKET#a#b").is_none());
+    }
+
+    #[test]
+    fn milli_is_exact() {
+        assert_eq!(milli("60").as_deref(), Some("60000"));
+        assert_eq!(milli("0").as_deref(), Some("0"));
+        assert_eq!(milli("1.5").as_deref(), Some("1500"));
+        assert_eq!(milli("0.0001").as_deref(), Some("0.1"));
+        assert_eq!(
+            milli("1000000000000000").as_deref(),
+            Some("1000000000000000000")
+        );
+        assert_eq!(milli("x"), None);
+        assert_eq!(milli(""), None);
+    }
+
+    /// The observed reference sync (u1 after its limits shrank): parameters in
+    /// milli, soft stamp, overrides and item schedules removed, dropped limits
+    /// removed except `wcu`, `tk`/`tc`/`ws` untouched, `vu = 0`, no `ttl`.
+    #[test]
+    fn sync_matches_the_observed_reference_update() {
+        let cfg = decode(&item(&[
+            ("l_zz_cp", AttrValue::n(40)),
+            ("l_zz_ra", AttrValue::n(40)),
+            ("l_zz_rp", AttrValue::n(60)),
+            ("l_zz_soft", AttrValue::Bool(true)),
+            ("w_session_cp", AttrValue::n(60)),
+            ("w_session_ra", AttrValue::n(0)),
+            ("w_session_rp", AttrValue::n(60)),
+            ("w_session_rsa", AttrValue::n(3600)),
+        ]))
+        .unwrap();
+        let bucket = item(&[
+            ("b_aaa_cp", AttrValue::n(10000)),
+            ("b_aaa_tk", AttrValue::n(10000)),
+            ("b_aaa_sched", AttrValue::s("1h0-6c5")),
+            ("b_daily_cp", AttrValue::n(1)),
+            ("b_daily_gc", AttrValue::n(1)),
+            ("b_session_cp", AttrValue::n(50000)),
+            ("b_session_tk", AttrValue::n(50000)),
+            ("b_session_sched", AttrValue::s("-")),
+            ("b_session_ws", AttrValue::n(5)),
+            ("b_zz_cp", AttrValue::n(100000)),
+            ("b_zz_rsched", AttrValue::s("-")),
+            ("b_wcu_cp", AttrValue::n(1000000)),
+            ("b_wcu_tk", AttrValue::n(1000000)),
+            ("sched", AttrValue::s("1h9-17w1-5s500")),
+            ("rsched", AttrValue::s("1m0h0")),
+            ("sched_tz", AttrValue::s("Europe/Berlin")),
+            ("vu", AttrValue::n(123)),
+        ]);
+        let acts = sync_actions(&cfg, Source::Entity, &bucket, 1_000_000).unwrap();
+        let sets: BTreeMap<&str, &AttrValue> = acts
+            .iter()
+            .filter_map(|a| match a {
+                UpdateAction::Set(n, v) => Some((n.as_str(), v)),
+                _ => None,
+            })
+            .collect();
+        let removes: BTreeSet<&str> = acts
+            .iter()
+            .filter_map(|a| match a {
+                UpdateAction::Remove(n) => Some(n.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(sets["b_zz_cp"], &AttrValue::n(40000));
+        assert_eq!(sets["b_zz_rp"], &AttrValue::n(60000));
+        assert_eq!(sets["b_session_ra"], &AttrValue::n(0));
+        assert_eq!(sets["b_session_rsa"], &AttrValue::n(3600));
+        assert_eq!(sets["vu"], &AttrValue::n(0));
+        let soft: i64 = sets["b_zz_soft"].as_n().unwrap().parse().unwrap();
+        assert!((1_048_000..=1_060_000).contains(&soft), "{soft}");
+        assert_eq!(
+            removes,
+            BTreeSet::from([
+                "b_aaa_cp",
+                "b_aaa_sched",
+                "b_aaa_tk",
+                "b_daily_cp",
+                "b_session_sched",
+                "b_zz_rsched",
+                "rsched",
+                "sched",
+                "sched_tz",
+            ])
+        );
+        assert!(!sets.contains_key("ttl") && !removes.contains("b_wcu_cp"));
+    }
+
+    #[test]
+    fn schedules_get_a_default_and_overrides_and_defaults_get_a_ttl() {
+        let cfg = decode(&item(&[
+            ("l_aaa_cp", AttrValue::n(10)),
+            ("l_aaa_ra", AttrValue::n(10)),
+            ("l_aaa_rp", AttrValue::n(60)),
+            ("l_aaa_sched", AttrValue::s("1h0-6c5")),
+            ("l_rpm_cp", AttrValue::n(100)),
+            ("l_rpm_ra", AttrValue::n(100)),
+            ("l_rpm_rp", AttrValue::n(60)),
+            ("l_rpm_sched", AttrValue::s("1h9-17w1-5s500")),
+            ("l_rpd_cp", AttrValue::n(500)),
+            ("l_rpd_rsched", AttrValue::s("1m0h0")),
+            ("sched_tz", AttrValue::s("Europe/Berlin")),
+        ]))
+        .unwrap();
+        let acts = sync_actions(&cfg, Source::Resource, &Item::new(), 10_000_000).unwrap();
+        let set = |n: &str| {
+            acts.iter().find_map(|a| match a {
+                UpdateAction::Set(k, v) if k == n => Some(v.clone()),
+                _ => None,
+            })
+        };
+        assert_eq!(set("sched"), Some(AttrValue::s("1h0-6c5")));
+        assert_eq!(set("b_aaa_sched"), None, "equal to the item default");
+        assert_eq!(set("b_rpm_sched"), Some(AttrValue::s("1h9-17w1-5s500")));
+        assert_eq!(set("b_rpd_sched"), Some(AttrValue::s("-")));
+        assert_eq!(set("rsched"), Some(AttrValue::s("1m0h0")));
+        assert_eq!(set("b_rpm_rsched"), Some(AttrValue::s("-")));
+        assert_eq!(set("sched_tz"), Some(AttrValue::s("Europe/Berlin")));
+        // A daily reset dominates: 7 × 86 400 s from now.
+        assert_eq!(set("ttl"), Some(AttrValue::n(10_000 + 7 * 86_400)));
+    }
+
+    #[test]
+    fn recovery_uses_the_slowest_window() {
+        let cfg = decode(&item(&[
+            ("l_rpm_cp", AttrValue::n(60)),
+            ("l_rpm_ra", AttrValue::n(60)),
+            ("l_rpm_rp", AttrValue::n(60)),
+            ("l_rpm_sched", AttrValue::s("1h0-6c600a10")),
+        ]))
+        .unwrap();
+        assert_eq!(recovery_seconds(&cfg), 3600);
+    }
+}

@@ -1,0 +1,139 @@
+//! AWS SDK errors turned into one-line explanations ([`StoreError`]).
+
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
+
+use crate::store::StoreError;
+
+/// What an SDK failure means for us, before the table-specific hint is added.
+#[derive(Debug)]
+pub enum Failure {
+    /// The table (or index) does not exist.
+    NotFound,
+    /// A conditional write's condition did not hold.
+    ConditionFailed,
+    /// A transaction was cancelled; the per-item reason codes, in request order.
+    Cancelled(Vec<String>),
+    /// Anything else, already a complete [`StoreError`].
+    Other(StoreError),
+}
+
+/// Classifies an SDK error for `action` (the DynamoDB API name) on `table`.
+pub fn classify<E, R>(err: SdkError<E, R>, action: &str, table: &str, endpoint: &str) -> Failure
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+    R: std::fmt::Debug + 'static,
+{
+    let code = err.code().map(str::to_string);
+    let message = err.message().map(str::to_string);
+    match &err {
+        SdkError::ServiceError(_) => match code.as_deref() {
+            Some("ResourceNotFoundException") => Failure::NotFound,
+            Some("ConditionalCheckFailedException") => Failure::ConditionFailed,
+            Some("TransactionCanceledException") => Failure::Cancelled(
+                cancellation_codes(message.as_deref().unwrap_or_default()),
+            ),
+            Some("AccessDeniedException") | Some("AccessDenied") => {
+                Failure::Other(StoreError::AccessDenied {
+                    action: action.to_string(),
+                    table: table.to_string(),
+                })
+            }
+            Some("UnrecognizedClientException")
+            | Some("InvalidSignatureException")
+            | Some("ExpiredTokenException") => Failure::Other(StoreError::Backend(format!(
+                "AWS rejected the credentials for {action} on table '{table}': {}. Check your AWS profile or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY.",
+                message.unwrap_or_else(|| code.clone().unwrap_or_default())
+            ))),
+            _ => Failure::Other(StoreError::Backend(format!(
+                "DynamoDB {action} on table '{table}' failed: {}{}",
+                code.unwrap_or_else(|| "error".into()),
+                message.map(|m| format!(": {m}")).unwrap_or_default()
+            ))),
+        },
+        SdkError::DispatchFailure(_) => Failure::Other(StoreError::Backend(format!(
+            "cannot reach DynamoDB{} for {action} on table '{table}': {}",
+            if endpoint.is_empty() {
+                String::new()
+            } else {
+                format!(" at {endpoint}")
+            },
+            one_line(&err)
+        ))),
+        SdkError::TimeoutError(_) => Failure::Other(StoreError::Backend(format!(
+            "DynamoDB {action} on table '{table}' timed out (after retries); nothing more was tried"
+        ))),
+        _ => Failure::Other(StoreError::Backend(format!(
+            "DynamoDB {action} on table '{table}' failed: {}",
+            one_line(&err)
+        ))),
+    }
+}
+
+/// The cancellation reason codes from a TransactionCanceledException message,
+/// e.g. `Transaction cancelled, please refer cancellation reasons for specific
+/// reasons [ConditionalCheckFailed, None]`.
+pub fn cancellation_codes(message: &str) -> Vec<String> {
+    let Some(start) = message.rfind('[') else {
+        return vec![];
+    };
+    let end = message[start..]
+        .find(']')
+        .map_or(message.len(), |e| start + e);
+    message[start + 1..end]
+        .split(',')
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+/// An error and its sources on one line, each distinct message once.
+pub fn one_line(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts: Vec<String> = vec![];
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(e) = cur {
+        let text = e.to_string();
+        let text = text.trim();
+        if !text.is_empty() && !parts.iter().any(|p| p.contains(text)) {
+            parts.push(text.to_string());
+        }
+        cur = e.source();
+    }
+    parts.join(": ").replace('\n', " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cancellation_codes_are_read_from_the_message() {
+        assert_eq!(
+            cancellation_codes(
+                "Transaction cancelled, please refer cancellation reasons for specific reasons [ConditionalCheckFailed, None]"
+            ),
+            vec!["ConditionalCheckFailed", "None"]
+        );
+        assert!(cancellation_codes("no reasons").is_empty());
+    }
+
+    #[test]
+    fn one_line_keeps_each_cause_once() {
+        #[derive(Debug)]
+        struct Outer(std::io::Error);
+        impl std::fmt::Display for Outer {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, "io error")
+            }
+        }
+        impl std::error::Error for Outer {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&self.0)
+            }
+        }
+        let e = Outer(std::io::Error::new(
+            std::io::ErrorKind::ConnectionRefused,
+            "connection refused\n(os error 111)",
+        ));
+        assert_eq!(one_line(&e), "io error: connection refused (os error 111)");
+    }
+}
