@@ -376,7 +376,15 @@ impl Problem {
                 Some("use a step of 1 or more, e.g. */1".to_string()),
             ),
             Problem::BadValue(v) => bad_value(field, &v),
-            Problem::OutOfRange(v) => (format!("{name}: {v} is out of range ({lo}-{hi})"), None),
+            Problem::OutOfRange(v) => (
+                format!("{name}: {v} is out of range ({lo}-{hi})"),
+                Some(match field {
+                    CronField::DayOfWeek => {
+                        "day-of-week values run 0-7 (0 and 7 are both Sunday)".to_string()
+                    }
+                    _ => format!("{name} values run {lo}-{hi}"),
+                }),
+            ),
             Problem::Backwards { start, end } => backwards(field, start, end),
         };
         CronError {
@@ -558,7 +566,8 @@ fn parse_expr(s: &str, field: CronField) -> Result<u64, Problem> {
             let mut v = base_set.trailing_zeros() as u128;
             while v <= hi as u128 {
                 out |= 1u64 << v;
-                v += step;
+                // A step of 10^40 saturates; it must not wrap (found by fuzzing).
+                v = v.saturating_add(step);
             }
         } else {
             let mut idx: u128 = 0;
@@ -669,6 +678,14 @@ mod tests {
         let e = CronSpec::parse("@daily").unwrap_err();
         assert_eq!(e.field, None);
         assert!(e.help.unwrap().contains("0 0 * * *"));
+    }
+
+    #[test]
+    fn huge_steps_saturate() {
+        let huge = "3".repeat(60);
+        assert_eq!(sets(&format!("* * * 7/{huge} *"))[3], vec![7]);
+        assert_eq!(sets(&format!("*/{huge} * * * *"))[0], vec![0]);
+        assert_eq!(sets(&format!("* * * * 1-5/{huge}"))[4], vec![1]);
     }
 
     #[test]

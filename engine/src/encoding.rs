@@ -294,9 +294,13 @@ fn day_number(name: &str) -> Option<u32> {
     DAY_NAMES.iter().position(|n| *n == name).map(|i| i as u32)
 }
 
-/// One comma item of the weekday field, encoded (input upper-cased).
+/// One comma item of the weekday field, encoded.
+///
+/// The bare-name check upper-cases with Unicode rules (`ſat` is SAT); inside
+/// ranges and steps only ASCII letter runs are names, and unknown runs are
+/// kept as typed.
 pub(crate) fn encode_weekday_item(item: &str) -> String {
-    if let Some(d) = day_number(item) {
+    if let Some(d) = day_number(&item.to_uppercase()) {
         return if d == 0 {
             "7".to_string()
         } else {
@@ -599,7 +603,8 @@ const DIGIT_ZEROS: [u32; 66] = [
     0x1D7CE, 0x1D7D8, 0x1D7E2, 0x1D7EC, 0x1D7F6, 0x1E140, 0x1E2F0, 0x1E950, 0x1FBF0,
 ];
 
-fn decimal_value(c: char) -> Option<u32> {
+/// The value of a Unicode decimal digit (Python's `\\d` and `int()`).
+pub(crate) fn decimal_value(c: char) -> Option<u32> {
     let cp = c as u32;
     DIGIT_ZEROS
         .iter()

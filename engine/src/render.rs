@@ -23,7 +23,8 @@
 
 use crate::cron::{parse_field, CronField, DAY_NAMES, MONTH_NAMES};
 use crate::encoding::{
-    encode_weekday_item, rebuild_cron, replace_names, strip_version, tokenize, DecodeError, ENTRY,
+    decimal_value, encode_weekday_item, rebuild_cron, replace_names, strip_version, tokenize,
+    DecodeError, ENTRY,
 };
 
 /// Render one stored entry (with its version prefix) as a named 5-field cron.
@@ -51,6 +52,8 @@ pub fn to_cron(compact_entry: &str) -> Result<String, DecodeError> {
 }
 
 /// Apply `name` to each digit run in the part of `item` before its first `/`.
+/// Digits are Unicode decimal digits, as Python's `\\d` and `int()` read them
+/// (the reference renders a stored fullwidth `５` as FRI).
 fn name_digit_runs(item: &str, name: impl Fn(u128) -> Option<&'static str>) -> String {
     let (head, tail) = match item.find('/') {
         Some(i) => item.split_at(i),
@@ -58,29 +61,35 @@ fn name_digit_runs(item: &str, name: impl Fn(u128) -> Option<&'static str>) -> S
     };
     let mut out = String::new();
     let mut run = String::new();
-    let flush = |run: &mut String, out: &mut String| {
-        if !run.is_empty() {
-            let v = run.bytes().fold(0u128, |a, b| {
-                a.saturating_mul(10).saturating_add((b - b'0') as u128)
-            });
-            match name(v) {
-                Some(n) => out.push_str(n),
-                None => out.push_str(run),
-            }
-            run.clear();
-        }
-    };
+    let mut value: u128 = 0;
     for c in head.chars() {
-        if c.is_ascii_digit() {
+        if let Some(d) = decimal_value(c) {
             run.push(c);
-        } else {
-            flush(&mut run, &mut out);
-            out.push(c);
+            value = value.saturating_mul(10).saturating_add(d as u128);
+            continue;
         }
+        flush_run(&mut run, &mut value, &mut out, &name);
+        out.push(c);
     }
-    flush(&mut run, &mut out);
+    flush_run(&mut run, &mut value, &mut out, &name);
     out.push_str(tail);
     out
+}
+
+fn flush_run(
+    run: &mut String,
+    value: &mut u128,
+    out: &mut String,
+    name: &impl Fn(u128) -> Option<&'static str>,
+) {
+    if !run.is_empty() {
+        match name(*value) {
+            Some(n) => out.push_str(n),
+            None => out.push_str(run),
+        }
+        run.clear();
+    }
+    *value = 0;
 }
 
 fn month_name(v: u128) -> Option<&'static str> {
@@ -119,7 +128,7 @@ fn render_weekdays(v: &str) -> String {
     let items: Vec<String> = v
         .split(',')
         .map(|item| {
-            let numeric = encode_weekday_item(&item.to_uppercase());
+            let numeric = encode_weekday_item(item);
             let named = name_digit_runs(&numeric, day_name);
             match same_set(&numeric, &named, CronField::DayOfWeek) {
                 Some(false) => fix_weekday_item(&numeric),

@@ -31,6 +31,9 @@ pub(crate) struct Rule {
 /// the instant is at or past the zone's last explicit transition and the
 /// zone has a daylight-saving rule; None to use chrono-tz's tables.
 pub(crate) fn rule_offset(zone: &str, utc_secs: i64) -> Option<i32> {
+    if utc_secs < table::MIN_LAST_TRANSITION {
+        return None;
+    }
     let i = table::RULES.binary_search_by(|r| r.zone.cmp(zone)).ok()?;
     let r = &table::RULES[i];
     if utc_secs < r.last_transition {

@@ -3,6 +3,9 @@
 
 use super::Rule;
 
+/// The earliest `last_transition` below: before it no rule applies (a fast path).
+pub(super) const MIN_LAST_TRANSITION: i64 = 2137586400;
+
 pub(super) static RULES: &[Rule] = &[
     Rule { zone: "Africa/Cairo", last_transition: 2140462800, std: 7200, dst: 10800, start: (4, 5, 5, 0), end: (10, 5, 4, 86400) }, // EET-2EEST,M4.5.5/0,M10.5.4/24
     Rule { zone: "Africa/Ceuta", last_transition: 2140045200, std: 3600, dst: 7200, start: (3, 5, 0, 7200), end: (10, 5, 0, 10800) }, // CET-1CEST,M3.5.0,M10.5.0/3

@@ -273,39 +273,52 @@ fn reference_decoded(v: &Value) -> Vec<(String, Option<Modifier>)> {
         .collect()
 }
 
-/// Compare our rendering of one stored entry with the reference's text:
-/// equal wherever the reference's text means what is stored; where it does
-/// not (B6), ours must re-parse to the stored sets.
+/// Compare our rendering of one stored entry with the reference's text.
+///
+/// Equal wherever the reference's day-of-week text means what is stored.
+/// Where it does not (B6), everything before the day-of-week field must be
+/// equal, and our day-of-week text must mean the stored set. (We fix a
+/// day-of-week item even when another field of the entry is invalid.)
 fn check_render(compact: &str, reference: &str) -> Result<(), String> {
-    let got = to_cron(compact);
-    // The stored meaning, when the string is one valid entry.
-    let numeric = if compact.contains(';') {
-        None
-    } else {
-        decode_schedule(compact)
-            .or_else(|_| decode_reset(compact))
-            .ok()
-            .and_then(|d| d.into_iter().next())
-            .map(|e| e.spec)
-    };
-    let reference_right = match (&numeric, CronSpec::parse(reference)) {
-        (Some(n), Ok(r)) => same_meaning(n, &r),
-        (Some(_), Err(_)) => false,
-        (None, _) => true,
-    };
-    if reference_right {
-        if got.as_deref() != Ok(reference) {
-            return Err(format!(
-                "to_cron({compact}) = {got:?}, reference {reference:?}"
-            ));
-        }
-    } else {
-        let ours = got.as_ref().ok().and_then(|g| CronSpec::parse(g).ok());
-        if ours.as_ref() != numeric.as_ref() {
-            return Err(format!("to_cron({compact}) = {got:?}: B6 fix must re-parse to the stored sets (reference {reference:?})"));
-        }
+    let got = to_cron(compact)
+        .map_err(|e| format!("to_cron({compact}) failed: {e}, reference {reference:?}"))?;
+    if got == reference {
+        return Ok(());
     }
-    Ok(())
+    // The stored day-of-week value: the text after the `w` tag up to the next tag.
+    const TAGS: &str = "mhDMwscap";
+    let stored_w = compact.find('w').map(|i| {
+        compact[i + 1..]
+            .split(|c| TAGS.contains(c))
+            .next()
+            .unwrap_or("")
+    });
+    let weekdays = |field: &str| {
+        CronSpec::parse(&format!("* * * * {field}"))
+            .ok()
+            .map(|s| s.weekdays)
+    };
+    let stored = stored_w.and_then(weekdays);
+    let tail = |s: &str| {
+        s.rsplit_once(' ')
+            .map(|(h, t)| (h.to_string(), t.to_string()))
+    };
+    match (stored, tail(&got), tail(reference)) {
+        (Some(set), Some((gh, gt)), Some((rh, rt))) if gh == rh => {
+            if weekdays(&rt) == Some(set) {
+                Err(format!(
+                    "to_cron({compact}) = {got:?}, reference {reference:?} is right here"
+                ))
+            } else if weekdays(&gt) != Some(set) {
+                Err(format!("to_cron({compact}) = {got:?}: B6 fix must mean the stored weekdays (reference {reference:?})"))
+            } else {
+                Ok(())
+            }
+        }
+        _ => Err(format!(
+            "to_cron({compact}) = {got:?}, reference {reference:?}"
+        )),
+    }
 }
 
 #[test]
@@ -563,6 +576,161 @@ fn zone_offsets_agree() {
             let strict = t >= 0 || VECTOR_ZONES.contains(&name.as_str());
             if strict && got != Some(want) {
                 failures.push(format!("{name} at {t}: ours {got:?}, reference {want}"));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} disagreements:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+fn extra() -> Value {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../fixtures/oracle/cron_extra.json"
+    );
+    let text = std::fs::read_to_string(path).expect("fixtures/oracle/cron_extra.json is readable");
+    serde_json::from_str(&text).expect("cron_extra.json is JSON")
+}
+
+/// Random patterns from a wider grammar (`scripts/oracle/gen_cron_extra.py`):
+/// the same rules as the `parse` section.
+#[test]
+fn extra_parse_agrees() {
+    let v = extra();
+    let cases = section(&v, "parse");
+    let mut failures = Vec::new();
+    let mut valid = 0;
+    for c in cases {
+        let cron = c["cron"].as_str().expect("cron");
+        let ours = CronSpec::parse(cron);
+        let spec = match (c["ok"].as_bool().expect("ok"), ours) {
+            (false, Err(_)) => continue,
+            (false, Ok(_)) => {
+                failures.push(format!("{cron:?}: accepted, reference: {}", c["error"]));
+                continue;
+            }
+            (true, Err(e)) => {
+                failures.push(format!("{cron:?}: rejected ({e}), reference accepts"));
+                continue;
+            }
+            (true, Ok(s)) => s,
+        };
+        valid += 1;
+        let want: Vec<u64> = c["sets"]
+            .as_array()
+            .expect("sets")
+            .iter()
+            .map(|x| x.as_u64().expect("mask"))
+            .collect();
+        let got = vec![
+            spec.minutes,
+            spec.hours as u64,
+            spec.days as u64,
+            spec.months as u64,
+            spec.weekdays as u64,
+        ];
+        if got != want || spec.day_and != c["day_and"].as_bool().expect("day_and") {
+            failures.push(format!(
+                "{cron:?}: sets {got:?} / {}, reference {want:?} / {}",
+                spec.day_and, c["day_and"]
+            ));
+            continue;
+        }
+        let enc = encode_reset(&[cron]).expect("a parsed pattern encodes");
+        let enc_scale =
+            encode_schedule(&[(cron, Modifier::Scale { permille: 500 })]).expect("encodes");
+        // B5: the reference's unreadable "1" is written "1m*"; B7 (no reference
+        // encoding) is checked through decode and render below.
+        let want_reset = match c["encoded"].as_str() {
+            Some("1") => Some("1m*"),
+            other => other,
+        };
+        if want_reset.is_some_and(|w| w != enc) {
+            failures.push(format!("{cron:?}: encoded {enc:?}, want {want_reset:?}"));
+        }
+        if c["encoded_scale"].as_str().is_some_and(|w| w != enc_scale) {
+            failures.push(format!(
+                "{cron:?}: scale entry {enc_scale:?}, reference {}",
+                c["encoded_scale"]
+            ));
+        }
+        match decode_reset(&enc) {
+            Ok(d) if d.len() == 1 && d[0].spec == spec => {}
+            other => failures.push(format!("{cron:?}: {enc:?} decodes to {other:?}")),
+        }
+        let rendered = to_cron(&enc);
+        let rendered_same = rendered
+            .as_ref()
+            .ok()
+            .and_then(|r| CronSpec::parse(r).ok())
+            .as_ref()
+            == Some(&spec);
+        match c["named"].as_str() {
+            Some(named) if CronSpec::parse(named).ok().as_ref() == Some(&spec) => {
+                if rendered.as_deref() != Ok(named) {
+                    failures.push(format!(
+                        "{cron:?}: rendered {rendered:?}, reference {named:?}"
+                    ));
+                }
+            }
+            // B6 (reference renders something else), B5 and B7 (it renders nothing):
+            // ours must mean what was parsed.
+            _ => {
+                if !rendered_same {
+                    failures.push(format!(
+                        "{cron:?}: rendering {rendered:?} does not re-parse to the same sets"
+                    ));
+                }
+            }
+        }
+    }
+    assert!(valid > 1000, "{valid} valid patterns");
+    assert!(
+        failures.is_empty(),
+        "{} disagreements:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// Random stored strings: decode, decode_reset and to_cron agree (B6 aside).
+#[test]
+fn extra_decode_agrees() {
+    let v = extra();
+    let cases = section(&v, "decode");
+    let mut failures = Vec::new();
+    for c in cases {
+        let s = c["compact"].as_str().expect("compact");
+        for (name, got) in [
+            ("decode", decode_schedule(s)),
+            ("decode_reset", decode_reset(s)),
+        ] {
+            match (&got, c[name].is_null()) {
+                (Err(_), true) => {}
+                (Ok(d), false) if decoded_json(d) == reference_decoded(&c[name]) => {}
+                _ => failures.push(format!(
+                    "{name}({s:?}): ours {got:?}, reference {}",
+                    c[name]
+                )),
+            }
+        }
+        match c["to_cron"].as_str() {
+            None => {
+                if let Ok(r) = to_cron(s) {
+                    failures.push(format!(
+                        "to_cron({s:?}) = {r:?}, reference: {}",
+                        c["to_cron_error"]
+                    ));
+                }
+            }
+            Some(want) => {
+                if let Err(e) = check_render(s, want) {
+                    failures.push(e);
+                }
             }
         }
     }
