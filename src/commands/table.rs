@@ -1,9 +1,146 @@
-use crate::cli::args::TableCommand;
-use crate::cli::CliError;
+//! `table create`: a table the Python zae-limiter 0.17 library accepts — the
+//! DynamoDB layout of dynamodb.md §1 (or a local store table), the version
+//! record and the `default` namespace, as `Repository.open` leaves a new table.
 
-pub fn run(_cmd: TableCommand) -> Result<i32, CliError> {
-    Err(CliError::NotYet {
-        command: "table create",
-        tracking: "issue #8",
-    })
+use std::io::Write;
+
+use crate::cli::args::{StoreArgs, TableCommand};
+use crate::cli::CliError;
+use crate::items::version::{self, Initialized};
+use crate::store::local::LocalStore;
+use crate::store::open::{self, Target};
+use crate::store::Store;
+
+pub fn run(cmd: TableCommand) -> Result<i32, CliError> {
+    match cmd {
+        TableCommand::Create { name, store } => create(&name, &store),
+    }
+}
+
+/// The reference's stack-name rule: the table name is the stack name.
+pub fn validate_name(name: &str) -> Result<(), String> {
+    let mut chars = name.chars();
+    let starts_with_letter = chars.next().is_some_and(|c| c.is_ascii_alphabetic());
+    if !starts_with_letter
+        || !chars.all(|c| c.is_ascii_alphanumeric() || c == '-')
+        || name.len() > 55
+    {
+        return Err(format!(
+            "invalid table name '{name}': use a letter followed by letters, digits or '-', at most 55 characters (it is also the CloudFormation stack name)"
+        ));
+    }
+    Ok(())
+}
+
+fn create(name: &str, args: &StoreArgs) -> Result<i32, CliError> {
+    validate_name(name).map_err(CliError::Usage)?;
+    let mut lines = vec![];
+    let init = match open::target(args) {
+        Target::Local(path) => {
+            let store = LocalStore::open(&path, name).map_err(failed)?;
+            let created = store.create_table().map_err(failed)?;
+            lines.push(format!(
+                "table '{name}' {} in local store {}",
+                if created { "created" } else { "already exists" },
+                path.display()
+            ));
+            initialize(&store)?
+        }
+        Target::DynamoDb {
+            region,
+            endpoint_url,
+        } => create_dynamodb(name, region.as_deref(), endpoint_url.as_deref(), &mut lines)?,
+    };
+    lines.push(if init.version_created {
+        format!(
+            "version record written (schema {})",
+            version::SCHEMA_VERSION
+        )
+    } else {
+        "version record already present".to_string()
+    });
+    lines.push(format!(
+        "namespace '{}' {}: {}",
+        version::DEFAULT_NAMESPACE,
+        if init.default_namespace.created {
+            "registered"
+        } else {
+            "already registered"
+        },
+        init.default_namespace.id
+    ));
+    let mut out = std::io::stdout().lock();
+    for l in lines {
+        writeln!(out, "{l}")?;
+    }
+    Ok(crate::exit_codes::OK)
+}
+
+fn failed(e: impl std::fmt::Display) -> CliError {
+    CliError::Failed(e.to_string())
+}
+
+fn initialize(store: &dyn Store) -> Result<Initialized, CliError> {
+    version::ensure_initialized(store).map_err(failed)
+}
+
+#[cfg(feature = "dynamodb")]
+fn create_dynamodb(
+    name: &str,
+    region: Option<&str>,
+    endpoint_url: Option<&str>,
+    lines: &mut Vec<String>,
+) -> Result<Initialized, CliError> {
+    use crate::store::dynamodb::schema::Created;
+    use crate::store::dynamodb::DynamoStore;
+
+    let store = DynamoStore::connect(name, region, endpoint_url).map_err(failed)?;
+    let created = store.create_table().map_err(failed)?;
+    match created {
+        Created::Created => lines.push(format!(
+            "table '{name}' created in {} (PK/SK, GSI1-GSI4, LSI1-LSI5, stream NEW_AND_OLD_IMAGES, TTL on ttl)",
+            store.region()
+        )),
+        Created::AlreadyExisted => {
+            lines.push(format!(
+                "table '{name}' already exists in {}; TTL on ttl ensured",
+                store.region()
+            ));
+            // A stack-managed table: say what CloudFormation reports about it.
+            if let Ok(Some(stack)) = store.stack_info() {
+                lines.push(format!("stack '{name}': {}", stack.status));
+                for (k, v) in &stack.outputs {
+                    lines.push(format!("  {k} = {v}"));
+                }
+            }
+        }
+    }
+    initialize(&store)
+}
+
+#[cfg(not(feature = "dynamodb"))]
+fn create_dynamodb(
+    _name: &str,
+    _region: Option<&str>,
+    _endpoint_url: Option<&str>,
+    _lines: &mut Vec<String>,
+) -> Result<Initialized, CliError> {
+    Err(CliError::Failed(
+        "this build has no DynamoDB support (built without the `dynamodb` feature); use --local [PATH]".into(),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::validate_name;
+
+    #[test]
+    fn names_follow_the_stack_rule() {
+        for ok in ["zae-limiter", "a", "Dev-2", &"a".repeat(55)] {
+            assert!(validate_name(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "1abc", "a_b", "a.b", "a b", "-a", &"a".repeat(56)] {
+            assert!(validate_name(bad).is_err(), "{bad}");
+        }
+    }
 }
