@@ -11,7 +11,13 @@
 //! reference was measured with). chrono-tz's tables stop at the last
 //! transition it generated (around 2037); after that Python follows the
 //! zone's POSIX rule, so for instants past the zone's last explicit
-//! transition we apply that rule ourselves (see [`crate::zone_rules`]).
+//! transition we apply that rule ourselves (`zone_rules`).
+//!
+//! Names: IANA names and links as chrono-tz 0.10.4 knows them. The reference
+//! also accepts host files that are not zones (`localtime`, `posix/...`,
+//! `right/...`, `Factory`); we refuse those. Before 1970 about a hundred
+//! zones differ from the reference's Debian tzdata, which is built with
+//! IANA's `backzone` (see `tests/oracle_cron.rs::zone_offsets_agree`).
 
 use chrono::{DateTime, Datelike, NaiveDateTime, Offset, TimeZone, Timelike};
 use chrono_tz::Tz;
@@ -140,9 +146,6 @@ pub fn matches(spec: &crate::cron::CronSpec, tz: Tz, t_ms: i64) -> bool {
     }
 }
 
-/// Convert a local naive wall time back to UTC candidates is deliberately not
-/// offered: the reference never does, and gaps/overlaps are handled by always
-/// starting from UTC.
 #[cfg(test)]
 mod tests {
     use super::*;
