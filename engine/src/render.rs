@@ -22,21 +22,16 @@
 //! change them (no such case is known).
 
 use crate::cron::{parse_field, CronField, DAY_NAMES, MONTH_NAMES};
-use crate::encoding::{
-    decimal_value, encode_weekday_item, rebuild_cron, replace_names, strip_version, tokenize,
-    DecodeError, ENTRY,
-};
+use crate::encoding::{decimal_value, strip_version, tokenize, DecodeError, ENTRY};
 
 /// Render one stored entry (with its version prefix) as a named 5-field cron.
 /// Modifier tags are accepted and ignored.
 pub fn to_cron(compact_entry: &str) -> Result<String, DecodeError> {
     let rest = strip_version(compact_entry, ENTRY)?;
     let tokens = tokenize(rest)?;
-    let cron = rebuild_cron(&tokens);
-    // rebuild_cron joins five values with single spaces; values may contain
-    // spaces themselves, so take the fields from the tokens, not by splitting.
+    // Fields come from the tokens, not from splitting text: values may
+    // contain spaces (the reference keeps them).
     let value = |tag: char| tokens.iter().find(|(c, _)| *c == tag).map(|(_, v)| *v);
-    debug_assert!(!cron.is_empty());
     let minute = value('m').unwrap_or("*");
     let hour = value('h').unwrap_or("*");
     let dom = value('D').unwrap_or("*");
@@ -104,14 +99,9 @@ fn day_name(v: u128) -> Option<&'static str> {
     }
 }
 
+/// Month items: digit runs become names; letters are left as stored.
 fn render_month(v: &str) -> String {
-    let numeric = replace_names(v, |n| {
-        MONTH_NAMES
-            .iter()
-            .position(|m| *m == n)
-            .map(|i| (i + 1).to_string())
-    });
-    let items: Vec<String> = numeric
+    let items: Vec<String> = v
         .split(',')
         .map(|item| {
             let named = name_digit_runs(item, month_name);
@@ -124,14 +114,15 @@ fn render_month(v: &str) -> String {
     items.join(",")
 }
 
+/// Day-of-week items: digit runs become names (0 and 7 are SUN); letters are
+/// left as stored (`1wtue` shows `tue`, as the reference does).
 fn render_weekdays(v: &str) -> String {
     let items: Vec<String> = v
         .split(',')
         .map(|item| {
-            let numeric = encode_weekday_item(item);
-            let named = name_digit_runs(&numeric, day_name);
-            match same_set(&numeric, &named, CronField::DayOfWeek) {
-                Some(false) => fix_weekday_item(&numeric),
+            let named = name_digit_runs(item, day_name);
+            match same_set(item, &named, CronField::DayOfWeek) {
+                Some(false) => fix_weekday_item(item),
                 _ => named,
             }
         })
@@ -148,11 +139,12 @@ fn fold(mask: u64, field: CronField) -> u64 {
     }
 }
 
-/// Whether `named` means the same set as `numeric`; None when `numeric`
-/// itself does not parse (then there is nothing to preserve).
-fn same_set(numeric: &str, named: &str, field: CronField) -> Option<bool> {
-    let want = fold(parse_field(&numeric.to_uppercase(), field)?, field);
-    Some(parse_field(named, field).map(|m| fold(m, field)) == Some(want))
+/// Whether `named` means the same set as the stored item; None when the
+/// stored item itself does not parse (then there is nothing to preserve).
+/// Both are read as the parser reads them, upper-cased.
+fn same_set(stored: &str, named: &str, field: CronField) -> Option<bool> {
+    let want = fold(parse_field(&stored.to_uppercase(), field)?, field);
+    Some(parse_field(&named.to_uppercase(), field).map(|m| fold(m, field)) == Some(want))
 }
 
 /// A readable, correct form of a weekday item whose reference rendering
@@ -227,6 +219,10 @@ mod tests {
         assert_eq!(to_cron("1w1-5/2,0").unwrap(), "* * * * MON-FRI/2,SUN");
         assert_eq!(to_cron("1m0;h1").unwrap(), "0; 1 * * *");
         assert_eq!(to_cron("1Mjan").unwrap(), "* * * j *");
+        assert_eq!(to_cron("1MFeb-4").unwrap(), "* * * Feb-APR *");
+        assert_eq!(to_cron("1wtue").unwrap(), "* * * * tue");
+        assert_eq!(to_cron("1w0,Sun").unwrap(), "* * * * SUN,Sun");
+        assert_eq!(to_cron("1w\u{661}-\u{665}").unwrap(), "* * * * MON-FRI");
         assert_eq!(to_cron("1w8").unwrap(), "* * * * 8");
     }
 
@@ -241,6 +237,7 @@ mod tests {
         assert_eq!(to_cron("1w1-7/2").unwrap(), "* * * * MON,WED,FRI,SUN");
         // The reference is accidentally right here: SUN-SUN/2 is 0/2.
         assert_eq!(to_cron("1w0-7/2").unwrap(), "* * * * SUN-SUN/2");
+        assert_eq!(to_cron("1wSun-7").unwrap(), "* * * * SUN-SAT");
     }
 }
 
