@@ -697,4 +697,27 @@ mod tests {
         assert_eq!(prev_bit(0b1010, 0), None);
         assert_eq!(prev_bit(1 << 63, 200), Some(63));
     }
+
+    proptest::proptest! {
+        /// Parsing never panics, and an accepted pattern's sets stay inside
+        /// the field ranges.
+        #[test]
+        fn parse_total(s in "[0-9A-Za-z*/,\\- #?@\u{a0}\u{17f}\u{1c}]{0,40}") {
+            if let Ok(spec) = CronSpec::parse(&s) {
+                proptest::prop_assert_eq!(spec.minutes >> 60, 0);
+                proptest::prop_assert_eq!(spec.hours >> 24, 0);
+                proptest::prop_assert_eq!(spec.days & 1, 0);
+                proptest::prop_assert_eq!(spec.months & !0b1_1111_1111_1110, 0);
+                proptest::prop_assert_eq!(spec.weekdays & 1, 0);
+            }
+        }
+
+        /// Errors point into the text they were given.
+        #[test]
+        fn error_spans_are_inside(s in "\\PC{0,40}") {
+            if let Err(e) = CronSpec::parse(&s) {
+                proptest::prop_assert!(e.span.end <= s.len() && s.is_char_boundary(e.span.start) && s.is_char_boundary(e.span.end));
+            }
+        }
+    }
 }

@@ -184,4 +184,18 @@ mod tests {
         assert!(!matches(&spec, ny, -62_135_596_800_000));
         assert!(matches(&spec, tz, -62_135_596_800_000));
     }
+
+    proptest::proptest! {
+        /// Any instant, any zone: no panic; outside years 1..=9999 no match.
+        #[test]
+        fn wall_time_total(t in proptest::num::i64::ANY, z in 0usize..chrono_tz::TZ_VARIANTS.len()) {
+            let tz = chrono_tz::TZ_VARIANTS[z];
+            let spec = CronSpec::parse("* * * * *").unwrap();
+            let w = wall_time(tz, t);
+            proptest::prop_assert_eq!(matches(&spec, tz, t), w.is_some());
+            if let Some(w) = w {
+                proptest::prop_assert!((1..=9999).contains(&w.year));
+            }
+        }
+    }
 }
