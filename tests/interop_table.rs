@@ -1,0 +1,89 @@
+//! `table create` against a real DynamoDB API (moto): the layout equals the
+//! reference's own create path, and the Python library accepts the table.
+
+mod interop_support;
+
+use interop_support::interop;
+use serde_json::Value;
+
+#[test]
+fn our_table_has_the_reference_layout_and_python_uses_it() {
+    let Some(ours) = interop("tbl") else { return };
+    let out = ours.ours_ok(&[
+        "table",
+        "create",
+        "-n",
+        &ours.table,
+        "--endpoint-url",
+        &ours.endpoint,
+    ]);
+    assert!(out.contains("created"), "{out}");
+    let ns_line = out
+        .lines()
+        .find(|l| l.starts_with("namespace 'default' registered: "))
+        .unwrap_or_else(|| panic!("no namespace line in:\n{out}"));
+    let ns_id = ns_line.rsplit(' ').next().unwrap_or_default().to_string();
+
+    let Some(theirs) = interop("tblref") else {
+        return;
+    };
+    theirs.reference(&["create-table", &theirs.table]);
+    let a = ours.reference(&["describe", &ours.table]);
+    let b = theirs.reference(&["describe", &theirs.table]);
+    assert_eq!(a, b, "table layouts differ");
+    assert_eq!(a["ttl"], serde_json::json!(["ENABLED", "ttl"]));
+    assert_eq!(a["lsi"].as_array().map(Vec::len), Some(5));
+
+    // The Python client connects read-only (needs the version record and the
+    // namespace) and finds the id we registered; it writes and reads limits.
+    assert_eq!(answers[3]["namespace_id"], Value::String(ns_id));
+    let got = &answers[5];
+    assert_eq!(got.as_array().map(Vec::len), Some(3), "{got}");
+
+    // A second create changes nothing and says so.
+    let before = ours.dump();
+    let again = ours.ours_ok(&[
+        "table",
+        "create",
+        "-n",
+        &ours.table,
+        "--endpoint-url",
+        &ours.endpoint,
+    ]);
+    assert!(
+        again.contains("already exists") && again.contains("already registered"),
+        "{again}"
+    );
+    assert_eq!(ours.dump(), before);
+}
+
+#[test]
+fn unreachable_endpoints_and_bad_names_fail_in_one_line() {
+    let Some(it) = interop("bad") else { return };
+    let out = it.ours(&[
+        "table",
+        "create",
+        "-n",
+        "bad_name",
+        "--endpoint-url",
+        &it.endpoint,
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("invalid table name"));
+
+    let out = it.ours(&[
+        "table",
+        "create",
+        "-n",
+        &it.table,
+        "--endpoint-url",
+        "http://127.0.0.1:9",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("Error: cannot reach DynamoDB at http://127.0.0.1:9"),
+        "{err}"
+    );
+}
