@@ -1,0 +1,839 @@
+//! Config items both ways: a manifest level → the item zae-limiter 0.17's
+//! Python client writes (spec dynamodb.md §5, manifest-cli.md §1.8), and a
+//! stored item → its limits, with the reference's reading rules (§5.1).
+//!
+//! Written like the client API, not the thinner provisioner items: every level
+//! carries `config_version` 1, entity items carry the sparse GSI3 keys, and
+//! apply updates the registries (see [`super::registry`]).
+
+use std::collections::BTreeMap;
+
+use zae_limiter_engine::encoding::{
+    decode_reset, decode_schedule, encode_reset, encode_schedule, EncodeError, Modifier,
+    MAX_PERIOD_SECONDS, MAX_TOKENS,
+};
+
+use super::keys::{self, IdentifierError};
+use crate::manifest::model::{self, Disabled, LevelConfig, LimitSpec, SystemLevel};
+use crate::store::number::Number;
+use crate::store::{AttrValue, Item, Key};
+
+/// The constant every client-written level carries (read by nobody, kept for parity).
+pub const CONFIG_VERSION: u32 = 1;
+
+/// Attributes that are neither limits nor flags: bookkeeping of keys, indexes and the client.
+const BOOKKEEPING: [&str; 9] = [
+    "PK",
+    "SK",
+    "GSI3PK",
+    "GSI3SK",
+    "GSI4PK",
+    "GSI4SK",
+    "config_version",
+    "resource",
+    "entity_id",
+];
+
+/// Why a level cannot become an item, or an item cannot be read back.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CodecError {
+    #[error(transparent)]
+    Identifier(#[from] IdentifierError),
+    /// The item stores one timezone for every entry of every limit.
+    #[error("every schedule entry on one level must share one timezone: limit '{first_limit}' uses '{first_tz}', limit '{limit}' uses '{tz}'")]
+    MixedTimezones {
+        first_limit: String,
+        first_tz: String,
+        limit: String,
+        tz: String,
+    },
+    #[error("limit '{limit}': {source}")]
+    Encode {
+        limit: String,
+        source: Box<EncodeError>,
+    },
+    /// A stored item the reference would refuse to read (§5.1): the whole level is unreadable.
+    #[error("config item {pk} / {sk} is unreadable: {reason}")]
+    Unreadable {
+        pk: String,
+        sk: String,
+        reason: String,
+    },
+}
+
+fn n(v: u64) -> AttrValue {
+    AttrValue::N(v.to_string())
+}
+
+/// The attribute prefix of a limit: `w_` for a session quota (hidden from readers before 0.15).
+pub fn limit_prefix(limit: &LimitSpec) -> &'static str {
+    if limit.reset_after_seconds.is_some() {
+        "w_"
+    } else {
+        "l_"
+    }
+}
+
+fn model_modifier(
+    m: &model::Modifier,
+) -> Result<Modifier, zae_limiter_engine::encoding::EntryError> {
+    match m {
+        model::Modifier::Scale(s) => Modifier::scale(*s),
+        model::Modifier::Absolute {
+            capacity,
+            refill_amount,
+            refill_period_seconds,
+        } => Ok(Modifier::Absolute {
+            capacity: *capacity,
+            refill_amount: *refill_amount,
+            refill_period_seconds: *refill_period_seconds,
+        }),
+    }
+}
+
+/// Writes every limit of a level into `item` and sets the item's one `sched_tz`.
+fn put_limits(
+    item: &mut Item,
+    limits: &indexmap::IndexMap<String, LimitSpec>,
+) -> Result<(), CodecError> {
+    let mut tz: Option<(String, String)> = None; // (limit, zone)
+    for (name, limit) in limits {
+        keys::validate_limit_name(name)?;
+        let zones = limit
+            .schedule
+            .iter()
+            .map(|e| &e.tz)
+            .chain(limit.reset_schedule.iter().map(|e| &e.tz));
+        for zone in zones {
+            match &tz {
+                None => tz = Some((name.clone(), zone.clone())),
+                Some((first_limit, first_tz)) if first_tz != zone => {
+                    return Err(CodecError::MixedTimezones {
+                        first_limit: first_limit.clone(),
+                        first_tz: first_tz.clone(),
+                        limit: name.clone(),
+                        tz: zone.clone(),
+                    })
+                }
+                Some(_) => {}
+            }
+        }
+        let p = format!("{}{name}", limit_prefix(limit));
+        item.insert(format!("{p}_cp"), n(limit.capacity));
+        item.insert(format!("{p}_ra"), n(limit.refill_amount));
+        item.insert(format!("{p}_rp"), n(limit.refill_period));
+        let encode_err = |source| CodecError::Encode {
+            limit: name.clone(),
+            source: Box::new(source),
+        };
+        if !limit.schedule.is_empty() {
+            let mut entries = Vec::with_capacity(limit.schedule.len());
+            for (index, e) in limit.schedule.iter().enumerate() {
+                let m = model_modifier(&e.modifier)
+                    .map_err(|source| encode_err(EncodeError::Entry { index, source }))?;
+                entries.push((e.cron.as_str(), m));
+            }
+            let s = encode_schedule(&entries).map_err(encode_err)?;
+            item.insert(format!("{p}_sched"), AttrValue::S(s));
+        }
+        if !limit.reset_schedule.is_empty() {
+            let crons: Vec<&str> = limit
+                .reset_schedule
+                .iter()
+                .map(|e| e.cron.as_str())
+                .collect();
+            let s = encode_reset(&crons).map_err(encode_err)?;
+            item.insert(format!("{p}_rsched"), AttrValue::S(s));
+        }
+        if let Some(rsa) = limit.reset_after_seconds {
+            item.insert(format!("{p}_rsa"), n(rsa));
+        }
+        if limit.soft {
+            item.insert(format!("{p}_soft"), AttrValue::Bool(true));
+        }
+    }
+    if let Some((_, zone)) = tz {
+        item.insert("sched_tz".into(), AttrValue::S(zone));
+    }
+    Ok(())
+}
+
+fn base(key: Key, ns: &str) -> Item {
+    let mut item = Item::new();
+    item.insert("GSI4PK".into(), AttrValue::s(ns));
+    item.insert("GSI4SK".into(), AttrValue::s(&key.pk));
+    item.insert("PK".into(), AttrValue::S(key.pk));
+    item.insert("SK".into(), AttrValue::S(key.sk));
+    item.insert("config_version".into(), n(CONFIG_VERSION.into()));
+    item
+}
+
+fn put_flags(item: &mut Item, level: &LevelConfig) {
+    if let Some(d) = level.disabled {
+        item.insert("disabled".into(), disabled_value(d));
+    }
+    if let Some(c) = level.cascade {
+        item.insert("cascade".into(), AttrValue::Bool(c));
+    }
+}
+
+/// `disabled` as stored: BOOL, or S `bypass`.
+pub fn disabled_value(d: Disabled) -> AttrValue {
+    match d {
+        Disabled::Disabled => AttrValue::Bool(true),
+        Disabled::Enforced => AttrValue::Bool(false),
+        Disabled::Bypass => AttrValue::s("bypass"),
+    }
+}
+
+/// The system defaults item (`{ns}/SYSTEM#` / `#CONFIG`).
+pub fn build_system(ns: &str, level: &SystemLevel) -> Result<Item, CodecError> {
+    let mut item = base(keys::system_config_key(ns), ns);
+    put_limits(&mut item, &level.limits)?;
+    if let Some(o) = level.on_unavailable {
+        item.insert("on_unavailable".into(), AttrValue::s(o.as_str()));
+    }
+    Ok(item)
+}
+
+/// A resource defaults item (`{ns}/RESOURCE#{r}` / `#CONFIG`).
+pub fn build_resource(ns: &str, resource: &str, level: &LevelConfig) -> Result<Item, CodecError> {
+    keys::validate_resource_name(resource)?;
+    let mut item = base(keys::resource_config_key(ns, resource), ns);
+    item.insert("resource".into(), AttrValue::s(resource));
+    put_limits(&mut item, &level.limits)?;
+    put_flags(&mut item, level);
+    Ok(item)
+}
+
+/// An entity config item (`{ns}/ENTITY#{e}` / `#CONFIG#{r}`, `r` may be `_default_`),
+/// with the sparse GSI3 keys the client writes.
+pub fn build_entity(
+    ns: &str,
+    entity: &str,
+    resource: &str,
+    level: &LevelConfig,
+) -> Result<Item, CodecError> {
+    keys::validate_entity_id(entity)?;
+    keys::validate_entity_resource(resource)?;
+    let mut item = base(keys::entity_config_key(ns, entity, resource), ns);
+    item.insert("entity_id".into(), AttrValue::s(entity));
+    item.insert("resource".into(), AttrValue::s(resource));
+    item.insert(
+        "GSI3PK".into(),
+        AttrValue::S(keys::entity_config_gsi3pk(ns, resource)),
+    );
+    item.insert("GSI3SK".into(), AttrValue::s(entity));
+    put_limits(&mut item, &level.limits)?;
+    put_flags(&mut item, level);
+    Ok(item)
+}
+
+/// One decoded schedule entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredEntry {
+    /// The entry as stored, with its version prefix (`1h9-17w1-5s500`): what
+    /// `zae_limiter_engine::render::to_cron` renders.
+    pub compact: String,
+    /// The 5-field cron the reference rebuilds from storage (numbers, not names).
+    pub cron: String,
+    /// The item's `sched_tz` (`UTC` when absent).
+    pub tz: String,
+    /// `None` for a reset entry.
+    pub modifier: Option<Modifier>,
+}
+
+/// One limit read back from a config item, in whole tokens and seconds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredLimit {
+    pub name: String,
+    pub capacity: u64,
+    pub refill_amount: u64,
+    pub refill_period: u64,
+    pub schedule: Vec<StoredEntry>,
+    pub reset_schedule: Vec<StoredEntry>,
+    pub reset_after_seconds: Option<u64>,
+    pub soft: bool,
+}
+
+impl StoredLimit {
+    pub fn resets(&self) -> bool {
+        !self.reset_schedule.is_empty() || self.reset_after_seconds.is_some()
+    }
+}
+
+/// A config level as stored: limits sorted by name, and the flags.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct StoredLevel {
+    pub limits: Vec<StoredLimit>,
+    /// `sched_tz` as stored (absent when nothing is scheduled).
+    pub sched_tz: Option<String>,
+    /// `None` inherits.
+    pub disabled: Option<Disabled>,
+    /// `None` inherits.
+    pub cascade: Option<bool>,
+    /// System level only; kept verbatim (the reference does not validate it).
+    pub on_unavailable: Option<String>,
+}
+
+/// Splits a stored compact string into its entries, each with the version prefix.
+fn compact_entries(s: &str) -> Vec<String> {
+    let digits = s.bytes().take_while(u8::is_ascii_digit).count();
+    let (version, rest) = s.split_at(digits);
+    rest.split(';').map(|p| format!("{version}{p}")).collect()
+}
+
+/// Reads a config item as the reference does (§5.1): limits are the `_cp`
+/// attributes under `l_`/`w_`, missing numbers read as 0, and an undecodable
+/// schedule, a `w_` limit without `rsa`, a name under both prefixes, a bad
+/// number or a limit the reference could not construct makes the whole item
+/// unreadable.
+pub fn decode_level(item: &Item) -> Result<StoredLevel, CodecError> {
+    let key = Key::of(item).unwrap_or_else(|| Key::new("?", "?"));
+    let bad = |reason: String| CodecError::Unreadable {
+        pk: key.pk.clone(),
+        sk: key.sk.clone(),
+        reason,
+    };
+    let tz = match item.get("sched_tz") {
+        None => None,
+        Some(AttrValue::S(s)) => Some(s.clone()),
+        Some(other) => return Err(bad(format!("sched_tz is not a string: {other:?}"))),
+    };
+    let zone = tz.clone().unwrap_or_else(|| "UTC".to_string());
+    if zone.parse::<chrono_tz::Tz>().is_err() {
+        return Err(bad(format!(
+            "sched_tz '{zone}' is not a known IANA timezone"
+        )));
+    }
+
+    // Discover limits: `{l_|w_}{name}_cp`.
+    let mut found: BTreeMap<String, &'static str> = BTreeMap::new();
+    for attr in item.keys() {
+        let Some(body) = attr.strip_suffix("_cp") else {
+            continue;
+        };
+        let (prefix, name) = if let Some(n) = body.strip_prefix("l_") {
+            ("l_", n)
+        } else if let Some(n) = body.strip_prefix("w_") {
+            ("w_", n)
+        } else {
+            continue;
+        };
+        if found.insert(name.to_string(), prefix).is_some() {
+            return Err(bad(format!(
+                "limit '{name}' is stored under both l_ and w_"
+            )));
+        }
+    }
+
+    let mut limits = Vec::with_capacity(found.len());
+    for (name, prefix) in found {
+        let attr = |field: &str| item.get(&format!("{prefix}{name}_{field}"));
+        let whole = |field: &str| -> Result<Option<u64>, CodecError> {
+            match attr(field) {
+                None => Ok(None),
+                Some(AttrValue::N(text)) => Number::parse(text)
+                    .ok()
+                    .and_then(|num| num.to_i128())
+                    .and_then(|v| u64::try_from(v).ok())
+                    .map(Some)
+                    .ok_or_else(|| {
+                        bad(format!(
+                            "{prefix}{name}_{field} = {text} is not a whole non-negative number"
+                        ))
+                    }),
+                Some(other) => Err(bad(format!(
+                    "{prefix}{name}_{field} is not a number: {other:?}"
+                ))),
+            }
+        };
+        let text = |field: &str| -> Result<Option<String>, CodecError> {
+            match attr(field) {
+                None => Ok(None),
+                Some(AttrValue::S(s)) => Ok(Some(s.clone())),
+                Some(other) => Err(bad(format!(
+                    "{prefix}{name}_{field} is not a string: {other:?}"
+                ))),
+            }
+        };
+        let capacity = whole("cp")?.unwrap_or(0);
+        let refill_amount = whole("ra")?.unwrap_or(0);
+        let refill_period = whole("rp")?.unwrap_or(0);
+        let reset_after_seconds = whole("rsa")?;
+        if prefix == "w_" && reset_after_seconds.is_none() {
+            return Err(bad(format!(
+                "limit '{name}' is a w_ limit without w_{name}_rsa"
+            )));
+        }
+        let soft = match attr("soft") {
+            None => false,
+            Some(AttrValue::Bool(b)) => *b,
+            Some(other) => {
+                return Err(bad(format!(
+                    "{prefix}{name}_soft is not a boolean: {other:?}"
+                )))
+            }
+        };
+        let entries = |compact: &str, reset: bool| -> Result<Vec<StoredEntry>, CodecError> {
+            let decoded = if reset {
+                decode_reset(compact)
+            } else {
+                decode_schedule(compact)
+            }
+            .map_err(|e| bad(format!("limit '{name}': {e}")))?;
+            let parts = compact_entries(compact);
+            Ok(decoded
+                .into_iter()
+                .zip(parts)
+                .map(|(e, part)| StoredEntry {
+                    compact: part,
+                    cron: e.cron,
+                    tz: zone.clone(),
+                    modifier: e.modifier,
+                })
+                .collect())
+        };
+        let schedule = match text("sched")? {
+            Some(s) => entries(&s, false)?,
+            None => Vec::new(),
+        };
+        let reset_schedule = match text("rsched")? {
+            Some(s) => entries(&s, true)?,
+            None => Vec::new(),
+        };
+        let limit = StoredLimit {
+            name: name.clone(),
+            capacity,
+            refill_amount,
+            refill_period,
+            schedule,
+            reset_schedule,
+            reset_after_seconds,
+            soft,
+        };
+        check_limit(&limit).map_err(|r| bad(format!("limit '{name}': {r}")))?;
+        limits.push(limit);
+    }
+
+    let disabled = match item.get("disabled") {
+        None => None,
+        Some(AttrValue::Bool(true)) => Some(Disabled::Disabled),
+        Some(AttrValue::Bool(false)) => Some(Disabled::Enforced),
+        Some(AttrValue::S(s)) if s == "bypass" => Some(Disabled::Bypass),
+        Some(other) => {
+            return Err(bad(format!(
+                "disabled must be true, false or 'bypass', got {other:?}"
+            )))
+        }
+    };
+    let cascade = match item.get("cascade") {
+        None => None,
+        Some(AttrValue::Bool(b)) => Some(*b),
+        Some(other) => return Err(bad(format!("cascade must be true or false, got {other:?}"))),
+    };
+    let on_unavailable = match item.get("on_unavailable") {
+        None => None,
+        Some(AttrValue::S(s)) => Some(s.clone()),
+        Some(other) => return Err(bad(format!("on_unavailable is not a string: {other:?}"))),
+    };
+    Ok(StoredLevel {
+        limits,
+        sched_tz: tz,
+        disabled,
+        cascade,
+        on_unavailable,
+    })
+}
+
+/// The reference's `Limit` construction rules on a stored limit.
+fn check_limit(l: &StoredLimit) -> Result<(), String> {
+    keys::validate_limit_name(&l.name).map_err(|e| e.to_string())?;
+    if l.capacity == 0 {
+        return Err("capacity must be positive".into());
+    }
+    for (what, v) in [("capacity", l.capacity), ("refill_amount", l.refill_amount)] {
+        if v > MAX_TOKENS {
+            return Err(format!("{what} must be at most {MAX_TOKENS}, got {v}"));
+        }
+    }
+    if l.refill_period == 0 || l.refill_period > MAX_PERIOD_SECONDS {
+        return Err(format!(
+            "refill_period_seconds must be between 1 and {MAX_PERIOD_SECONDS}, got {}",
+            l.refill_period
+        ));
+    }
+    if let Some(rsa) = l.reset_after_seconds {
+        if rsa == 0 || rsa > MAX_PERIOD_SECONDS {
+            return Err(format!(
+                "reset_after must be between 1 and {MAX_PERIOD_SECONDS} seconds, got {rsa}"
+            ));
+        }
+        if !l.reset_schedule.is_empty() {
+            return Err("a limit resets on a calendar or after a window, never both".into());
+        }
+    }
+    if l.refill_amount == 0 && !l.resets() {
+        return Err(
+            "refill_amount=0 means the limit does not drip, which is only valid with a reset"
+                .into(),
+        );
+    }
+    if l.refill_amount > 0 && l.resets() {
+        return Err("a limit drips or resets, never both".into());
+    }
+    Ok(())
+}
+
+/// The limit-relevant content of a config item: limit attributes, `sched_tz`,
+/// the flags and `on_unavailable`, with numbers in canonical form. Bookkeeping
+/// the Python client adds (`config_version`, GSI3/GSI4 keys, `resource`,
+/// `entity_id`) is left out, so a level written by the Python API compares equal
+/// to the same level built here, and `500.0` equals `500`. A quota's refill
+/// period is inert (nothing drips), so it is left out too: the API stores 1
+/// where a manifest stores 60 (manifest-cli.md §8.14).
+pub fn limit_content(item: &Item) -> Item {
+    let mut out = Item::new();
+    let quotas: Vec<String> = item
+        .keys()
+        .filter_map(|k| k.strip_suffix("_cp"))
+        .filter(|p| {
+            p.starts_with("w_")
+                || (p.starts_with("l_") && item.contains_key(&format!("{p}_rsched")))
+        })
+        .map(|p| format!("{p}_rp"))
+        .collect();
+    for (k, v) in item {
+        if BOOKKEEPING.contains(&k.as_str()) || quotas.contains(k) {
+            continue;
+        }
+        let v = match v {
+            AttrValue::N(t) => AttrValue::N(
+                Number::parse(t)
+                    .map(|x| x.canonical())
+                    .unwrap_or_else(|_| t.clone()),
+            ),
+            other => other.clone(),
+        };
+        out.insert(k.clone(), v);
+    }
+    out
+}
+
+/// Whether two config items hold the same limits and flags (see [`limit_content`]).
+pub fn same_limits(a: &Item, b: &Item) -> bool {
+    limit_content(a) == limit_content(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest::model::{Modifier as M, OnUnavailable, ResetEntry, ScheduleEntry};
+    use crate::store::typed_json::item_from_str;
+    use indexmap::IndexMap;
+
+    fn limit(capacity: u64, refill: u64, period: u64) -> LimitSpec {
+        LimitSpec {
+            capacity,
+            refill_amount: refill,
+            refill_period: period,
+            schedule: vec![],
+            reset_schedule: vec![],
+            reset_after_seconds: None,
+            soft: false,
+        }
+    }
+
+    fn sched(cron: &str, tz: &str, modifier: M) -> ScheduleEntry {
+        ScheduleEntry {
+            cron: cron.into(),
+            tz: tz.into(),
+            modifier,
+        }
+    }
+
+    fn reset(cron: &str, tz: &str) -> ResetEntry {
+        ResetEntry {
+            cron: cron.into(),
+            tz: tz.into(),
+        }
+    }
+
+    /// Example 2 of manifest-cli.md §1.9, normalised.
+    pub(crate) fn example2() -> (LevelConfig, LevelConfig) {
+        let ny = "America/New_York";
+        let mut rpm = limit(1000, 1000, 60);
+        rpm.schedule = vec![
+            sched("* 9-17 * * MON-FRI", ny, M::Scale(0.5)),
+            sched(
+                "* * * * SAT,SUN",
+                ny,
+                M::Absolute {
+                    capacity: Some(2000),
+                    refill_amount: Some(2000),
+                    refill_period_seconds: Some(60),
+                },
+            ),
+        ];
+        let mut rpd = limit(10000, 0, 60);
+        rpd.reset_schedule = vec![reset("0 0 * * *", ny)];
+        let resource = LevelConfig {
+            limits: IndexMap::from([("rpm".to_string(), rpm), ("rpd".to_string(), rpd)]),
+            disabled: None,
+            cascade: None,
+        };
+        let mut session = limit(500, 0, 60);
+        session.reset_after_seconds = Some(18000);
+        session.soft = true;
+        let mut monthly = limit(1_000_000, 0, 60);
+        monthly.reset_schedule = vec![reset("0 0 1 * *", "UTC")];
+        monthly.schedule = vec![sched("* * * 12 *", "UTC", M::Scale(2.0))];
+        let entity = LevelConfig {
+            limits: IndexMap::from([
+                ("session".to_string(), session),
+                ("monthly".to_string(), monthly),
+            ]),
+            disabled: None,
+            cascade: Some(false),
+        };
+        (resource, entity)
+    }
+
+    fn attrs(item: &Item) -> Vec<(String, AttrValue)> {
+        item.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+    }
+
+    #[test]
+    fn example_2_resource_item_matches_the_applier_plus_client_bookkeeping() {
+        let (resource, _) = example2();
+        let item = build_resource("nsP", "gpt-4", &resource).unwrap();
+        let expected = item_from_str(
+            r##"{"PK":{"S":"nsP/RESOURCE#gpt-4"},"SK":{"S":"#CONFIG"},"GSI4PK":{"S":"nsP"},"GSI4SK":{"S":"nsP/RESOURCE#gpt-4"},
+            "config_version":{"N":"1"},"resource":{"S":"gpt-4"},
+            "l_rpm_cp":{"N":"1000"},"l_rpm_ra":{"N":"1000"},"l_rpm_rp":{"N":"60"},
+            "l_rpm_sched":{"S":"1h9-17w1-5s500;w6,7c2000a2000p60"},
+            "l_rpd_cp":{"N":"10000"},"l_rpd_ra":{"N":"0"},"l_rpd_rp":{"N":"60"},"l_rpd_rsched":{"S":"1m0h0"},
+            "sched_tz":{"S":"America/New_York"}}"##,
+        )
+        .unwrap();
+        assert_eq!(attrs(&item), attrs(&expected));
+    }
+
+    #[test]
+    fn example_2_entity_item_matches_the_applier_plus_client_bookkeeping() {
+        let (_, entity) = example2();
+        let item = build_entity("nsP", "team-a", "gpt-4", &entity).unwrap();
+        let expected = item_from_str(
+            r##"{"PK":{"S":"nsP/ENTITY#team-a"},"SK":{"S":"#CONFIG#gpt-4"},"GSI4PK":{"S":"nsP"},"GSI4SK":{"S":"nsP/ENTITY#team-a"},
+            "GSI3PK":{"S":"nsP/ENTITY_CONFIG#gpt-4"},"GSI3SK":{"S":"team-a"},
+            "config_version":{"N":"1"},"entity_id":{"S":"team-a"},"resource":{"S":"gpt-4"},"cascade":{"BOOL":false},
+            "w_session_cp":{"N":"500"},"w_session_ra":{"N":"0"},"w_session_rp":{"N":"60"},"w_session_rsa":{"N":"18000"},"w_session_soft":{"BOOL":true},
+            "l_monthly_cp":{"N":"1000000"},"l_monthly_ra":{"N":"0"},"l_monthly_rp":{"N":"60"},
+            "l_monthly_sched":{"S":"1M12s2000"},"l_monthly_rsched":{"S":"1m0h0D1"},
+            "sched_tz":{"S":"UTC"}}"##,
+        )
+        .unwrap();
+        assert_eq!(attrs(&item), attrs(&expected));
+    }
+
+    #[test]
+    fn items_written_by_the_python_client_are_reproduced_exactly() {
+        // From the dump (dynamodb.md §15): user-1's _default_ level and the system level.
+        let user1 = item_from_str(r##"{"PK":{"S":"lum6SW9LwCI/ENTITY#user-1"},"SK":{"S":"#CONFIG#_default_"},"GSI3PK":{"S":"lum6SW9LwCI/ENTITY_CONFIG#_default_"},"GSI3SK":{"S":"user-1"},"GSI4PK":{"S":"lum6SW9LwCI"},"GSI4SK":{"S":"lum6SW9LwCI/ENTITY#user-1"},"config_version":{"N":"1"},"entity_id":{"S":"user-1"},"l_rph_cp":{"N":"3000"},"l_rph_ra":{"N":"3000"},"l_rph_rp":{"N":"3600"},"resource":{"S":"_default_"}}"##).unwrap();
+        let level = LevelConfig {
+            limits: IndexMap::from([("rph".to_string(), limit(3000, 3000, 3600))]),
+            ..Default::default()
+        };
+        assert_eq!(
+            build_entity("lum6SW9LwCI", "user-1", "_default_", &level).unwrap(),
+            user1
+        );
+
+        let system = item_from_str(r##"{"PK":{"S":"lum6SW9LwCI/SYSTEM#"},"SK":{"S":"#CONFIG"},"GSI4PK":{"S":"lum6SW9LwCI"},"GSI4SK":{"S":"lum6SW9LwCI/SYSTEM#"},"config_version":{"N":"1"},"l_rpm_cp":{"N":"1000"},"l_rpm_ra":{"N":"1000"},"l_rpm_rp":{"N":"60"},"l_tpm_cp":{"N":"100000"},"l_tpm_ra":{"N":"100000"},"l_tpm_rp":{"N":"60"},"on_unavailable":{"S":"block"}}"##).unwrap();
+        let level = SystemLevel {
+            limits: IndexMap::from([
+                ("rpm".to_string(), limit(1000, 1000, 60)),
+                ("tpm".to_string(), limit(100000, 100000, 60)),
+            ]),
+            on_unavailable: Some(OnUnavailable::Block),
+        };
+        assert_eq!(build_system("lum6SW9LwCI", &level).unwrap(), system);
+    }
+
+    #[test]
+    fn decode_inverts_build() {
+        let (resource, entity) = example2();
+        let item = build_entity("ns", "team-a", "gpt-4", &entity).unwrap();
+        let level = decode_level(&item).unwrap();
+        assert_eq!(level.cascade, Some(false));
+        assert_eq!(level.disabled, None);
+        let names: Vec<&str> = level.limits.iter().map(|l| l.name.as_str()).collect();
+        assert_eq!(names, ["monthly", "session"], "sorted by name");
+        let monthly = &level.limits[0];
+        assert_eq!(
+            (
+                monthly.capacity,
+                monthly.refill_amount,
+                monthly.refill_period
+            ),
+            (1_000_000, 0, 60)
+        );
+        assert_eq!(monthly.schedule.len(), 1);
+        assert_eq!(monthly.schedule[0].compact, "1M12s2000");
+        assert_eq!(monthly.schedule[0].cron, "* * * 12 *");
+        assert_eq!(
+            monthly.schedule[0].modifier,
+            Some(Modifier::Scale { permille: 2000 })
+        );
+        assert_eq!(monthly.reset_schedule[0].cron, "0 0 1 * *");
+        assert_eq!(monthly.reset_schedule[0].modifier, None);
+        let session = &level.limits[1];
+        assert_eq!(session.reset_after_seconds, Some(18000));
+        assert!(session.soft);
+
+        let item = build_resource("ns", "gpt-4", &resource).unwrap();
+        let level = decode_level(&item).unwrap();
+        let rpm = level.limits.iter().find(|l| l.name == "rpm").unwrap();
+        assert_eq!(rpm.schedule.len(), 2);
+        assert_eq!(rpm.schedule[1].compact, "1w6,7c2000a2000p60");
+        assert_eq!(rpm.schedule[1].tz, "America/New_York");
+        assert_eq!(
+            rpm.schedule[1].modifier,
+            Some(Modifier::Absolute {
+                capacity: Some(2000),
+                refill_amount: Some(2000),
+                refill_period_seconds: Some(60)
+            })
+        );
+    }
+
+    #[test]
+    fn flags_round_trip() {
+        for (d, stored) in [
+            (Disabled::Disabled, AttrValue::Bool(true)),
+            (Disabled::Enforced, AttrValue::Bool(false)),
+            (Disabled::Bypass, AttrValue::s("bypass")),
+        ] {
+            let level = LevelConfig {
+                disabled: Some(d),
+                cascade: Some(true),
+                ..Default::default()
+            };
+            let item = build_resource("ns", "r", &level).unwrap();
+            assert_eq!(item["disabled"], stored);
+            let back = decode_level(&item).unwrap();
+            assert_eq!(back.disabled, Some(d));
+            assert_eq!(back.cascade, Some(true));
+            assert!(
+                back.limits.is_empty(),
+                "a stub level has flags and no limits"
+            );
+        }
+    }
+
+    #[test]
+    fn mixed_timezones_on_one_item_are_refused() {
+        let mut a = limit(10, 10, 60);
+        a.schedule = vec![sched("* 9 * * *", "UTC", M::Scale(2.0))];
+        let mut b = limit(10, 0, 60);
+        b.reset_schedule = vec![reset("0 0 * * *", "Europe/Berlin")];
+        let level = LevelConfig {
+            limits: IndexMap::from([("a".to_string(), a), ("b".to_string(), b)]),
+            ..Default::default()
+        };
+        let err = build_resource("ns", "r", &level).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "every schedule entry on one level must share one timezone: limit 'a' uses 'UTC', limit 'b' uses 'Europe/Berlin'"
+        );
+    }
+
+    #[test]
+    fn bad_identifiers_are_refused() {
+        let level = LevelConfig {
+            limits: IndexMap::from([("bad#name".to_string(), limit(1, 1, 60))]),
+            ..Default::default()
+        };
+        assert!(build_resource("ns", "gpt-4", &level).is_err());
+        assert!(build_resource("ns", "a#b", &LevelConfig::default()).is_err());
+        assert!(build_entity("ns", "a#b", "gpt-4", &LevelConfig::default()).is_err());
+        assert!(build_resource("ns", "_default_", &LevelConfig::default()).is_err());
+    }
+
+    fn unreadable(extra: &str) -> String {
+        let item = item_from_str(&format!(
+            r##"{{"PK":{{"S":"p"}},"SK":{{"S":"#CONFIG"}}{extra}}}"##
+        ))
+        .unwrap();
+        match decode_level(&item) {
+            Err(CodecError::Unreadable { reason, .. }) => reason,
+            other => panic!("{extra}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn unreadable_items_fail_as_a_whole() {
+        assert!(
+            unreadable(r##","w_s_cp":{"N":"5"},"w_s_ra":{"N":"0"},"w_s_rp":{"N":"60"}"##)
+                .contains("without w_s_rsa")
+        );
+        assert!(unreadable(r##","l_x_cp":{"N":"5"},"l_x_ra":{"N":"5"},"l_x_rp":{"N":"60"},"w_x_cp":{"N":"5"},"w_x_rsa":{"N":"5"}"##).contains("both"));
+        assert!(unreadable(r##","l_x_cp":{"N":"5"},"l_x_ra":{"N":"5"},"l_x_rp":{"N":"60"},"l_x_sched":{"S":"h9s500"}"##).contains("version"));
+        assert!(unreadable(
+            r##","l_x_cp":{"N":"5"},"l_x_ra":{"N":"0"},"l_x_rp":{"N":"60"},"l_x_rsched":{"S":"1"}"##
+        )
+        .contains("no entries"));
+        assert!(
+            unreadable(r##","l_x_cp":{"N":"1000.5"},"l_x_ra":{"N":"5"},"l_x_rp":{"N":"60"}"##)
+                .contains("whole")
+        );
+        assert!(
+            unreadable(r##","l_x_cp":{"N":"5"},"l_x_ra":{"N":"0"},"l_x_rp":{"N":"60"}"##)
+                .contains("does not drip")
+        );
+        assert!(unreadable(
+            r##","l_x_cp":{"N":"1000000000000001"},"l_x_ra":{"N":"5"},"l_x_rp":{"N":"60"}"##
+        )
+        .contains("at most"));
+        assert!(unreadable(
+            r##","l_bad#n_cp":{"N":"5"},"l_bad#n_ra":{"N":"5"},"l_bad#n_rp":{"N":"60"}"##
+        )
+        .contains("'#'"));
+        assert!(unreadable(r##","disabled":{"S":"maybe"}"##).contains("disabled"));
+        assert!(unreadable(r##","sched_tz":{"S":"Mars/Olympus"}"##).contains("timezone"));
+        // Missing numeric fields read as 0: a limit with only `_cp` cannot drip.
+        assert!(
+            unreadable(r##","l_x_cp":{"N":"5"},"l_x_rp":{"N":"60"}"##).contains("does not drip")
+        );
+    }
+
+    #[test]
+    fn python_written_items_decode() {
+        // user-1/gpt-4 from the dump: soft limit, session quota, plain drip.
+        let item = item_from_str(r##"{"PK":{"S":"lum6SW9LwCI/ENTITY#user-1"},"SK":{"S":"#CONFIG#gpt-4"},"GSI3PK":{"S":"lum6SW9LwCI/ENTITY_CONFIG#gpt-4"},"GSI3SK":{"S":"user-1"},"GSI4PK":{"S":"lum6SW9LwCI"},"GSI4SK":{"S":"lum6SW9LwCI/ENTITY#user-1"},"config_version":{"N":"1"},"entity_id":{"S":"user-1"},"l_rpm_cp":{"N":"60"},"l_rpm_ra":{"N":"60"},"l_rpm_rp":{"N":"60"},"l_tpm_cp":{"N":"20000"},"l_tpm_ra":{"N":"20000"},"l_tpm_rp":{"N":"60"},"l_tpm_soft":{"BOOL":true},"resource":{"S":"gpt-4"},"w_session_cp":{"N":"2000"},"w_session_ra":{"N":"0"},"w_session_rp":{"N":"1"},"w_session_rsa":{"N":"18000"}}"##).unwrap();
+        let level = decode_level(&item).unwrap();
+        let names: Vec<_> = level
+            .limits
+            .iter()
+            .map(|l| (l.name.as_str(), l.soft))
+            .collect();
+        assert_eq!(names, [("rpm", false), ("session", false), ("tpm", true)]);
+    }
+
+    #[test]
+    fn limit_content_ignores_client_bookkeeping_and_number_spelling() {
+        let (resource, _) = example2();
+        let ours = build_resource("ns", "gpt-4", &resource).unwrap();
+        let mut theirs = ours.clone();
+        theirs.remove("config_version");
+        theirs.insert("l_rpm_cp".into(), AttrValue::n("1000.0"));
+        theirs.insert("l_rpd_rp".into(), AttrValue::n("1"));
+        assert!(same_limits(&ours, &theirs));
+        let mut changed = theirs.clone();
+        changed.insert("l_rpm_rp".into(), AttrValue::n("1"));
+        assert!(!same_limits(&ours, &changed), "a drip's period matters");
+        let mut changed = theirs;
+        changed.insert("cascade".into(), AttrValue::Bool(true));
+        assert!(!same_limits(&ours, &changed), "flags matter");
+    }
+}

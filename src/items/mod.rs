@@ -1,0 +1,25 @@
+//! The DynamoDB layout of zae-limiter 0.17 as data: keys, config items,
+//! registries, namespaces and the version record. Knows items, not YAML:
+//! config items are built from the validated manifest model.
+//!
+//! Stable API (plan/diff/apply and the display commands build on it):
+//! * [`keys`] — key grammar and identifier rules: `system_pk(ns)`,
+//!   `resource_pk(ns, r)`, `entity_pk(ns, e)`, `CONFIG_SK`, `entity_config_sk(r)`,
+//!   `PROVISIONER_SK`, `pending_sk(..)`, `*_key(..)` → [`crate::store::Key`],
+//!   `validate_*` for entity ids, resource, limit and namespace names.
+//! * [`config`] — `build_system(ns, &SystemLevel)`, `build_resource(ns, r, &LevelConfig)`,
+//!   `build_entity(ns, e, r, &LevelConfig)` → the item the Python client writes;
+//!   `decode_level(&Item)` → [`config::StoredLevel`] (reference reading rules);
+//!   `limit_content(&Item)` / `same_limits(a, b)` — what plan compares.
+//! * [`registry`] — `#RESOURCES` / `#ENTITY_CONFIG_RESOURCES` updates as
+//!   `WriteOp`s, and `put_level` / `delete_level` that write a level the way
+//!   the client does, registry included.
+//! * [`namespace`] — `register(store, name)`, `resolve(store, name)`, `list(store)`.
+//! * [`version`] — `read(store)`, `ensure_initialized(store)` (version record +
+//!   `default` namespace, as `Repository.open` does on a new table).
+
+pub mod config;
+pub mod keys;
+pub mod namespace;
+pub mod registry;
+pub mod version;

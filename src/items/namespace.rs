@@ -1,0 +1,302 @@
+//! The namespace registry (spec dynamodb.md §3): a forward record name → id
+//! and a reverse record id → name under `_/SYSTEM#`, written together.
+
+use super::keys::{self, IdentifierError};
+use crate::store::{AttrValue, Condition, Item, Store, StoreError, WriteOp};
+
+/// One registered namespace.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct NamespaceRecord {
+    pub name: String,
+    pub id: String,
+    pub status: String,
+    pub created_at: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum NamespaceError {
+    #[error(transparent)]
+    Identifier(#[from] IdentifierError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("cannot generate a namespace id: {0}")]
+    Random(String),
+    #[error("namespace '{name}' exists but is {status}; it cannot be registered again until it is purged")]
+    NotActive { name: String, status: String },
+}
+
+const URL_SAFE: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/// URL-safe base64 without padding.
+fn base64_url(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let v = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        let chars = chunk.len() + 1;
+        for i in 0..chars {
+            out.push(URL_SAFE[((v >> (18 - 6 * i)) & 63) as usize] as char);
+        }
+    }
+    out
+}
+
+/// A fresh id: 8 random bytes, URL-safe base64 without padding (11 characters),
+/// drawn again while it starts with `-` (it would read as an option).
+pub fn new_id() -> Result<String, NamespaceError> {
+    loop {
+        let mut bytes = [0u8; 8];
+        getrandom::fill(&mut bytes).map_err(|e| NamespaceError::Random(e.to_string()))?;
+        let id = base64_url(&bytes);
+        if !id.starts_with('-') {
+            return Ok(id);
+        }
+    }
+}
+
+fn now_iso() -> String {
+    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+fn record_item(sk: String, name: &str, id: &str, created_at: &str) -> Item {
+    Item::from([
+        ("PK".to_string(), AttrValue::s(keys::TABLE_SYSTEM_PK)),
+        ("SK".to_string(), AttrValue::S(sk)),
+        ("GSI4PK".to_string(), AttrValue::s(keys::TABLE_NS)),
+        ("GSI4SK".to_string(), AttrValue::s(keys::TABLE_SYSTEM_PK)),
+        ("namespace_id".to_string(), AttrValue::s(id)),
+        ("namespace_name".to_string(), AttrValue::s(name)),
+        ("status".to_string(), AttrValue::s("active")),
+        ("created_at".to_string(), AttrValue::s(created_at)),
+    ])
+}
+
+fn record_of(item: &Item) -> Option<NamespaceRecord> {
+    let s = |k: &str| item.get(k).and_then(AttrValue::as_s).map(str::to_string);
+    Some(NamespaceRecord {
+        name: s("namespace_name")?,
+        id: s("namespace_id")?,
+        status: s("status").unwrap_or_else(|| "active".into()),
+        created_at: s("created_at"),
+    })
+}
+
+/// Whether a namespace record counts as registered.
+fn active(status: &str) -> bool {
+    !matches!(status, "deleted" | "purging")
+}
+
+/// The id of namespace `name`, or `None` when it is not registered (no forward
+/// record, or one marked deleted/purging).
+pub fn resolve(store: &dyn Store, name: &str) -> Result<Option<String>, StoreError> {
+    let item = store.get(&keys::namespace_key(name), false)?;
+    Ok(item
+        .as_ref()
+        .and_then(record_of)
+        .filter(|r| active(&r.status))
+        .map(|r| r.id))
+}
+
+/// What [`register`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Registered {
+    pub id: String,
+    /// False when the name was already registered (its existing id is returned).
+    pub created: bool,
+}
+
+/// Registers `name` (idempotent): both records in one transaction, each
+/// `attribute_not_exists(PK)`; if the name already exists its id is returned.
+pub fn register(store: &dyn Store, name: &str) -> Result<Registered, NamespaceError> {
+    keys::validate_namespace_name(name)?;
+    if let Some(item) = store_get_or_none(store, name)? {
+        return existing(name, &item);
+    }
+    let id = new_id()?;
+    let now = now_iso();
+    let ops = vec![
+        WriteOp::Put {
+            item: record_item(keys::namespace_sk(name), name, &id, &now),
+            condition: Some(Condition::NotExists),
+        },
+        WriteOp::Put {
+            item: record_item(keys::nsid_sk(&id), name, &id, &now),
+            condition: Some(Condition::NotExists),
+        },
+    ];
+    match store.transact(ops) {
+        Ok(()) => Ok(Registered { id, created: true }),
+        Err(StoreError::TransactionCanceled(_)) => {
+            // Somebody registered the name meanwhile: use theirs.
+            match store.get(&keys::namespace_key(name), true)? {
+                Some(item) => existing(name, &item),
+                None => Err(NamespaceError::Store(StoreError::Backend(format!(
+                    "registering namespace '{name}' conflicted with a concurrent change; try again"
+                )))),
+            }
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Reads the forward record; a missing table counts as "no record" (the
+/// first write creates the local table).
+fn store_get_or_none(store: &dyn Store, name: &str) -> Result<Option<Item>, StoreError> {
+    match store.get(&keys::namespace_key(name), true) {
+        Err(StoreError::TableNotFound { .. }) => Ok(None),
+        other => other,
+    }
+}
+
+fn existing(name: &str, item: &Item) -> Result<Registered, NamespaceError> {
+    let rec = record_of(item).ok_or_else(|| StoreError::Corrupt {
+        pk: keys::TABLE_SYSTEM_PK.into(),
+        sk: keys::namespace_sk(name),
+        reason: "namespace record without namespace_id/namespace_name".into(),
+    })?;
+    if !active(&rec.status) {
+        return Err(NamespaceError::NotActive {
+            name: name.into(),
+            status: rec.status,
+        });
+    }
+    Ok(Registered {
+        id: rec.id,
+        created: false,
+    })
+}
+
+/// Every registered (active) namespace, by name.
+pub fn list(store: &dyn Store) -> Result<Vec<NamespaceRecord>, StoreError> {
+    let items = store.query(keys::TABLE_SYSTEM_PK, keys::NAMESPACE_SK_PREFIX, false)?;
+    Ok(items
+        .iter()
+        .filter_map(record_of)
+        .filter(|r| active(&r.status))
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::local::LocalStore;
+
+    #[test]
+    fn ids_look_like_the_reference() {
+        assert_eq!(base64_url(&[0xfb, 0xff, 0xbf]), "-_-_");
+        assert_eq!(base64_url(b"Man"), "TWFu");
+        assert_eq!(base64_url(b"Ma"), "TWE");
+        for _ in 0..200 {
+            let id = new_id().unwrap();
+            assert_eq!(id.len(), 11);
+            assert!(!id.starts_with('-'));
+            assert!(id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'));
+        }
+    }
+
+    #[test]
+    fn register_resolve_and_list() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = LocalStore::open(&dir.path().join("s.sqlite"), "t").unwrap();
+        let a = register(&s, "tenant-a").unwrap();
+        assert!(a.created);
+        let again = register(&s, "tenant-a").unwrap();
+        assert_eq!(
+            again,
+            Registered {
+                id: a.id.clone(),
+                created: false
+            }
+        );
+        register(&s, "default").unwrap();
+        assert_eq!(resolve(&s, "tenant-a").unwrap(), Some(a.id.clone()));
+        assert_eq!(resolve(&s, "nope").unwrap(), None);
+        let names: Vec<String> = list(&s).unwrap().into_iter().map(|r| r.name).collect();
+        assert_eq!(names, ["default", "tenant-a"]);
+        // Both records, shaped like the dump.
+        let fwd = s
+            .get(&keys::namespace_key("tenant-a"), true)
+            .unwrap()
+            .unwrap();
+        let rev = s.get(&keys::nsid_key(&a.id), true).unwrap().unwrap();
+        for item in [&fwd, &rev] {
+            let attrs: Vec<&str> = item.keys().map(String::as_str).collect();
+            assert_eq!(
+                attrs,
+                [
+                    "GSI4PK",
+                    "GSI4SK",
+                    "PK",
+                    "SK",
+                    "created_at",
+                    "namespace_id",
+                    "namespace_name",
+                    "status"
+                ]
+            );
+            assert_eq!(item["GSI4PK"], AttrValue::s("_"));
+            assert_eq!(item["status"], AttrValue::s("active"));
+        }
+        assert!(register(&s, "bad/name").is_err());
+    }
+
+    #[test]
+    fn soft_deleted_namespaces_do_not_resolve() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = LocalStore::open(&dir.path().join("s.sqlite"), "t").unwrap();
+        let mut item = record_item(
+            keys::namespace_sk("old"),
+            "old",
+            "abc",
+            "2026-01-01T00:00:00Z",
+        );
+        item.insert("status".into(), AttrValue::s("deleted"));
+        s.write(WriteOp::Put {
+            item,
+            condition: None,
+        })
+        .unwrap();
+        assert_eq!(resolve(&s, "old").unwrap(), None);
+        assert!(list(&s).unwrap().is_empty());
+        assert!(matches!(
+            register(&s, "old"),
+            Err(NamespaceError::NotActive { .. })
+        ));
+    }
+
+    #[test]
+    fn concurrent_registrations_agree_on_one_id() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.sqlite");
+        LocalStore::open(&path, "t")
+            .unwrap()
+            .create_table()
+            .unwrap();
+        let ids: Vec<String> = (0..4)
+            .map(|_| {
+                let path = path.clone();
+                std::thread::spawn(move || {
+                    let s = LocalStore::open(&path, "t").unwrap();
+                    register(&s, "shared").unwrap().id
+                })
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .collect();
+        assert!(ids.windows(2).all(|w| w[0] == w[1]), "{ids:?}");
+        let s = LocalStore::open(&path, "t").unwrap();
+        assert_eq!(
+            s.query(keys::TABLE_SYSTEM_PK, keys::NSID_SK_PREFIX, true)
+                .unwrap()
+                .len(),
+            1
+        );
+    }
+}
