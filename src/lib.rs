@@ -7,7 +7,6 @@
 pub mod apply;
 pub mod cli;
 pub mod commands;
-pub mod cooldown;
 pub mod exit_codes;
 pub mod items;
 pub mod manifest;
