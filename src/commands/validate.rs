@@ -1,9 +1,103 @@
-use crate::cli::args::ValidateArgs;
-use crate::cli::CliError;
+//! `zae-limiter limits validate [-f] FILE... [--format text|json|github]`:
+//! check manifests on the client only (no network, no store) and report every
+//! problem in every file in one run.
+//!
+//! Exit status: 0 when every file is valid (warnings alone keep 0), 1 when any
+//! file is invalid or unreadable, 2 when no file is given.
 
-pub fn run(_args: ValidateArgs) -> Result<i32, CliError> {
-    Err(CliError::NotYet {
-        command: "limits validate",
-        tracking: "issue #4",
+use std::io::Write;
+
+use crate::cli::args::{ValidateArgs, ValidateFormat};
+use crate::cli::CliError;
+use crate::exit_codes;
+use crate::manifest::render::{render_github, render_json, FileResult};
+use crate::manifest::{load_file, render_text, Diagnostic, Severity};
+
+pub fn run(args: ValidateArgs) -> Result<i32, CliError> {
+    let mut files = args.file_flags;
+    files.extend(args.files);
+    if files.is_empty() {
+        return Err(CliError::Usage(
+            "no manifest given: pass one or more files, e.g. `zae-limiter limits validate limits.yaml`"
+                .into(),
+        ));
+    }
+
+    let results: Vec<(String, Vec<Diagnostic>)> = files
+        .iter()
+        .map(|path| {
+            let label = path.display().to_string();
+            let diags = match load_file(path) {
+                Ok(loaded) => loaded.warnings,
+                Err(diags) => diags,
+            };
+            (label, diags)
+        })
+        .collect();
+
+    let count = |sev: Severity| {
+        results
+            .iter()
+            .flat_map(|(_, d)| d)
+            .filter(|d| d.severity == sev)
+            .count()
+    };
+    let errors = count(Severity::Error);
+    let warnings = count(Severity::Warning);
+    let invalid = results
+        .iter()
+        .filter(|(_, d)| d.iter().any(|d| d.severity == Severity::Error))
+        .count();
+
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    match args.format {
+        ValidateFormat::Text => {
+            for (_, diags) in &results {
+                out.write_all(render_text(diags).as_bytes())?;
+            }
+            if errors + warnings > 0 {
+                let files_word = if results.len() == 1 { "file" } else { "files" };
+                writeln!(
+                    out,
+                    "{} {files_word} checked: {invalid} invalid, {errors} {}, {warnings} {}",
+                    results.len(),
+                    plural(errors, "error", "errors"),
+                    plural(warnings, "warning", "warnings"),
+                )?;
+            }
+        }
+        ValidateFormat::Json => {
+            let files: Vec<FileResult<'_>> = results
+                .iter()
+                .map(|(path, diags)| FileResult {
+                    path,
+                    diagnostics: diags,
+                })
+                .collect();
+            let doc = render_json(&files);
+            let text = serde_json::to_string_pretty(&doc)
+                .map_err(|e| CliError::Failed(format!("cannot render JSON: {e}")))?;
+            writeln!(out, "{text}")?;
+        }
+        ValidateFormat::Github => {
+            for (_, diags) in &results {
+                out.write_all(render_github(diags).as_bytes())?;
+            }
+        }
+    }
+    out.flush()?;
+    Ok(if invalid > 0 {
+        exit_codes::FAILURE
+    } else {
+        exit_codes::OK
     })
+}
+
+fn plural<'a>(n: usize, one: &'a str, many: &'a str) -> &'a str {
+    if n == 1 {
+        one
+    } else {
+        many
+    }
 }

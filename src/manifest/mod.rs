@@ -12,8 +12,24 @@
 pub mod diagnostic;
 pub mod model;
 
+mod convert;
+mod entries;
+mod fields;
+mod load;
+pub mod names;
+pub mod normalize;
+pub mod render;
+mod report;
+mod suggest;
+mod values;
+pub mod yaml;
+
 pub use diagnostic::{Diagnostic, Severity};
+pub use load::{load_file, load_str};
 pub use model::Manifest;
+pub use normalize::{applied_hash, normalised_json};
+pub use render::render_text;
+pub use values::{MAX_PERIOD_SECONDS, MAX_SCALE, MAX_TOKENS};
 
 /// A manifest that passed validation, with any warnings found on the way.
 #[derive(Debug, Clone)]

@@ -1,0 +1,171 @@
+//! Reading a manifest: file → text (size-bounded) → YAML tree → validated model.
+
+use std::io::Read;
+use std::path::Path;
+
+use super::convert::convert;
+use super::diagnostic::{Diagnostic, Severity};
+use super::report::Reporter;
+use super::yaml::{self, MAX_FILE_BYTES};
+use super::Loaded;
+
+/// Read, parse and validate one file. `Err` holds every error and warning found.
+pub fn load_file(path: &Path) -> Result<Loaded, Vec<Diagnostic>> {
+    let label = path.display().to_string();
+    let text = read_bounded(path).map_err(|(message, help)| {
+        vec![Diagnostic {
+            severity: Severity::Error,
+            file: label.clone(),
+            line: 1,
+            column: 1,
+            width: 1,
+            source_line: String::new(),
+            path: String::new(),
+            message,
+            help,
+        }]
+    })?;
+    load_str(&label, &text)
+}
+
+fn read_bounded(path: &Path) -> Result<String, (String, Option<String>)> {
+    let too_big = || {
+        (
+            format!(
+                "the file is larger than {} MiB; manifests that large are refused",
+                MAX_FILE_BYTES / (1024 * 1024)
+            ),
+            Some("split the manifest or check that this is the right file".to_string()),
+        )
+    };
+    let file =
+        std::fs::File::open(path).map_err(|e| (format!("cannot read the file: {e}"), None))?;
+    if let Ok(meta) = file.metadata() {
+        if meta.is_dir() {
+            return Err((
+                "this is a directory, not a manifest file".to_string(),
+                Some("pass the YAML files inside it, e.g. `dir/*.yaml`".to_string()),
+            ));
+        }
+        if meta.len() > MAX_FILE_BYTES {
+            return Err(too_big());
+        }
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| (format!("cannot read the file: {e}"), None))?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(too_big());
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        (
+            format!(
+                "the file is not UTF-8 text (invalid byte at offset {})",
+                e.utf8_error().valid_up_to()
+            ),
+            Some("save the manifest as UTF-8".to_string()),
+        )
+    })
+}
+
+/// Parse and validate manifest text; `file_label` names it in diagnostics.
+pub fn load_str(file_label: &str, text: &str) -> Result<Loaded, Vec<Diagnostic>> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut r = Reporter::new(file_label, text);
+    match yaml::parse(text) {
+        Err(problem) => {
+            let unquoted = unquoted_crons(&mut r, text);
+            if !unquoted.contains(&problem.start.line) {
+                r.span(
+                    Severity::Error,
+                    problem.start,
+                    problem.end,
+                    "",
+                    problem.message,
+                    problem.help,
+                );
+            }
+            Err(r.finish())
+        }
+        Ok(doc) => {
+            for p in &doc.problems {
+                r.span(
+                    Severity::Error,
+                    p.start,
+                    p.end,
+                    "",
+                    p.message.clone(),
+                    p.help.clone(),
+                );
+            }
+            let manifest = convert(&mut r, doc.root.as_ref());
+            match manifest {
+                Some(m) if !r.has_errors() => Ok(Loaded {
+                    manifest: m,
+                    warnings: r.finish(),
+                }),
+                _ => Err(r.finish()),
+            }
+        }
+    }
+}
+
+/// `cron: */5 * * * *` without quotes is a YAML error (`*` starts an alias), and
+/// the parser's message does not say so. Find every such line and explain it.
+/// Returns the lines reported.
+fn unquoted_crons(r: &mut Reporter, text: &str) -> Vec<usize> {
+    let mut lines = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let trimmed = line.trim_start();
+        let body = trimmed
+            .strip_prefix("- ")
+            .map(str::trim_start)
+            .unwrap_or(trimmed);
+        let Some(rest) = body.strip_prefix("cron:") else {
+            continue;
+        };
+        let value = rest.trim_start();
+        if !(value.starts_with('*') || value.starts_with('&')) {
+            continue;
+        }
+        let value = value.split(" #").next().unwrap_or(value).trim_end();
+        let col = line.chars().count() - rest.trim_start().chars().count() + 1;
+        r.at(
+            Severity::Error,
+            i + 1,
+            col,
+            value.chars().count(),
+            "",
+            "this cron pattern must be quoted: in YAML an unquoted `*` at the start of a value is an alias",
+            Some(format!("write cron: \"{value}\"")),
+        );
+        lines.push(i + 1);
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unquoted_cron_is_explained_on_every_line() {
+        let text = "namespace: d\nresources:\n  r:\n    limits:\n      rpm:\n        capacity: 1\n        schedule:\n          - cron: */5 * * * *\n            scale: 2\n          - cron: * 9-17 * * *\n            scale: 2\n";
+        let diags = load_str("m.yaml", text).unwrap_err();
+        assert_eq!(diags.len(), 2, "{diags:#?}");
+        assert_eq!((diags[0].line, diags[0].column), (8, 19));
+        assert_eq!(
+            diags[0].help.as_deref(),
+            Some("write cron: \"*/5 * * * *\"")
+        );
+        assert_eq!(diags[1].line, 10);
+    }
+
+    #[test]
+    fn missing_file_is_one_clear_error() {
+        let diags = load_file(Path::new("/nonexistent/x.yaml")).unwrap_err();
+        assert_eq!(diags.len(), 1);
+        assert!(diags[0].message.starts_with("cannot read the file"));
+    }
+}

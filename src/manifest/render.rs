@@ -1,0 +1,194 @@
+//! Diagnostics as text (for people), JSON (for tools) and GitHub workflow
+//! annotations (for pull requests). Rendering happens once, at the edge.
+
+use super::diagnostic::{Diagnostic, Severity};
+
+/// `file:line:col: error: message`, the source line with a caret underline, the help.
+pub fn render_text(diags: &[Diagnostic]) -> String {
+    let mut out = String::new();
+    for d in diags {
+        render_one(&mut out, d);
+    }
+    out
+}
+
+fn render_one(out: &mut String, d: &Diagnostic) {
+    out.push_str(&format!(
+        "{}:{}:{}: {}: {}\n",
+        d.file,
+        d.line,
+        d.column,
+        d.severity.as_str(),
+        d.message
+    ));
+    let num = d.line.to_string();
+    let pad = " ".repeat(num.len());
+    if !d.source_line.is_empty() {
+        out.push_str(&format!("{pad} |\n"));
+        out.push_str(&format!("{num} | {}\n", d.source_line));
+        // Keep tabs so the caret lines up under the same characters.
+        let lead: String = d
+            .source_line
+            .chars()
+            .take(d.column.saturating_sub(1))
+            .map(|c| if c == '\t' { '\t' } else { ' ' })
+            .collect();
+        let lead_len = lead.chars().count();
+        let missing = d.column.saturating_sub(1).saturating_sub(lead_len);
+        let caret = if d.severity == Severity::Error {
+            '^'
+        } else {
+            '-'
+        };
+        let label = if d.path.is_empty() {
+            String::new()
+        } else {
+            format!(" {}", d.path)
+        };
+        out.push_str(&format!(
+            "{pad} | {lead}{}{}{label}\n",
+            " ".repeat(missing),
+            caret.to_string().repeat(d.width.max(1))
+        ));
+    } else if !d.path.is_empty() {
+        out.push_str(&format!("{pad} = at {}\n", d.path));
+    }
+    if let Some(help) = &d.help {
+        out.push_str(&format!("{pad} = help: {help}\n"));
+    }
+    out.push('\n');
+}
+
+/// One file's result for the JSON document.
+pub struct FileResult<'a> {
+    pub path: &'a str,
+    pub diagnostics: &'a [Diagnostic],
+}
+
+impl FileResult<'_> {
+    pub fn valid(&self) -> bool {
+        !self
+            .diagnostics
+            .iter()
+            .any(|d| d.severity == Severity::Error)
+    }
+}
+
+/// `{"files": [{"path", "valid", "diagnostics": [{"severity", "line", "column",
+/// "path", "message", "help"}]}]}` with 1-based lines and columns.
+pub fn render_json(files: &[FileResult<'_>]) -> serde_json::Value {
+    let files: Vec<serde_json::Value> = files
+        .iter()
+        .map(|f| {
+            let diags: Vec<serde_json::Value> = f
+                .diagnostics
+                .iter()
+                .map(|d| {
+                    serde_json::json!({
+                        "severity": d.severity.as_str(),
+                        "line": d.line,
+                        "column": d.column,
+                        "end_column": d.column + d.width.max(1),
+                        "path": d.path,
+                        "message": d.message,
+                        "help": d.help,
+                    })
+                })
+                .collect();
+            serde_json::json!({
+                "path": f.path,
+                "valid": f.valid(),
+                "diagnostics": diags,
+            })
+        })
+        .collect();
+    serde_json::json!({ "files": files })
+}
+
+/// GitHub Actions workflow commands: `::error file=…,line=…,col=…::message`.
+pub fn render_github(diags: &[Diagnostic]) -> String {
+    let mut out = String::new();
+    for d in diags {
+        let mut msg = d.message.clone();
+        if !d.path.is_empty() {
+            msg.push_str(&format!(" (at {})", d.path));
+        }
+        if let Some(h) = &d.help {
+            msg.push_str(&format!("\nhelp: {h}"));
+        }
+        out.push_str(&format!(
+            "::{} file={},line={},col={},endColumn={},title={}::{}\n",
+            d.severity.as_str(),
+            escape_property(&d.file),
+            d.line,
+            d.column,
+            d.column + d.width.max(1),
+            escape_property("limits validate"),
+            escape_data(&msg)
+        ));
+    }
+    out
+}
+
+fn escape_data(s: &str) -> String {
+    s.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
+
+fn escape_property(s: &str) -> String {
+    escape_data(s).replace(':', "%3A").replace(',', "%2C")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn diag() -> Diagnostic {
+        Diagnostic {
+            severity: Severity::Error,
+            file: "a,b.yaml".into(),
+            line: 3,
+            column: 19,
+            width: 1,
+            source_line: "        capacity: 0".into(),
+            path: "resources.r.limits.rpm.capacity".into(),
+            message: "capacity must be positive, got 0".into(),
+            help: Some("100% sure".into()),
+        }
+    }
+
+    #[test]
+    fn text_has_location_snippet_caret_and_help() {
+        let t = render_text(&[diag()]);
+        assert!(t.starts_with("a,b.yaml:3:19: error: capacity must be positive, got 0\n"));
+        assert!(t.contains("3 |         capacity: 0\n"));
+        assert!(
+            t.contains("  |                   ^ resources.r.limits.rpm.capacity\n"),
+            "{t}"
+        );
+        assert!(t.contains("= help: 100% sure"));
+    }
+
+    #[test]
+    fn github_escapes_properties_and_data() {
+        let g = render_github(&[diag()]);
+        assert!(
+            g.starts_with("::error file=a%2Cb.yaml,line=3,col=19,"),
+            "{g}"
+        );
+        assert!(g.contains("%0Ahelp: 100%25 sure"), "{g}");
+    }
+
+    #[test]
+    fn json_marks_files_with_errors_invalid() {
+        let d = [diag()];
+        let v = render_json(&[FileResult {
+            path: "a.yaml",
+            diagnostics: &d,
+        }]);
+        assert_eq!(v["files"][0]["valid"], false);
+        assert_eq!(v["files"][0]["diagnostics"][0]["line"], 3);
+        assert_eq!(v["files"][0]["diagnostics"][0]["column"], 19);
+    }
+}

@@ -1,0 +1,349 @@
+//! Reading typed values out of located YAML nodes. Each reader reports a typed,
+//! located message (never a raw parser error) and returns `None` on failure so
+//! the caller can carry on and find the next problem.
+
+use super::report::Reporter;
+use super::yaml::{Kind, Node, Scalar, Style, Value};
+
+/// The largest token count a limit may hold (10^15), as in the reference.
+pub const MAX_TOKENS: u64 = 1_000_000_000_000_000;
+/// The largest duration in seconds (10^9), as in the reference.
+pub const MAX_PERIOD_SECONDS: u64 = 1_000_000_000;
+/// The largest schedule scale (10^6).
+pub const MAX_SCALE: f64 = 1_000_000.0;
+
+/// YAML 1.1 boolean spellings that YAML 1.2 reads as strings.
+pub fn is_yaml11_bool(s: &Scalar) -> Option<bool> {
+    if s.style != Style::Plain {
+        return None;
+    }
+    match s.text.to_ascii_lowercase().as_str() {
+        "yes" | "on" | "y" => Some(true),
+        "no" | "off" | "n" => Some(false),
+        _ => None,
+    }
+}
+
+/// A short description of what a node is, for "got ..." in messages.
+pub fn describe(node: &Node) -> String {
+    match &node.kind {
+        Kind::Seq(_) => "a list".into(),
+        Kind::Map(_) => "a mapping".into(),
+        Kind::Scalar(s) => describe_scalar(s),
+    }
+}
+
+pub fn describe_scalar(s: &Scalar) -> String {
+    match (&s.value, s.style) {
+        (Value::Null, _) => "nothing (null)".into(),
+        (Value::Bool(b), _) => format!("the boolean {b}"),
+        (Value::Int(_) | Value::HugeInt | Value::Float(_), _) => s.text.clone(),
+        (Value::Str, Style::Plain) => format!("'{}'", s.text),
+        (Value::Str, _) => format!("the string '{}'", s.text),
+    }
+}
+
+/// Map entries of a node that must be a mapping.
+pub fn as_map(node: &Node) -> Option<&[(Node, Node)]> {
+    match &node.kind {
+        Kind::Map(entries) => Some(entries),
+        _ => None,
+    }
+}
+
+/// The unit a whole number counts, for help texts.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    Tokens,
+    Seconds,
+}
+
+/// A whole number within `min..=max`.
+pub fn whole(
+    r: &mut Reporter,
+    node: &Node,
+    path: &str,
+    name: &str,
+    min: u64,
+    max: u64,
+    unit: Unit,
+) -> Option<u64> {
+    let unit_word = match unit {
+        Unit::Tokens => "whole tokens",
+        Unit::Seconds => "whole seconds",
+    };
+    let range_help = format!("{name} is in {unit_word}, from {min} to {max}");
+    let Kind::Scalar(s) = &node.kind else {
+        r.error(
+            node,
+            path,
+            format!("{name} must be a whole number, got {}", describe(node)),
+            Some(range_help),
+        );
+        return None;
+    };
+    match s.value {
+        Value::Int(v) => {
+            if s.style == Style::Plain && has_ambiguous_leading_zero(&s.text) {
+                let octal = i128::from_str_radix(s.text.trim_start_matches(['+', '-']), 8).ok();
+                r.error(
+                    node,
+                    path,
+                    format!(
+                        "{name} `{}` has a leading zero, which YAML readers disagree about",
+                        s.text
+                    ),
+                    Some(match octal {
+                        Some(o) => format!(
+                            "YAML 1.2 reads it as {v}, YAML 1.1 (the Python zae-limiter CLI) as octal {o}; write {v} without the leading zero"
+                        ),
+                        None => format!("write {v} without the leading zero"),
+                    }),
+                );
+                return None;
+            }
+            if v < i128::from(min) {
+                let msg = if min == 0 {
+                    format!("{name} must not be negative, got {v}")
+                } else {
+                    format!("{name} must be positive, got {v}")
+                };
+                r.error(node, path, msg, Some(range_help));
+                return None;
+            }
+            if v > i128::from(max) {
+                r.error(
+                    node,
+                    path,
+                    format!("{name} must be at most {max}, got {v}"),
+                    Some(range_help),
+                );
+                return None;
+            }
+            u64::try_from(v).ok()
+        }
+        Value::HugeInt => {
+            r.error(
+                node,
+                path,
+                format!("{name} must be at most {max}, got {}", s.text),
+                Some(range_help),
+            );
+            None
+        }
+        Value::Float(f) => {
+            let help = if f.is_finite() && f.fract() == 0.0 && f.abs() < 1e18 {
+                if f.abs() > max as f64 {
+                    format!("{name} is at most {max}")
+                } else {
+                    format!("write {} without a decimal point or exponent", f as i64)
+                }
+            } else {
+                format!("{name} counts {unit_word}; fractions are not stored")
+            };
+            r.error(
+                node,
+                path,
+                format!("{name} must be a whole number, got {}", s.text),
+                Some(help),
+            );
+            None
+        }
+        Value::Bool(b) => {
+            r.error(
+                node,
+                path,
+                format!("{name} must be a whole number, got the boolean {b}"),
+                Some(range_help),
+            );
+            None
+        }
+        Value::Null => {
+            r.error(
+                node,
+                path,
+                format!("{name} has no value"),
+                Some(format!("give a number: {range_help}")),
+            );
+            None
+        }
+        Value::Str => {
+            let help = if s.style == Style::Quoted && s.text.trim().parse::<i128>().is_ok() {
+                format!("remove the quotes: {name}: {}", s.text.trim())
+            } else if s.text.contains('_') && s.text.replace('_', "").parse::<u64>().is_ok() {
+                format!(
+                    "YAML 1.2 has no digit separators; write {}",
+                    s.text.replace('_', "")
+                )
+            } else if unit == Unit::Seconds && looks_like_duration(&s.text) {
+                "durations are plain numbers of seconds (no units): 60 = 1 minute, 3600 = 1 hour, 86400 = 1 day".to_string()
+            } else {
+                range_help
+            };
+            r.error(
+                node,
+                path,
+                format!("{name} must be a whole number, got {}", describe_scalar(s)),
+                Some(help),
+            );
+            None
+        }
+    }
+}
+
+fn has_ambiguous_leading_zero(text: &str) -> bool {
+    let digits = text.trim_start_matches(['+', '-']);
+    digits.len() > 1 && digits.starts_with('0') && digits.bytes().all(|b| b.is_ascii_digit())
+}
+
+fn looks_like_duration(text: &str) -> bool {
+    let t = text.trim();
+    t.contains(':')
+        || t.trim_end_matches(|c: char| c.is_ascii_alphabetic())
+            .parse::<f64>()
+            .is_ok()
+}
+
+/// A real boolean. YAML 1.1 `yes/no/on/off` get a help that says what to write.
+pub fn boolean(r: &mut Reporter, node: &Node, path: &str, name: &str) -> Option<bool> {
+    if let Kind::Scalar(s) = &node.kind {
+        if let Value::Bool(b) = s.value {
+            return Some(b);
+        }
+        if let Some(b) = is_yaml11_bool(s) {
+            r.error(
+                node,
+                path,
+                format!("{name}: must be true or false, got `{}`", s.text),
+                Some(format!(
+                    "write `{b}`: `{}` is a boolean only in YAML 1.1; YAML 1.2 reads it as a string",
+                    s.text
+                )),
+            );
+            return None;
+        }
+        if s.style == Style::Quoted && matches!(s.text.as_str(), "true" | "false") {
+            r.error(
+                node,
+                path,
+                format!("{name}: must be true or false, got the string '{}'", s.text),
+                Some(format!("remove the quotes: {name}: {}", s.text)),
+            );
+            return None;
+        }
+    }
+    r.error(
+        node,
+        path,
+        format!("{name}: must be true or false, got {}", describe(node)),
+        Some(format!("write `{name}: true` or `{name}: false`")),
+    );
+    None
+}
+
+/// A string scalar (plain, quoted or block). Numbers and booleans are refused
+/// with a hint to quote them.
+pub fn string<'n>(r: &mut Reporter, node: &'n Node, path: &str, name: &str) -> Option<&'n str> {
+    match &node.kind {
+        Kind::Scalar(Scalar {
+            text,
+            value: Value::Str,
+            ..
+        }) => Some(text),
+        Kind::Scalar(
+            s @ Scalar {
+                value: Value::Null, ..
+            },
+        ) => {
+            let _ = s;
+            r.error(node, path, format!("{name} has no value"), None);
+            None
+        }
+        Kind::Scalar(s) => {
+            r.error(
+                node,
+                path,
+                format!("{name} must be a string, got {}", describe_scalar(s)),
+                Some(format!("quote it: {name}: \"{}\"", s.text)),
+            );
+            None
+        }
+        _ => {
+            r.error(
+                node,
+                path,
+                format!("{name} must be a string, got {}", describe(node)),
+                None,
+            );
+            None
+        }
+    }
+}
+
+/// A positive, finite number (int or float) at most `max`.
+pub fn scale(r: &mut Reporter, node: &Node, path: &str) -> Option<f64> {
+    let help = Some(format!(
+        "scale multiplies the limit's base parameters: a number above 0 and at most {}, e.g. 0.5 or 2",
+        MAX_SCALE as u64
+    ));
+    let Kind::Scalar(s) = &node.kind else {
+        r.error(
+            node,
+            path,
+            format!("scale must be a number, got {}", describe(node)),
+            help,
+        );
+        return None;
+    };
+    let v = match s.value {
+        Value::Int(i) => i as f64,
+        Value::HugeInt => f64::INFINITY,
+        Value::Float(f) => f,
+        Value::Str if s.style == Style::Quoted && s.text.trim().parse::<f64>().is_ok() => {
+            r.error(
+                node,
+                path,
+                format!("scale must be a number, got the string '{}'", s.text),
+                Some(format!("remove the quotes: scale: {}", s.text.trim())),
+            );
+            return None;
+        }
+        _ => {
+            r.error(
+                node,
+                path,
+                format!("scale must be a number, got {}", describe_scalar(s)),
+                help,
+            );
+            return None;
+        }
+    };
+    if !v.is_finite() && !matches!(s.value, Value::HugeInt) {
+        r.error(
+            node,
+            path,
+            format!("scale must be a finite number, got {}", s.text),
+            help,
+        );
+        return None;
+    }
+    if v <= 0.0 {
+        r.error(
+            node,
+            path,
+            format!("scale must be positive, got {}", s.text),
+            help,
+        );
+        return None;
+    }
+    if v > MAX_SCALE {
+        r.error(
+            node,
+            path,
+            format!("scale must be at most {}, got {}", MAX_SCALE as u64, s.text),
+            Some("above this the effective limit (capacity x 1000 x scale) leaves the range DynamoDB stores exactly".into()),
+        );
+        return None;
+    }
+    Some(v)
+}

@@ -1,0 +1,715 @@
+//! YAML 1.2 text → a located tree: every node keeps its position, so every rule
+//! can point at the exact value it rejects.
+//!
+//! Built on `saphyr-parser` events (saphyr's own parser) rather than saphyr's
+//! loader, because the loader keeps the last of duplicate keys silently and copies
+//! aliased nodes without a bound. Here duplicate keys are reported, alias expansion
+//! and nesting depth are bounded, scalars keep their text and quoting style (so a
+//! YAML 1.1 `yes` or a quoted `'100'` can be explained), and `<<` merge keys work
+//! as they do in PyYAML, which the reference uses.
+
+use saphyr_parser::{Event, Parser, ScalarStyle, ScanError, Span, Tag};
+
+/// Largest manifest read (bytes). Larger files are refused before parsing.
+pub const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
+/// Most nodes alias expansion may copy in one document (a "billion laughs" guard).
+pub const MAX_ALIAS_NODES: usize = 1_000_000;
+/// Deepest nesting of lists and mappings accepted.
+pub const MAX_DEPTH: usize = 128;
+
+/// A position in the source: 1-based line, 1-based column in characters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Pos {
+    pub line: usize,
+    pub col: usize,
+}
+
+impl Pos {
+    fn from_marker(m: &saphyr_parser::Marker) -> Pos {
+        Pos {
+            line: m.line().max(1),
+            col: m.col() + 1,
+        }
+    }
+}
+
+/// How a scalar was written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    Plain,
+    Quoted,
+    Block,
+}
+
+/// A scalar resolved with the YAML 1.2 core schema.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Null,
+    Bool(bool),
+    Int(i128),
+    /// An integer literal too large for i128.
+    HugeInt,
+    Float(f64),
+    Str,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scalar {
+    /// The scalar's content (quotes removed, escapes applied).
+    pub text: String,
+    pub style: Style,
+    pub value: Value,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Kind {
+    Scalar(Scalar),
+    Seq(Vec<Node>),
+    /// Entries in document order (merge keys already applied).
+    Map(Vec<(Node, Node)>),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Node {
+    pub kind: Kind,
+    pub start: Pos,
+    pub end: Pos,
+}
+
+impl Node {
+    pub fn scalar(&self) -> Option<&Scalar> {
+        match &self.kind {
+            Kind::Scalar(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn is_null(&self) -> bool {
+        matches!(
+            &self.kind,
+            Kind::Scalar(Scalar {
+                value: Value::Null,
+                ..
+            })
+        )
+    }
+
+    /// Number of nodes in this subtree (for the alias budget).
+    fn size(&self) -> usize {
+        match &self.kind {
+            Kind::Scalar(_) => 1,
+            Kind::Seq(items) => 1 + items.iter().map(Node::size).sum::<usize>(),
+            Kind::Map(entries) => {
+                1 + entries
+                    .iter()
+                    .map(|(k, v)| k.size() + v.size())
+                    .sum::<usize>()
+            }
+        }
+    }
+}
+
+/// A problem found while reading the YAML itself.
+#[derive(Debug, Clone, PartialEq)]
+pub struct YamlProblem {
+    pub start: Pos,
+    pub end: Pos,
+    pub message: String,
+    pub help: Option<String>,
+}
+
+/// The parsed document plus problems that did not stop parsing (duplicate keys).
+#[derive(Debug)]
+pub struct Document {
+    /// `None` for an empty document (nothing but comments).
+    pub root: Option<Node>,
+    pub problems: Vec<YamlProblem>,
+}
+
+/// Parse one YAML document. `Err` is a problem that stopped parsing.
+pub fn parse(text: &str) -> Result<Document, YamlProblem> {
+    let mut builder = Builder::default();
+    let mut parser = Parser::new_from_str(text);
+    let mut documents = 0usize;
+    while let Some(next) = parser.next_event() {
+        let (event, span) = next.map_err(scan_problem)?;
+        match event {
+            Event::StreamEnd => break,
+            Event::DocumentStart(_) => {
+                documents += 1;
+                if documents > 1 {
+                    return Err(YamlProblem {
+                        start: Pos::from_marker(&span.start),
+                        end: Pos::from_marker(&span.end),
+                        message: "a manifest is one YAML document, but this file has more than one"
+                            .into(),
+                        help: Some(
+                            "split the documents into separate files and pass each one".into(),
+                        ),
+                    });
+                }
+            }
+            other => builder.event(other, span)?,
+        }
+    }
+    Ok(Document {
+        root: builder.root,
+        problems: builder.problems,
+    })
+}
+
+fn scan_problem(e: ScanError) -> YamlProblem {
+    let pos = Pos::from_marker(e.marker());
+    let info = e.info().to_string();
+    let help = if info.contains("tab") {
+        Some("YAML does not allow tabs for indentation; indent with spaces".to_string())
+    } else if info.contains("anchor or alias") || info.contains("unknown anchor") {
+        Some("a value that starts with `*` or `&` must be quoted, e.g. \"*/5 * * * *\"".to_string())
+    } else if info.contains("mapping values are not allowed") {
+        Some("a value containing `: ` must be quoted".to_string())
+    } else {
+        None
+    };
+    YamlProblem {
+        start: pos,
+        end: pos,
+        message: format!("YAML syntax error: {info}"),
+        help,
+    }
+}
+
+enum Frame {
+    Seq {
+        start: Pos,
+        anchor: usize,
+        items: Vec<Node>,
+    },
+    Map {
+        start: Pos,
+        anchor: usize,
+        entries: Vec<(Node, Node)>,
+        pending_key: Option<Node>,
+    },
+}
+
+#[derive(Default)]
+struct Builder {
+    stack: Vec<Frame>,
+    anchors: Vec<Option<Node>>,
+    alias_budget_used: usize,
+    root: Option<Node>,
+    problems: Vec<YamlProblem>,
+}
+
+impl Builder {
+    fn event(&mut self, event: Event<'_>, span: Span) -> Result<(), YamlProblem> {
+        let start = Pos::from_marker(&span.start);
+        let end = Pos::from_marker(&span.end);
+        match event {
+            Event::Scalar(text, style, anchor, tag) => {
+                let scalar = resolve_scalar(&text, style, tag.as_deref(), start, end)?;
+                let node = Node {
+                    kind: Kind::Scalar(scalar),
+                    start,
+                    end,
+                };
+                self.finish(node, anchor)
+            }
+            Event::SequenceStart(anchor, tag) => {
+                check_collection_tag(tag.as_deref(), "seq", start)?;
+                self.push(
+                    Frame::Seq {
+                        start,
+                        anchor,
+                        items: Vec::new(),
+                    },
+                    start,
+                )
+            }
+            Event::MappingStart(anchor, tag) => {
+                check_collection_tag(tag.as_deref(), "map", start)?;
+                self.push(
+                    Frame::Map {
+                        start,
+                        anchor,
+                        entries: Vec::new(),
+                        pending_key: None,
+                    },
+                    start,
+                )
+            }
+            Event::SequenceEnd => match self.stack.pop() {
+                Some(Frame::Seq {
+                    start,
+                    anchor,
+                    items,
+                }) => self.finish(
+                    Node {
+                        kind: Kind::Seq(items),
+                        start,
+                        end,
+                    },
+                    anchor,
+                ),
+                _ => Err(internal(start)),
+            },
+            Event::MappingEnd => match self.stack.pop() {
+                Some(Frame::Map {
+                    start,
+                    anchor,
+                    entries,
+                    ..
+                }) => {
+                    let entries = self.merge_and_check(entries)?;
+                    self.finish(
+                        Node {
+                            kind: Kind::Map(entries),
+                            start,
+                            end,
+                        },
+                        anchor,
+                    )
+                }
+                _ => Err(internal(start)),
+            },
+            Event::Alias(id) => {
+                let Some(Some(target)) = self.anchors.get(id) else {
+                    return Err(YamlProblem {
+                        start,
+                        end,
+                        message: "this alias refers to an anchor that is not defined before it"
+                            .into(),
+                        help: Some(
+                            "define `&name` before using `*name`; a value that starts with `*` must be quoted"
+                                .into(),
+                        ),
+                    });
+                };
+                let size = target.size();
+                self.alias_budget_used = self.alias_budget_used.saturating_add(size);
+                if self.alias_budget_used > MAX_ALIAS_NODES {
+                    return Err(YamlProblem {
+                        start,
+                        end,
+                        message: format!(
+                            "aliases expand to more than {MAX_ALIAS_NODES} nodes; the manifest is refused"
+                        ),
+                        help: Some(
+                            "a manifest with this much repetition is almost certainly malformed (an alias bomb); write the values out or reduce the nesting of aliases"
+                                .into(),
+                        ),
+                    });
+                }
+                let node = target.clone();
+                self.finish(node, 0)
+            }
+            Event::Nothing
+            | Event::StreamStart
+            | Event::StreamEnd
+            | Event::DocumentStart(_)
+            | Event::DocumentEnd => Ok(()),
+        }
+    }
+
+    fn push(&mut self, frame: Frame, start: Pos) -> Result<(), YamlProblem> {
+        if self.stack.len() >= MAX_DEPTH {
+            return Err(YamlProblem {
+                start,
+                end: start,
+                message: format!("nesting deeper than {MAX_DEPTH} levels; the manifest is refused"),
+                help: Some("a limits manifest needs fewer than 10 levels".into()),
+            });
+        }
+        self.stack.push(frame);
+        Ok(())
+    }
+
+    /// A complete node: record its anchor, then attach it to its parent.
+    fn finish(&mut self, node: Node, anchor: usize) -> Result<(), YamlProblem> {
+        if anchor > 0 {
+            if self.anchors.len() <= anchor {
+                self.anchors.resize(anchor + 1, None);
+            }
+            self.anchors[anchor] = Some(node.clone());
+        }
+        match self.stack.last_mut() {
+            None => {
+                self.root = Some(node);
+            }
+            Some(Frame::Seq { items, .. }) => items.push(node),
+            Some(Frame::Map {
+                entries,
+                pending_key,
+                ..
+            }) => match pending_key.take() {
+                None => *pending_key = Some(node),
+                Some(key) => entries.push((key, node)),
+            },
+        }
+        Ok(())
+    }
+
+    /// Apply `<<` merge keys (explicit keys win, earlier merged maps win over later
+    /// ones, as in PyYAML) and report duplicate keys.
+    fn merge_and_check(
+        &mut self,
+        entries: Vec<(Node, Node)>,
+    ) -> Result<Vec<(Node, Node)>, YamlProblem> {
+        let mut own: Vec<(Node, Node)> = Vec::with_capacity(entries.len());
+        let mut merged: Vec<(Node, Node)> = Vec::new();
+        for (key, value) in entries {
+            let is_merge = matches!(
+                key.scalar(),
+                Some(Scalar { text, style: Style::Plain, .. }) if text == "<<"
+            );
+            if !is_merge {
+                own.push((key, value));
+                continue;
+            }
+            let sources: Vec<Node> = match value.kind {
+                Kind::Map(_) => vec![value],
+                Kind::Seq(items) if items.iter().all(|i| matches!(i.kind, Kind::Map(_))) => items,
+                _ => {
+                    return Err(YamlProblem {
+                        start: value.start,
+                        end: value.end,
+                        message: "a `<<` merge key needs a mapping or a list of mappings".into(),
+                        help: Some("write `<<: *name` where `&name` marks a mapping".into()),
+                    })
+                }
+            };
+            for source in sources {
+                if let Kind::Map(src_entries) = source.kind {
+                    for (k, v) in src_entries {
+                        let text = key_text(&k);
+                        let known = merged.iter().any(|(mk, _)| key_text(mk) == text);
+                        if !known {
+                            merged.push((k, v));
+                        }
+                    }
+                }
+            }
+        }
+        // Duplicate explicit keys.
+        let mut seen: std::collections::HashMap<String, Pos> =
+            std::collections::HashMap::with_capacity(own.len());
+        for (key, _) in &own {
+            let Some(text) = key_text(key) else { continue };
+            if let Some(first) = seen.get(&text) {
+                self.problems.push(YamlProblem {
+                    start: key.start,
+                    end: key.end,
+                    message: format!(
+                        "duplicate key `{text}` (first defined on line {})",
+                        first.line
+                    ),
+                    help: Some(
+                        "YAML readers keep only one of them, silently; remove or rename one".into(),
+                    ),
+                });
+            } else {
+                seen.insert(text, key.start);
+            }
+        }
+        for (k, v) in merged {
+            let text = key_text(&k);
+            if text.is_some() && !own.iter().any(|(ok, _)| key_text(ok) == text) {
+                own.push((k, v));
+            }
+        }
+        Ok(own)
+    }
+}
+
+fn key_text(node: &Node) -> Option<String> {
+    node.scalar().map(|s| s.text.clone())
+}
+
+fn internal(pos: Pos) -> YamlProblem {
+    YamlProblem {
+        start: pos,
+        end: pos,
+        message: "YAML syntax error: unbalanced structure".into(),
+        help: None,
+    }
+}
+
+fn check_collection_tag(tag: Option<&Tag>, expected: &str, pos: Pos) -> Result<(), YamlProblem> {
+    match tag {
+        None => Ok(()),
+        Some(t) if t.is_yaml_core_schema() && t.suffix == expected => Ok(()),
+        Some(t) => Err(unsupported_tag(t, pos)),
+    }
+}
+
+fn unsupported_tag(tag: &Tag, pos: Pos) -> YamlProblem {
+    YamlProblem {
+        start: pos,
+        end: pos,
+        message: format!("unsupported YAML tag `{tag}`"),
+        help: Some(
+            "a manifest uses plain values; only the core tags (!!str, !!int, !!float, !!bool, !!null) are understood"
+                .into(),
+        ),
+    }
+}
+
+fn resolve_scalar(
+    text: &str,
+    style: ScalarStyle,
+    tag: Option<&Tag>,
+    start: Pos,
+    end: Pos,
+) -> Result<Scalar, YamlProblem> {
+    let our_style = match style {
+        ScalarStyle::Plain => Style::Plain,
+        ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted => Style::Quoted,
+        ScalarStyle::Literal | ScalarStyle::Folded => Style::Block,
+    };
+    let value = match tag {
+        None => {
+            if our_style == Style::Plain {
+                resolve_plain(text)
+            } else {
+                Value::Str
+            }
+        }
+        Some(t) if t.is_yaml_core_schema() => {
+            let bad = || YamlProblem {
+                start,
+                end,
+                message: format!("`{text}` is not a valid !!{}", t.suffix),
+                help: None,
+            };
+            match t.suffix.as_str() {
+                "str" => Value::Str,
+                "null" => match resolve_plain(text) {
+                    Value::Null => Value::Null,
+                    _ => return Err(bad()),
+                },
+                "bool" => match resolve_plain(text) {
+                    v @ Value::Bool(_) => v,
+                    _ => return Err(bad()),
+                },
+                "int" => match resolve_plain(text) {
+                    v @ (Value::Int(_) | Value::HugeInt) => v,
+                    _ => return Err(bad()),
+                },
+                "float" => match resolve_plain(text) {
+                    Value::Int(i) => Value::Float(i as f64),
+                    v @ Value::Float(_) => v,
+                    _ => return Err(bad()),
+                },
+                _ => return Err(unsupported_tag(t, start)),
+            }
+        }
+        // A non-specific `!` tag forces a string.
+        Some(t) if t.handle == "!" && t.suffix.is_empty() => Value::Str,
+        Some(t) => return Err(unsupported_tag(t, start)),
+    };
+    Ok(Scalar {
+        text: text.to_string(),
+        style: our_style,
+        value,
+    })
+}
+
+/// The YAML 1.2 core schema's resolution of a plain scalar.
+pub fn resolve_plain(text: &str) -> Value {
+    match text {
+        "" | "~" | "null" | "Null" | "NULL" => return Value::Null,
+        "true" | "True" | "TRUE" => return Value::Bool(true),
+        "false" | "False" | "FALSE" => return Value::Bool(false),
+        ".nan" | ".NaN" | ".NAN" => return Value::Float(f64::NAN),
+        ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" => {
+            return Value::Float(f64::INFINITY)
+        }
+        "-.inf" | "-.Inf" | "-.INF" => return Value::Float(f64::NEG_INFINITY),
+        _ => {}
+    }
+    let bytes = text.as_bytes();
+    // Decimal integer: [-+]?[0-9]+
+    let (sign, digits) = match bytes.first() {
+        Some(b'-') | Some(b'+') => (&text[..1], &text[1..]),
+        _ => ("", text),
+    };
+    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        return match text.parse::<i128>() {
+            Ok(v) => Value::Int(v),
+            Err(_) => Value::HugeInt,
+        };
+    }
+    if sign.is_empty() {
+        if let Some(oct) = text.strip_prefix("0o") {
+            if !oct.is_empty() && oct.bytes().all(|b| (b'0'..=b'7').contains(&b)) {
+                return i128::from_str_radix(oct, 8)
+                    .map(Value::Int)
+                    .unwrap_or(Value::HugeInt);
+            }
+        }
+        if let Some(hex) = text.strip_prefix("0x") {
+            if !hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return i128::from_str_radix(hex, 16)
+                    .map(Value::Int)
+                    .unwrap_or(Value::HugeInt);
+            }
+        }
+    }
+    if is_core_float(digits) {
+        if let Ok(f) = text.parse::<f64>() {
+            return Value::Float(f);
+        }
+    }
+    Value::Str
+}
+
+/// `(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?` (sign already stripped).
+fn is_core_float(s: &str) -> bool {
+    let b = s.as_bytes();
+    let mut i = 0;
+    let int_start = i;
+    while i < b.len() && b[i].is_ascii_digit() {
+        i += 1;
+    }
+    let int_digits = i - int_start;
+    let mut frac_digits = 0;
+    if i < b.len() && b[i] == b'.' {
+        i += 1;
+        let fs = i;
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+        }
+        frac_digits = i - fs;
+        if int_digits == 0 && frac_digits == 0 {
+            return false;
+        }
+    } else if int_digits == 0 {
+        return false;
+    }
+    if i < b.len() && (b[i] == b'e' || b[i] == b'E') {
+        i += 1;
+        if i < b.len() && (b[i] == b'-' || b[i] == b'+') {
+            i += 1;
+        }
+        let es = i;
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+        }
+        if i == es {
+            return false;
+        }
+    }
+    let _ = frac_digits;
+    i == b.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn root(text: &str) -> Node {
+        parse(text).unwrap().root.unwrap()
+    }
+
+    fn map_get<'a>(node: &'a Node, key: &str) -> &'a Node {
+        match &node.kind {
+            Kind::Map(entries) => {
+                &entries
+                    .iter()
+                    .find(|(k, _)| k.scalar().unwrap().text == key)
+                    .unwrap()
+                    .1
+            }
+            _ => panic!("not a map"),
+        }
+    }
+
+    #[test]
+    fn core_schema_resolution() {
+        assert_eq!(resolve_plain("100"), Value::Int(100));
+        assert_eq!(resolve_plain("-5"), Value::Int(-5));
+        assert_eq!(resolve_plain("0x10"), Value::Int(16));
+        assert_eq!(resolve_plain("0o17"), Value::Int(15));
+        assert_eq!(resolve_plain("1e3"), Value::Float(1000.0));
+        assert_eq!(resolve_plain("1.5"), Value::Float(1.5));
+        assert_eq!(resolve_plain(".5"), Value::Float(0.5));
+        assert_eq!(resolve_plain("yes"), Value::Str);
+        assert_eq!(resolve_plain("1_000"), Value::Str);
+        assert_eq!(resolve_plain("1:30"), Value::Str);
+        assert_eq!(resolve_plain("True"), Value::Bool(true));
+        assert_eq!(resolve_plain("~"), Value::Null);
+        assert_eq!(resolve_plain("."), Value::Str);
+        assert_eq!(resolve_plain("1e"), Value::Str);
+        assert_eq!(
+            resolve_plain("99999999999999999999999999999999999999999"),
+            Value::HugeInt
+        );
+        assert!(matches!(resolve_plain(".nan"), Value::Float(f) if f.is_nan()));
+    }
+
+    #[test]
+    fn positions_are_one_based_and_quotes_are_strings() {
+        let r = root("a: 'x'\nb:\n  c: 5\n");
+        let a = map_get(&r, "a");
+        assert_eq!(a.start, Pos { line: 1, col: 4 });
+        assert_eq!(a.scalar().unwrap().value, Value::Str);
+        let c = map_get(map_get(&r, "b"), "c");
+        assert_eq!(c.start, Pos { line: 3, col: 6 });
+        assert_eq!(c.scalar().unwrap().value, Value::Int(5));
+    }
+
+    #[test]
+    fn duplicate_keys_are_reported_with_both_lines() {
+        let doc = parse("a: 1\nb: 2\na: 3\n").unwrap();
+        assert_eq!(doc.problems.len(), 1);
+        assert_eq!(doc.problems[0].start.line, 3);
+        assert!(doc.problems[0].message.contains("line 1"));
+    }
+
+    #[test]
+    fn merge_keys_fill_missing_keys_only() {
+        let r = root("base: &b {x: 1, y: 2}\nm:\n  <<: *b\n  y: 3\n");
+        let m = map_get(&r, "m");
+        assert_eq!(map_get(m, "x").scalar().unwrap().value, Value::Int(1));
+        assert_eq!(map_get(m, "y").scalar().unwrap().value, Value::Int(3));
+    }
+
+    #[test]
+    fn alias_bomb_is_refused() {
+        let mut text = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for i in 1..10 {
+            let prev = i - 1;
+            text.push_str(&format!(
+                "a{i}: &a{i} [*a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}]\n"
+            ));
+        }
+        let err = parse(&text).unwrap_err();
+        assert!(err.message.contains("aliases expand"), "{}", err.message);
+    }
+
+    #[test]
+    fn deep_nesting_is_refused() {
+        let text = "[".repeat(10_000);
+        let err = parse(&text).unwrap_err();
+        assert!(err.message.contains("nesting") || err.message.contains("syntax"));
+    }
+
+    #[test]
+    fn two_documents_are_refused() {
+        let err = parse("a: 1\n---\nb: 2\n").unwrap_err();
+        assert!(err.message.contains("one YAML document"));
+    }
+
+    #[test]
+    fn unknown_tags_are_refused() {
+        assert!(parse("a: !foo 3\n").is_err());
+        let r = root("a: !!str 5\n");
+        assert_eq!(map_get(&r, "a").scalar().unwrap().value, Value::Str);
+    }
+
+    #[test]
+    fn unquoted_cron_is_a_syntax_error_with_quoting_help() {
+        let err = parse("cron: */5 * * * *\n").unwrap_err();
+        assert!(err.help.unwrap_or_default().contains("quoted"));
+    }
+}
