@@ -1,23 +1,105 @@
-use crate::cli::args::ReadArgs;
+//! `entity get-limits`, `resource get-defaults`, `system get-defaults`: read
+//! one level's config item and print it (text as the reference prints it, or
+//! the JSON document described in [`crate::display::limits`]).
+//!
+//! Read-only, with the reference's refusals: a missing table, a table without
+//! a usable version record, or an unregistered namespace is an error (exit 1),
+//! and nothing is ever written.
+
+use std::io::Write;
+
+use crate::apply::version as table_version;
+use crate::cli::args::{ReadArgs, TextOrJson};
 use crate::cli::CliError;
+use crate::display::limits::{self, Subject};
+use crate::items::config::{decode_level, StoredLevel};
+use crate::items::{keys, namespace};
+use crate::store::{open, Key, Store};
 
-pub fn entity(_entity_id: &str, _resource: &str, _read: ReadArgs) -> Result<i32, CliError> {
-    Err(CliError::NotYet {
-        command: "entity get-limits",
-        tracking: "issue #5",
-    })
+/// Opens the store and resolves the namespace, refusing like the reference's
+/// read-only `connect()`.
+fn connect(read: &ReadArgs) -> Result<(Box<dyn Store>, String), CliError> {
+    let store = open::open(&read.store, &read.name).map_err(|e| CliError::Failed(e.to_string()))?;
+    let rec = table_version::read(store.as_ref()).map_err(|e| CliError::Failed(e.to_string()))?;
+    table_version::check_usable(rec.as_ref(), &read.name).map_err(CliError::Failed)?;
+    let ns = read.namespace.as_str();
+    let id = namespace::resolve(store.as_ref(), ns)
+        .map_err(|e| CliError::Failed(e.to_string()))?
+        .ok_or_else(|| {
+            CliError::Failed(format!(
+                "Namespace '{ns}' not found. Register it with 'zae-limiter namespace register {ns}'."
+            ))
+        })?;
+    Ok((store, id))
 }
 
-pub fn resource(_resource: &str, _read: ReadArgs) -> Result<i32, CliError> {
-    Err(CliError::NotYet {
-        command: "resource get-defaults",
-        tracking: "issue #5",
-    })
+/// Reads and decodes one level; `what` names it in errors (`entity limits`, …).
+fn read_level(store: &dyn Store, key: &Key, what: &str) -> Result<Option<StoredLevel>, CliError> {
+    let fail = |e: String| CliError::Failed(format!("Failed to get {what}: {e}"));
+    let item = store.get(key, false).map_err(|e| fail(e.to_string()))?;
+    item.map(|i| decode_level(&i).map_err(|e| fail(e.to_string())))
+        .transpose()
 }
 
-pub fn system(_read: ReadArgs) -> Result<i32, CliError> {
-    Err(CliError::NotYet {
-        command: "system get-defaults",
-        tracking: "issue #5",
-    })
+fn print(
+    read: &ReadArgs,
+    text: impl FnOnce() -> String,
+    json: impl FnOnce() -> serde_json::Value,
+) -> Result<i32, CliError> {
+    let mut out = std::io::stdout().lock();
+    match read.format {
+        TextOrJson::Text => out.write_all(text().as_bytes())?,
+        TextOrJson::Json => {
+            let doc = serde_json::to_string_pretty(&json())
+                .map_err(|e| CliError::Failed(e.to_string()))?;
+            writeln!(out, "{doc}")?;
+        }
+    }
+    out.flush()?;
+    Ok(crate::exit_codes::OK)
+}
+
+pub fn entity(entity_id: &str, resource: &str, read: ReadArgs) -> Result<i32, CliError> {
+    keys::validate_entity_id(entity_id).map_err(|e| CliError::Failed(e.to_string()))?;
+    keys::validate_entity_resource(resource).map_err(|e| CliError::Failed(e.to_string()))?;
+    let (store, ns) = connect(&read)?;
+    let key = keys::entity_config_key(&ns, entity_id, resource);
+    let level = read_level(store.as_ref(), &key, "entity limits")?;
+    print(
+        &read,
+        || limits::entity_text(entity_id, resource, level.as_ref()),
+        || {
+            limits::to_json(
+                &read.namespace,
+                Subject::Entity {
+                    entity: entity_id,
+                    resource,
+                },
+                level.as_ref(),
+            )
+        },
+    )
+}
+
+pub fn resource(resource: &str, read: ReadArgs) -> Result<i32, CliError> {
+    keys::validate_resource_name(resource).map_err(|e| CliError::Failed(e.to_string()))?;
+    let (store, ns) = connect(&read)?;
+    let key = keys::resource_config_key(&ns, resource);
+    let level = read_level(store.as_ref(), &key, "resource defaults")?;
+    print(
+        &read,
+        || limits::resource_text(resource, level.as_ref()),
+        || limits::to_json(&read.namespace, Subject::Resource(resource), level.as_ref()),
+    )
+}
+
+pub fn system(read: ReadArgs) -> Result<i32, CliError> {
+    let (store, ns) = connect(&read)?;
+    let key = keys::system_config_key(&ns);
+    let level = read_level(store.as_ref(), &key, "system defaults")?;
+    print(
+        &read,
+        || limits::system_text(level.as_ref()),
+        || limits::to_json(&read.namespace, Subject::System, level.as_ref()),
+    )
 }
