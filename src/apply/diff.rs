@@ -2,7 +2,7 @@
 //! reference's order, then `drop_unchanged` against the live items.
 //!
 //! Deliberate difference from the reference: an unchanged level is recognised by
-//! its *limit-relevant content* ([`limit_content`]), not by every attribute. The
+//! its *limit-relevant content* ([`same_content`]), not by every attribute. The
 //! reference compares whole items, so a level written by the Python API (which adds
 //! `config_version` and the entity `GSI3PK/GSI3SK`) always shows as a spurious
 //! `~ update` once; here it does not. The live items are read with ONE batched,
@@ -11,7 +11,7 @@
 use crate::apply::level::{Action, Change, Level};
 use crate::apply::managed::ManagedSet;
 use crate::manifest::Manifest;
-use crate::store::{AttrValue, Item, Store, StoreError};
+use crate::store::{Item, Store, StoreError};
 
 /// The declared changes, in order: system; resources sorted by name, then deleted
 /// resources sorted; entity pairs sorted by the (entity, resource) tuple, then deleted
@@ -76,60 +76,11 @@ pub fn read_live(
 }
 
 /// Whether writing `desired` would change nothing that matters for enforcement
-/// compared to `live`.
+/// compared to `live`: the item codec's limit-relevant content
+/// ([`crate::items::config::limit_content`]: limit attributes, `sched_tz`, flags,
+/// `on_unavailable`, numbers compared numerically, bookkeeping ignored).
 pub fn same_content(desired: &Item, live: &Item) -> bool {
-    limit_content(desired) == limit_content(live)
-}
-
-/// The attributes that decide enforcement and display: keys, identity, limit
-/// attributes (`l_*`, `w_*`), `sched_tz`, `disabled`, `cascade`, `on_unavailable`.
-/// Numbers are normalised (`500.0` = `500`), and a resetting limit's inert
-/// `refill_period` is left out (the Python `Limit.quota()` writes 1 where the
-/// manifest default is 60). Bookkeeping (`config_version`, GSI keys, anything
-/// else) is ignored.
-pub fn limit_content(item: &Item) -> Item {
-    let mut out = Item::new();
-    for (name, value) in item {
-        let keep = matches!(
-            name.as_str(),
-            "PK" | "SK"
-                | "resource"
-                | "entity_id"
-                | "sched_tz"
-                | "disabled"
-                | "cascade"
-                | "on_unavailable"
-        ) || name.starts_with("l_")
-            || name.starts_with("w_");
-        if keep {
-            out.insert(name.clone(), normalise(value));
-        }
-    }
-    let resetting: Vec<String> = out
-        .keys()
-        .filter_map(|k| k.strip_suffix("_cp"))
-        .filter(|p| {
-            let ra_zero = out
-                .get(&format!("{p}_ra"))
-                .and_then(|v| v.as_n())
-                .is_none_or(|n| n == "0");
-            ra_zero && (out.contains_key(&format!("{p}_rsched")) || p.starts_with("w_"))
-        })
-        .map(str::to_string)
-        .collect();
-    for p in resetting {
-        out.remove(&format!("{p}_rp"));
-    }
-    out
-}
-
-fn normalise(v: &AttrValue) -> AttrValue {
-    match v {
-        AttrValue::N(n) => AttrValue::N(normalise_number(n)),
-        AttrValue::M(m) => AttrValue::M(m.iter().map(|(k, v)| (k.clone(), normalise(v))).collect()),
-        AttrValue::L(l) => AttrValue::L(l.iter().map(normalise).collect()),
-        other => other.clone(),
-    }
+    crate::items::config::same_limits(desired, live)
 }
 
 /// Canonical decimal text: no leading `+`, no leading zeros, no trailing fractional
@@ -186,6 +137,7 @@ pub fn normalise_number(n: &str) -> String {
 mod tests {
     use super::*;
     use crate::manifest::model::{LevelConfig, SystemLevel};
+    use crate::store::AttrValue;
     use indexmap::IndexMap;
 
     fn m(system: bool, resources: &[&str], pairs: &[(&str, &str)]) -> Manifest {

@@ -4,10 +4,13 @@
 pub mod detail;
 pub mod diff;
 pub mod fanout;
+pub mod fault;
 pub mod level;
 pub mod managed;
+pub mod output;
 pub mod pending;
 pub mod prepare;
+pub mod run;
 pub mod version;
 pub mod writes;
 #[cfg(test)]

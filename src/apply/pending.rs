@@ -442,7 +442,7 @@ mod tests {
 
     #[test]
     fn run_order_is_kind_then_resource_first() {
-        let mut v = vec![
+        let mut v = [
             owed(FanOutKind::Sync, LevelKind::Entity, "u/r"),
             owed(FanOutKind::Soft, LevelKind::System, ""),
             owed(FanOutKind::Soft, LevelKind::Resource, "r"),

@@ -7,34 +7,13 @@ use crate::manifest::model::Disabled;
 use crate::manifest::Manifest;
 use crate::store::{AttrValue, Condition, Key, Store, StoreError, UpdateAction, WriteOp};
 
-/// The zae-limiter release whose layout and semantics this tool writes.
-pub const CLIENT_VERSION: &str = "0.17.0";
+pub use crate::items::version::{read, VersionRecord, CLIENT_VERSION};
+
 /// Schema major this client reads (schema 0.10.0 in 0.17).
 const SCHEMA_MAJOR: u64 = 0;
 
 pub fn record_key() -> Key {
-    Key::new("_/SYSTEM#", "#VERSION")
-}
-
-/// The fields of `_/SYSTEM#` / `#VERSION` that gate plan and apply.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct VersionRecord {
-    pub schema_version: String,
-    /// `None` = unknown (stored as NULL or absent).
-    pub lambda_version: Option<String>,
-    pub client_min_version: Option<String>,
-}
-
-pub fn read(store: &dyn Store) -> Result<Option<VersionRecord>, StoreError> {
-    let Some(item) = store.get(&record_key(), true)? else {
-        return Ok(None);
-    };
-    let s = |n: &str| item.get(n).and_then(|v| v.as_s()).map(str::to_string);
-    Ok(Some(VersionRecord {
-        schema_version: s("schema_version").unwrap_or_default(),
-        lambda_version: s("lambda_version"),
-        client_min_version: s("client_min_version"),
-    }))
+    crate::items::keys::version_key()
 }
 
 /// `"0.17.0"` → (0, 17, 0); missing or non-numeric parts count as 0.
@@ -291,6 +270,8 @@ mod tests {
             schema_version: "0.10.0".into(),
             lambda_version: None,
             client_min_version: Some("0.17.0".into()),
+            updated_at: None,
+            updated_by: None,
         };
         assert_eq!(check_usable(Some(&rec), "t"), Ok(()));
         rec.client_min_version = Some("0.18.0".into());

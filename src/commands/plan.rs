@@ -1,23 +1,223 @@
-use crate::cli::args::{ApplyArgs, PlanArgs};
+//! `limits plan`, `limits diff`, `limits apply [--full]` (spec manifest-cli.md §3).
+//!
+//! Every command validates the manifest first and writes nothing when it is
+//! invalid. plan and diff are read-only and refuse a store this client may not
+//! use; apply initialises the store and registers the namespace when needed, as
+//! the reference's `Repository.open` does. `-N` is honoured (the reference ignores
+//! it) and must agree with the manifest's `namespace`.
+
+use std::io::Write;
+
+use crate::apply::level::Level;
+use crate::apply::output::{self, ApplyCounts, Command, Report};
+use crate::apply::prepare::{prepare, BuildFn};
+use crate::apply::{fault, pending, run, version};
+use crate::cli::args::{ApplyArgs, PlanArgs, TextOrJson};
 use crate::cli::CliError;
+use crate::exit_codes;
+use crate::items::{config, namespace};
+use crate::manifest::{self, Manifest, Severity};
+use crate::store::{open, Item, Store, StoreError};
 
-pub fn plan(_args: PlanArgs) -> Result<i32, CliError> {
-    Err(CliError::NotYet {
-        command: "limits plan",
-        tracking: "issue #5",
-    })
+pub fn plan(args: PlanArgs) -> Result<i32, CliError> {
+    read_only(args, Command::Plan)
 }
 
-pub fn diff(_args: PlanArgs) -> Result<i32, CliError> {
-    Err(CliError::NotYet {
-        command: "limits diff",
-        tracking: "issue #5",
-    })
+pub fn diff(args: PlanArgs) -> Result<i32, CliError> {
+    read_only(args, Command::Diff)
 }
 
-pub fn apply(_args: ApplyArgs) -> Result<i32, CliError> {
-    Err(CliError::NotYet {
-        command: "limits apply",
-        tracking: "issue #5",
-    })
+/// Loads and validates the manifest; on errors prints the diagnostics and stops.
+fn load(args: &PlanArgs) -> Result<(Manifest, Vec<String>), CliError> {
+    match manifest::load_file(&args.file) {
+        Ok(loaded) => {
+            let warnings = loaded
+                .warnings
+                .iter()
+                .filter(|d| d.severity == Severity::Warning)
+                .map(|d| d.message.clone())
+                .collect();
+            Ok((loaded.manifest, warnings))
+        }
+        Err(diags) => {
+            let mut err = std::io::stderr().lock();
+            let _ = err.write_all(manifest::render_text(&diags).as_bytes());
+            Err(CliError::Reported(exit_codes::FAILURE))
+        }
+    }
+}
+
+/// The namespace to use: the manifest's, which `-N` (when given) must match.
+fn namespace_name(args: &PlanArgs, m: &Manifest) -> Result<String, CliError> {
+    match &args.namespace.namespace {
+        Some(n) if *n != m.namespace => Err(CliError::Failed(format!(
+            "-N/--namespace is '{n}' but the manifest {} declares namespace '{}'; they must agree",
+            args.file.display(),
+            m.namespace
+        ))),
+        _ => Ok(m.namespace.clone()),
+    }
+}
+
+fn store_error(e: StoreError) -> CliError {
+    CliError::Failed(e.to_string())
+}
+
+/// The item codec for the levels of `m` in namespace `ns`.
+fn builder<'a>(ns: &'a str, m: &'a Manifest) -> impl Fn(&Level) -> Result<Item, String> + 'a {
+    move |level: &Level| {
+        let missing = || format!("level {} is not declared", level.target());
+        let r = match level {
+            Level::System => config::build_system(ns, m.system.as_ref().ok_or_else(missing)?),
+            Level::Resource(r) => {
+                config::build_resource(ns, r, m.resources.get(r).ok_or_else(missing)?)
+            }
+            Level::Entity(e, r) => config::build_entity(
+                ns,
+                e,
+                r,
+                m.entities
+                    .get(e)
+                    .and_then(|rs| rs.get(r))
+                    .ok_or_else(missing)?,
+            ),
+        };
+        r.map_err(|e| e.to_string())
+    }
+}
+
+/// Refusals shared by the read-only commands (§3.1): no table, no version record,
+/// a client below `client_min_version`, an unregistered namespace.
+fn resolve_read_only(store: &dyn Store, name: &str) -> Result<String, CliError> {
+    let rec = version::read(store).map_err(store_error)?;
+    version::check_usable(rec.as_ref(), store.table_name()).map_err(CliError::Failed)?;
+    namespace::resolve(store, name)
+        .map_err(store_error)?
+        .ok_or_else(|| {
+            CliError::Failed(format!(
+                "Namespace '{name}' not found. Register it with 'zae-limiter namespace register {name}'."
+            ))
+        })
+}
+
+fn read_only(args: PlanArgs, command: Command) -> Result<i32, CliError> {
+    let (m, warnings) = load(&args)?;
+    let name = namespace_name(&args, &m)?;
+    let store = open::open(&args.store, &args.name).map_err(store_error)?;
+    let ns = resolve_read_only(store.as_ref(), &name)?;
+    let build = builder(&ns, &m);
+    let build: &BuildFn<'_> = &build;
+    let prepared = prepare(store.as_ref(), &ns, &m, false, build).map_err(store_error)?;
+    let pending = pending::count(store.as_ref(), &ns).map_err(store_error)?
+        + prepared.record.cascade_pending.len();
+    let report = Report {
+        command,
+        namespace: &name,
+        changes: &prepared.changes,
+        unchanged: prepared.unchanged,
+        pending,
+        full: false,
+        resumed: false,
+        warnings: if command == Command::Plan {
+            warnings
+        } else {
+            Vec::new()
+        },
+        applied: None,
+    };
+    emit(&report, &args)?;
+    Ok(exit_code(&args, !prepared.changes.is_empty(), false))
+}
+
+pub fn apply(args: ApplyArgs) -> Result<i32, CliError> {
+    let full = args.full;
+    let args = args.plan;
+    let (m, _warnings) = load(&args)?;
+    let name = namespace_name(&args, &m)?;
+    let store = fault::wrap(open::open(&args.store, &args.name).map_err(store_error)?);
+    let store = store.as_ref();
+    crate::items::version::ensure_initialized(store)
+        .map_err(|e| CliError::Failed(e.to_string()))?;
+    let rec = version::read(store).map_err(store_error)?;
+    version::check_usable(rec.as_ref(), store.table_name()).map_err(CliError::Failed)?;
+    let ns = namespace::register(store, &name)
+        .map_err(|e| CliError::Failed(e.to_string()))?
+        .id;
+    let build = builder(&ns, &m);
+    let token = run::new_token();
+    let hash = manifest::applied_hash(&m);
+    let req = run::ApplyRequest {
+        ns: &ns,
+        manifest: &m,
+        full,
+        now_ms: now_ms(),
+        token: &token,
+        applied_hash: &hash,
+        build: &build,
+    };
+    let done = run::apply(store, &req).map_err(CliError::Failed)?;
+    let report = Report {
+        command: Command::Apply,
+        namespace: &name,
+        changes: &done.changes,
+        unchanged: done.unchanged,
+        pending: done.pending,
+        full: done.full,
+        resumed: done.resumed,
+        warnings: Vec::new(),
+        applied: Some(ApplyCounts {
+            created: done.created,
+            updated: done.updated,
+            deleted: done.deleted,
+            errors: done.errors.clone(),
+        }),
+    };
+    emit(&report, &args)?;
+    Ok(exit_code(
+        &args,
+        !done.changes.is_empty(),
+        !done.errors.is_empty(),
+    ))
+}
+
+fn emit(report: &Report<'_>, args: &PlanArgs) -> Result<(), CliError> {
+    match args.format {
+        TextOrJson::Text => {
+            let r = output::text(report, args.quiet);
+            std::io::stdout().lock().write_all(r.stdout.as_bytes())?;
+            std::io::stderr().lock().write_all(r.stderr.as_bytes())?;
+        }
+        TextOrJson::Json => {
+            let doc = output::json(report);
+            let text = serde_json::to_string_pretty(&doc)
+                .map_err(|e| CliError::Failed(format!("rendering JSON: {e}")))?;
+            writeln!(std::io::stdout().lock(), "{text}")?;
+        }
+    }
+    Ok(())
+}
+
+/// 1 on errors; with `--detailed-exitcode` 2 when there are changes; else 0.
+fn exit_code(args: &PlanArgs, changes: bool, errors: bool) -> i32 {
+    if errors {
+        exit_codes::FAILURE
+    } else if args.detailed_exitcode && changes {
+        exit_codes::CHANGES_PRESENT
+    } else {
+        exit_codes::OK
+    }
+}
+
+/// Epoch milliseconds. `ZAEL_TEST_CLOCK_OFFSET_MS` (tests only) shifts the clock,
+/// so a test can let an interrupted apply's leases expire without waiting.
+fn now_ms() -> i64 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0);
+    let offset = std::env::var("ZAEL_TEST_CLOCK_OFFSET_MS")
+        .ok()
+        .and_then(|v| v.trim().parse::<i64>().ok())
+        .unwrap_or(0);
+    now.saturating_add(offset)
 }

@@ -1,0 +1,384 @@
+//! Rendering plan, diff and apply results.
+//!
+//! **Text** keeps the reference's lines word for word (spec manifest-cli.md
+//! §3.7: `Plan:`, `Drift detected:`, `Applied:`, `No changes…`, `Note:`,
+//! `Errors (K):`, the `+ ~ -` symbols and two-space indents) and adds, under each
+//! change, its attribute-level detail indented six spaces
+//! (`      rpm.capacity: 500 → 600`); `-q` hides the change list and the detail.
+//!
+//! **JSON** (`--format json`) is one document, version 1:
+//!
+//! ```json
+//! {
+//!   "version": 1,
+//!   "command": "plan" | "diff" | "apply",
+//!   "status": "planned" | "applied",
+//!   "namespace": "prod",
+//!   "changes": [
+//!     {"action": "create" | "update" | "delete",
+//!      "level": "system" | "resource" | "entity",
+//!      "target": null | "gpt-4" | "user-1/gpt-4",
+//!      "details": [{"op": "+" | "-" | "~" | "!", "path": "rpm.capacity",
+//!                   "old": "500", "new": "600"}]}
+//!   ],
+//!   "unchanged": 1,
+//!   "pending": 0,
+//!   "full": false,
+//!   "resumed": false,
+//!   "warnings": ["…"],
+//!   "created": 1, "updated": 0, "deleted": 0,   // apply only
+//!   "errors": ["…"]                              // apply only
+//! }
+//! ```
+//!
+//! `old` is absent for `+`, `new` for `-`; `!` marks a level whose item cannot
+//! be built (its message in `new`). Fields are only ever added within version 1.
+
+use serde_json::{json, Value};
+
+use crate::apply::prepare::PlannedChange;
+
+/// Which command is rendering.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Command {
+    Plan,
+    Diff,
+    Apply,
+}
+
+impl Command {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Command::Plan => "plan",
+            Command::Diff => "diff",
+            Command::Apply => "apply",
+        }
+    }
+}
+
+/// Counts and errors only an apply has.
+#[derive(Debug, Clone, Default)]
+pub struct ApplyCounts {
+    pub created: usize,
+    pub updated: usize,
+    pub deleted: usize,
+    pub errors: Vec<String>,
+}
+
+/// Everything any of the three commands reports.
+#[derive(Debug, Clone)]
+pub struct Report<'a> {
+    pub command: Command,
+    pub namespace: &'a str,
+    pub changes: &'a [PlannedChange],
+    pub unchanged: usize,
+    pub pending: usize,
+    pub full: bool,
+    pub resumed: bool,
+    pub warnings: Vec<String>,
+    /// `Some` for apply.
+    pub applied: Option<ApplyCounts>,
+}
+
+/// What to print where.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Rendered {
+    pub stdout: String,
+    pub stderr: String,
+}
+
+fn target(pc: &PlannedChange) -> String {
+    let t = pc.change.level.target();
+    if t.is_empty() {
+        "(system defaults)".to_string()
+    } else {
+        t
+    }
+}
+
+fn suffix(unchanged: usize) -> String {
+    if unchanged > 0 {
+        format!(" ({unchanged} unchanged)")
+    } else {
+        String::new()
+    }
+}
+
+fn retried_line(p: usize) -> String {
+    format!("No config changes; {p} bucket fan-out(s) an earlier apply did not finish will be retried by the next apply.\n")
+}
+
+fn note_line(p: usize) -> String {
+    format!("Note: {p} bucket fan-out(s) an earlier apply did not finish; the next apply retries them.\n")
+}
+
+fn change_lines(out: &mut String, r: &Report<'_>) {
+    for pc in r.changes {
+        let c = &pc.change;
+        match r.command {
+            Command::Diff => out.push_str(&format!(
+                "  {} {}: {}\n",
+                c.action.symbol(),
+                c.level.kind().as_str(),
+                target(pc)
+            )),
+            _ => out.push_str(&format!(
+                "  {} {} {}: {}\n",
+                c.action.symbol(),
+                c.action.as_str(),
+                c.level.kind().as_str(),
+                target(pc)
+            )),
+        }
+        for d in &pc.details {
+            out.push_str("      ");
+            out.push_str(&d.render());
+            out.push('\n');
+        }
+    }
+}
+
+/// The text form. `quiet` (`-q`) prints only the summary lines.
+pub fn text(r: &Report<'_>, quiet: bool) -> Rendered {
+    let mut out = String::new();
+    let mut err = String::new();
+    let n = r.changes.len();
+    match r.command {
+        Command::Plan => {
+            for w in &r.warnings {
+                err.push_str(&format!("Warning: {w}\n"));
+            }
+            if n == 0 {
+                if r.pending > 0 {
+                    out.push_str(&retried_line(r.pending));
+                } else {
+                    out.push_str("No changes. Infrastructure is up-to-date.\n");
+                }
+            } else {
+                out.push_str(&format!("Plan: {n} change(s){}\n", suffix(r.unchanged)));
+                if r.pending > 0 {
+                    out.push_str(&note_line(r.pending));
+                }
+                if !quiet {
+                    out.push('\n');
+                    change_lines(&mut out, r);
+                }
+            }
+        }
+        Command::Diff => {
+            if n == 0 {
+                out.push_str("No drift detected. Live state matches YAML.\n");
+                if r.pending > 0 {
+                    out.push_str(&note_line(r.pending));
+                }
+            } else {
+                out.push_str(&format!(
+                    "Drift detected: {n} difference(s){}\n",
+                    suffix(r.unchanged)
+                ));
+                if r.pending > 0 {
+                    out.push_str(&note_line(r.pending));
+                }
+                if !quiet {
+                    out.push('\n');
+                    change_lines(&mut out, r);
+                }
+            }
+        }
+        Command::Apply => {
+            let counts = r.applied.clone().unwrap_or_default();
+            if n == 0 {
+                if !counts.errors.is_empty() {
+                    out.push_str(
+                        "No config changes; retried fan-outs did not finish (see errors).\n",
+                    );
+                } else if r.pending > 0 {
+                    out.push_str(&retried_line(r.pending));
+                } else {
+                    out.push_str("No changes. Infrastructure is up-to-date.\n");
+                }
+            } else {
+                if !quiet {
+                    change_lines(&mut out, r);
+                    out.push('\n');
+                }
+                out.push_str(&format!(
+                    "Applied: {} created, {} updated, {} deleted{}.\n",
+                    counts.created,
+                    counts.updated,
+                    counts.deleted,
+                    suffix(r.unchanged)
+                ));
+                if r.pending > 0 {
+                    out.push_str(&note_line(r.pending));
+                }
+            }
+            if r.resumed {
+                out.push_str("Note: resumed the fan-outs an earlier full apply did not finish, instead of starting over.\n");
+            }
+            if !counts.errors.is_empty() {
+                err.push_str(&format!("\nErrors ({}):\n", counts.errors.len()));
+                for e in &counts.errors {
+                    err.push_str(&format!("  - {e}\n"));
+                }
+            }
+        }
+    }
+    Rendered {
+        stdout: out,
+        stderr: err,
+    }
+}
+
+/// The JSON document (see the module doc for its shape).
+pub fn json(r: &Report<'_>) -> Value {
+    let changes: Vec<Value> = r
+        .changes
+        .iter()
+        .map(|pc| {
+            let t = pc.change.level.target();
+            json!({
+                "action": pc.change.action.as_str(),
+                "level": pc.change.level.kind().as_str(),
+                "target": if t.is_empty() { Value::Null } else { Value::String(t) },
+                "details": pc.details,
+            })
+        })
+        .collect();
+    let mut doc = json!({
+        "version": 1,
+        "command": r.command.as_str(),
+        "status": if r.command == Command::Apply { "applied" } else { "planned" },
+        "namespace": r.namespace,
+        "changes": changes,
+        "unchanged": r.unchanged,
+        "pending": r.pending,
+        "full": r.full,
+        "resumed": r.resumed,
+        "warnings": r.warnings,
+    });
+    if let (Some(c), Some(obj)) = (&r.applied, doc.as_object_mut()) {
+        obj.insert("created".into(), json!(c.created));
+        obj.insert("updated".into(), json!(c.updated));
+        obj.insert("deleted".into(), json!(c.deleted));
+        obj.insert("errors".into(), json!(c.errors));
+    }
+    doc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::apply::detail::Detail;
+    use crate::apply::level::{Action, Change, Level};
+
+    fn pc(action: Action, level: Level) -> PlannedChange {
+        PlannedChange {
+            change: Change::new(action, level),
+            desired: None,
+            live: None,
+            details: vec![],
+        }
+    }
+
+    fn report<'a>(command: Command, changes: &'a [PlannedChange]) -> Report<'a> {
+        Report {
+            command,
+            namespace: "d",
+            changes,
+            unchanged: 0,
+            pending: 0,
+            full: false,
+            resumed: false,
+            warnings: vec![],
+            applied: None,
+        }
+    }
+
+    #[test]
+    fn plan_and_diff_lines_match_the_reference() {
+        let mut changes = vec![
+            pc(Action::Delete, Level::System),
+            pc(Action::Update, Level::Resource("gpt-4".into())),
+        ];
+        changes[1].details.push(Detail {
+            op: "~",
+            path: "rpm.capacity".into(),
+            old: Some("500".into()),
+            new: Some("600".into()),
+        });
+        let mut r = report(Command::Plan, &changes);
+        r.unchanged = 1;
+        assert_eq!(
+            text(&r, false).stdout,
+            "Plan: 2 change(s) (1 unchanged)\n\n  - delete system: (system defaults)\n  ~ update resource: gpt-4\n      rpm.capacity: 500 → 600\n"
+        );
+        assert_eq!(text(&r, true).stdout, "Plan: 2 change(s) (1 unchanged)\n");
+        r.command = Command::Diff;
+        r.pending = 1;
+        assert_eq!(
+            text(&r, false).stdout,
+            "Drift detected: 2 difference(s) (1 unchanged)\nNote: 1 bucket fan-out(s) an earlier apply did not finish; the next apply retries them.\n\n  - system: (system defaults)\n  ~ resource: gpt-4\n      rpm.capacity: 500 → 600\n"
+        );
+    }
+
+    #[test]
+    fn no_change_lines() {
+        let r = report(Command::Plan, &[]);
+        assert_eq!(
+            text(&r, false).stdout,
+            "No changes. Infrastructure is up-to-date.\n"
+        );
+        let mut r = report(Command::Diff, &[]);
+        assert_eq!(
+            text(&r, false).stdout,
+            "No drift detected. Live state matches YAML.\n"
+        );
+        r.command = Command::Plan;
+        r.pending = 1;
+        assert_eq!(
+            text(&r, false).stdout,
+            "No config changes; 1 bucket fan-out(s) an earlier apply did not finish will be retried by the next apply.\n"
+        );
+        r.command = Command::Apply;
+        r.applied = Some(ApplyCounts {
+            errors: vec!["bucket param sync entity u/r: boom (retried on the next apply)".into()],
+            ..Default::default()
+        });
+        let t = text(&r, false);
+        assert_eq!(
+            t.stdout,
+            "No config changes; retried fan-outs did not finish (see errors).\n"
+        );
+        assert_eq!(
+            t.stderr,
+            "\nErrors (1):\n  - bucket param sync entity u/r: boom (retried on the next apply)\n"
+        );
+    }
+
+    #[test]
+    fn apply_lines_and_json() {
+        let changes = vec![pc(
+            Action::Create,
+            Level::Entity("user-1".into(), "gpt-4".into()),
+        )];
+        let mut r = report(Command::Apply, &changes);
+        r.applied = Some(ApplyCounts {
+            created: 1,
+            ..Default::default()
+        });
+        r.resumed = true;
+        assert_eq!(
+            text(&r, false).stdout,
+            "  + create entity: user-1/gpt-4\n\nApplied: 1 created, 0 updated, 0 deleted.\nNote: resumed the fan-outs an earlier full apply did not finish, instead of starting over.\n"
+        );
+        let j = json(&r);
+        assert_eq!(j["version"], 1);
+        assert_eq!(j["status"], "applied");
+        assert_eq!(j["changes"][0]["target"], "user-1/gpt-4");
+        assert_eq!(j["created"], 1);
+        let plan = json(&report(Command::Plan, &[pc(Action::Create, Level::System)]));
+        assert_eq!(plan["changes"][0]["target"], Value::Null);
+        assert!(plan.get("errors").is_none());
+    }
+}

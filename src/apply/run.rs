@@ -1,0 +1,372 @@
+//! `limits apply` (spec manifest-cli.md §3.3): gates, claim of abandoned
+//! fan-outs, write-ahead of owed fan-outs, config writes in change order,
+//! fan-outs, then the `#PROVISIONER` record.
+//!
+//! Crash safety: every step is either idempotent or recorded before it runs. A
+//! process killed at any point leaves (a) config items that are each either old or
+//! new, with their registry entry written in the same transaction, (b) pending
+//! items for every fan-out a finished write made necessary, and (c) the previous
+//! `#PROVISIONER` record, so the next apply recomputes the same changes, skips the
+//! ones already written and deletes what is still left to delete.
+
+use std::collections::BTreeSet;
+
+use crate::apply::fanout::{self, FanOutKind, LevelKind, Owed};
+use crate::apply::level::{Action, Level};
+use crate::apply::managed::{self, ManagedSet};
+use crate::apply::pending::{self, Share};
+use crate::apply::prepare::{prepare, BuildFn, PlannedChange};
+use crate::apply::{version, writes};
+use crate::manifest::Manifest;
+use crate::store::{AttrValue, Item, Store};
+
+/// How long this apply holds the fan-outs it owes: the reference's 900 s Lambda
+/// budget plus 60 s.
+pub const LEASE_MS: i64 = 960_000;
+const FANOUT_ROUNDS: usize = 3;
+
+/// What an apply did.
+#[derive(Debug, Clone)]
+pub struct Applied {
+    pub changes: Vec<PlannedChange>,
+    pub created: usize,
+    pub updated: usize,
+    pub deleted: usize,
+    pub unchanged: usize,
+    pub full: bool,
+    pub resumed: bool,
+    /// Pending fan-out items left after the apply.
+    pub pending: usize,
+    pub errors: Vec<String>,
+}
+
+pub struct ApplyRequest<'a> {
+    pub ns: &'a str,
+    pub manifest: &'a Manifest,
+    pub full: bool,
+    pub now_ms: i64,
+    /// A fresh random token naming this apply's pending shares.
+    pub token: &'a str,
+    /// `sha256:…` of the normalised manifest (informational, stored in the record).
+    pub applied_hash: &'a str,
+    pub build: &'a BuildFn<'a>,
+}
+
+/// Runs one apply. `Err` means nothing was written to any config item (a refused
+/// version gate, or the store failed before the first config write).
+pub fn apply(store: &dyn Store, req: &ApplyRequest<'_>) -> Result<Applied, String> {
+    let ns = req.ns;
+    // 1. Gates over every declared level, before any write.
+    version::enforce(store, req.manifest)?;
+
+    // 2–3. Claim what earlier applies left behind once their leases ran out.
+    let lease = req.now_ms + LEASE_MS;
+    let mut owed: BTreeSet<Owed> = BTreeSet::new();
+    let mut resumed = false;
+    for p in pending::list(store, ns).map_err(|e| e.to_string())? {
+        if !p.claimable(req.now_ms) {
+            continue;
+        }
+        let was_full = p.owners.values().any(|s| s.full);
+        let share = Share { lease, full: false };
+        if pending::claim(store, ns, &p, req.token, share, req.now_ms).map_err(|e| e.to_string())? {
+            resumed |= req.full && was_full;
+            owed.insert(p.owed);
+        }
+    }
+    // Legacy (0.16) entries on the record become pending items before the record,
+    // which drops them, is rewritten.
+    let record = managed::read(store, ns).map_err(|e| e.to_string())?;
+    for (level, target) in &record.cascade_pending {
+        let Some(level) = Level::from_parts(level, target) else {
+            continue;
+        };
+        let o = Owed {
+            kind: FanOutKind::Cascade,
+            level: level.kind(),
+            target: level.target(),
+        };
+        pending::write_ahead(
+            store,
+            ns,
+            &o,
+            req.token,
+            Share { lease, full: false },
+            req.now_ms,
+        )
+        .map_err(|e| e.to_string())?;
+        owed.insert(o);
+    }
+
+    // A resumed full apply continues change-only instead of starting over.
+    let full = req.full && !resumed;
+    let prepared = prepare(store, ns, req.manifest, full, req.build).map_err(|e| e.to_string())?;
+
+    // 4. Write ahead every fan-out the changes make necessary.
+    for pc in &prepared.changes {
+        for kind in owed_kinds(pc, full) {
+            let o = Owed {
+                kind,
+                level: pc.change.level.kind(),
+                target: pc.change.level.target(),
+            };
+            pending::write_ahead(store, ns, &o, req.token, Share { lease, full }, req.now_ms)
+                .map_err(|e| e.to_string())?;
+            owed.insert(o);
+        }
+    }
+
+    // 5. Config writes, in change order; a failure is recorded and the loop goes on.
+    let mut out = Applied {
+        changes: Vec::new(),
+        created: 0,
+        updated: 0,
+        deleted: 0,
+        unchanged: prepared.unchanged,
+        full: req.full,
+        resumed,
+        pending: 0,
+        errors: Vec::new(),
+    };
+    for pc in &prepared.changes {
+        let level = &pc.change.level;
+        let result = match (&pc.desired, pc.change.action) {
+            (_, Action::Delete) => {
+                if pc.live.is_some() {
+                    writes::delete_level(store, ns, level).map_err(|e| e.to_string())
+                } else {
+                    Ok(()) // already gone: listed and counted, as the reference does
+                }
+            }
+            (Some(Ok(item)), _) => {
+                writes::put_level(store, ns, level, item.clone(), pc.live.is_some())
+                    .map_err(|e| e.to_string())
+            }
+            (Some(Err(e)), _) => Err(e.clone()),
+            (None, _) => Err("no item to write".to_string()),
+        };
+        match result {
+            Ok(()) => match pc.change.action {
+                Action::Create => out.created += 1,
+                Action::Update => out.updated += 1,
+                Action::Delete => out.deleted += 1,
+            },
+            Err(e) => out.errors.push(format!("{}: {e}", pc.change)),
+        }
+    }
+    out.changes = prepared.changes;
+
+    // 7. Re-assert explicit `disabled` on declared levels not already being fanned out.
+    for level in declared_disabled(req.manifest) {
+        let o = Owed {
+            kind: FanOutKind::Disabled,
+            level: level.kind(),
+            target: level.target(),
+        };
+        if owed.contains(&o) {
+            continue;
+        }
+        if let Err(e) = fanout::run(store, ns, &o, req.now_ms) {
+            out.errors.push(fanout_error(&o, &e));
+        }
+    }
+
+    // 8. Every owed fan-out, from the live config item, until it is stable.
+    let mut order: Vec<Owed> = owed.into_iter().collect();
+    order.sort_by(pending::run_order);
+    for o in &order {
+        let key = Level::from_parts(o.level.as_str(), &o.target).map(|l| l.key(ns));
+        let mut done = false;
+        let mut last_err = None;
+        for _ in 0..FANOUT_ROUNDS {
+            let before = key.as_ref().map(|k| store.get(k, true));
+            if let Err(e) = fanout::run(store, ns, o, req.now_ms) {
+                last_err = Some(fanout_error(o, &e));
+                break;
+            }
+            let after = key.as_ref().map(|k| store.get(k, true));
+            let stable = match (before, after) {
+                (Some(Ok(a)), Some(Ok(b))) => a == b,
+                (None, None) => true,
+                _ => false,
+            };
+            if stable {
+                done = true;
+                break;
+            }
+        }
+        if done {
+            if let Err(e) = pending::release(store, ns, o, req.token, req.now_ms) {
+                out.errors.push(format!(
+                    "release {} {} {}: {e}",
+                    o.kind.as_str(),
+                    o.level.as_str(),
+                    o.target
+                ));
+            }
+        } else {
+            out.errors.push(last_err.unwrap_or_else(|| {
+                format!(
+                    "retry {} {} {}: the config item kept changing during the fan-out (retried on the next apply)",
+                    o.kind.as_str(),
+                    o.level.as_str(),
+                    o.target
+                )
+            }));
+            // 9. Hand what failed to the next apply at once.
+            let _ = pending::expire(store, ns, o, req.token, req.now_ms);
+        }
+    }
+
+    // 10. The record: managed = what the manifest declares, even for failed writes.
+    let item = managed::record_item(
+        ns,
+        &ManagedSet::from_manifest(req.manifest),
+        &managed::iso_timestamp(req.now_ms),
+        req.applied_hash,
+    );
+    if let Err(e) = store.write(crate::store::WriteOp::Put {
+        item,
+        condition: None,
+    }) {
+        out.errors
+            .push(format!("writing the #PROVISIONER record: {e}"));
+    }
+
+    // 11. What is still owed.
+    match pending::count(store, ns) {
+        Ok(n) => out.pending = n,
+        Err(e) => out.errors.push(format!("counting pending fan-outs: {e}")),
+    }
+    Ok(out)
+}
+
+/// The reference's wording for a failed fan-out (§3.3 step 8).
+pub fn fanout_error(o: &Owed, e: &str) -> String {
+    let (level, target) = (o.level.as_str(), &o.target);
+    match o.kind {
+        FanOutKind::Disabled => {
+            format!("disable fan-out {level} {target}: {e} (retried on the next apply)")
+        }
+        FanOutKind::Cascade => {
+            format!("cascade fan-out {level} {target}: {e} (retried on the next apply)")
+        }
+        FanOutKind::Soft => format!("soft fan-out {level} {target}: {e}"),
+        FanOutKind::Sync => {
+            format!("bucket param sync entity {target}: {e} (retried on the next apply)")
+        }
+    }
+}
+
+/// Resource and entity levels the manifest gives an explicit `disabled` (bypass included).
+fn declared_disabled(m: &Manifest) -> Vec<Level> {
+    let mut out: Vec<Level> = m
+        .resources
+        .iter()
+        .filter(|(_, c)| c.disabled.is_some())
+        .map(|(r, _)| Level::Resource(r.clone()))
+        .collect();
+    for (e, rs) in &m.entities {
+        for (r, c) in rs {
+            if c.disabled.is_some() {
+                out.push(Level::Entity(e.clone(), r.clone()));
+            }
+        }
+    }
+    out
+}
+
+/// Which fan-outs a change owes, predicted from the pre-read live item.
+pub fn owed_kinds(pc: &PlannedChange, full: bool) -> Vec<FanOutKind> {
+    let live = pc.live.as_ref();
+    let desired = match &pc.desired {
+        Some(Ok(item)) => Some(item),
+        Some(Err(_)) => return Vec::new(), // nothing will be written
+        None => None,
+    };
+    let full = full && pc.change.action != Action::Delete;
+    let attr = |i: Option<&Item>, n: &str| i.and_then(|i| i.get(n)).cloned();
+    let changed = |n: &str| attr(live, n) != attr(desired, n);
+    let soft_changed = soft_set(live) != soft_set(desired);
+    let mut out = Vec::new();
+    match pc.change.level.kind() {
+        LevelKind::System => {
+            let involved = !soft_set(live).is_empty() || !soft_set(desired).is_empty();
+            if soft_changed || (full && involved) {
+                out.push(FanOutKind::Soft);
+            }
+        }
+        LevelKind::Resource => {
+            if full || changed("disabled") {
+                out.push(FanOutKind::Disabled);
+            }
+            if full || changed("cascade") {
+                out.push(FanOutKind::Cascade);
+            }
+            if full || soft_changed {
+                out.push(FanOutKind::Soft);
+            }
+        }
+        LevelKind::Entity => {
+            if full || changed("disabled") {
+                out.push(FanOutKind::Disabled);
+            }
+            if full || changed("cascade") {
+                out.push(FanOutKind::Cascade);
+            }
+            let deleted = pc.change.action == Action::Delete && live.is_some();
+            if full || deleted || limit_attrs(live) != limit_attrs(desired) {
+                out.push(FanOutKind::Sync);
+            }
+        }
+    }
+    out
+}
+
+fn soft_set(item: Option<&Item>) -> BTreeSet<String> {
+    item.into_iter()
+        .flat_map(|i| i.iter())
+        .filter(|(k, v)| {
+            (k.starts_with("l_") || k.starts_with("w_"))
+                && k.ends_with("_soft")
+                && **v == AttrValue::Bool(true)
+        })
+        .map(|(k, _)| k[2..k.len() - 5].to_string())
+        .collect()
+}
+
+fn limit_attrs(item: Option<&Item>) -> Item {
+    let content = item
+        .map(crate::items::config::limit_content)
+        .unwrap_or_default();
+    content
+        .into_iter()
+        .filter(|(k, _)| k.starts_with("l_") || k.starts_with("w_") || k == "sched_tz")
+        .collect()
+}
+
+/// A fresh apply token: 32 hex digits from the OS's random source.
+pub fn new_token() -> String {
+    use std::io::Read;
+    let mut buf = [0u8; 16];
+    let ok = std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut buf))
+        .is_ok();
+    if !ok {
+        // No /dev/urandom: mix time, pid and the std hasher's random keys.
+        use std::hash::{BuildHasher, Hasher};
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or(0),
+        );
+        h.write_u32(std::process::id());
+        let a = h.finish();
+        h.write_u64(a);
+        buf[..8].copy_from_slice(&a.to_le_bytes());
+        buf[8..].copy_from_slice(&h.finish().to_le_bytes());
+    }
+    buf.iter().map(|b| format!("{b:02x}")).collect()
+}
