@@ -7,7 +7,7 @@
 mod bucket;
 mod levels;
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use self::bucket::{bucket_limits, stamp_deadline, sync_actions, BucketId};
 use self::levels::{meta_key, Levels, Source};
@@ -70,35 +70,110 @@ pub struct Owed {
 /// meanwhile); every write is an UpdateItem conditioned on the bucket still
 /// existing, so a vanished shard is skipped and nothing is ever created.
 pub fn run(store: &dyn Store, ns_id: &str, owed: &Owed, now_ms: i64) -> Result<(), String> {
-    let Some(scope) = Scope::parse(owed.level, &owed.target) else {
-        return Err(format!(
-            "cannot fan out {} {} '{}': malformed target",
-            owed.kind.as_str(),
-            owed.level.as_str(),
-            owed.target
-        ));
-    };
-    let job = match (owed.kind, &scope) {
-        (FanOutKind::Sync, Scope::Entity(..)) => Job::Sync,
-        (FanOutKind::Disabled, Scope::Entity(..) | Scope::Resource(_)) => Job::Disabled,
-        (FanOutKind::Cascade, Scope::Entity(..) | Scope::Resource(_)) => Job::Cascade,
-        (FanOutKind::Soft, Scope::System | Scope::Resource(_)) => Job::Soft,
-        // Resource/system limit changes reach buckets through their TTL (§3.4);
-        // entity soft-ness travels with the sync; there are no system flags.
-        _ => return Ok(()),
-    };
-    let mut seen: HashSet<Key> = HashSet::new();
+    run_many(store, ns_id, std::slice::from_ref(owed), now_ms)
+        .pop()
+        .unwrap_or(Ok(()))
+}
+
+/// At or above this many fan-outs, buckets are discovered with one listing of
+/// the namespace (GSI4) instead of two index queries per fan-out.
+const BULK_DISCOVERY_AT: usize = 32;
+
+/// Performs many owed fan-outs at once, with the same effect as [`run`] on each
+/// in turn: config items and buckets are read in batches (100 keys a request),
+/// the bucket updates run concurrently, and with many fan-outs the buckets are
+/// found by listing the namespace once per pass. One result per `owed`, in order.
+pub fn run_many(
+    store: &dyn Store,
+    ns_id: &str,
+    owed: &[Owed],
+    now_ms: i64,
+) -> Vec<Result<(), String>> {
+    let mut results: Vec<Result<(), String>> = vec![Ok(()); owed.len()];
+    let mut work: Vec<(usize, Scope, Job)> = vec![];
+    for (i, o) in owed.iter().enumerate() {
+        let Some(scope) = Scope::parse(o.level, &o.target) else {
+            results[i] = Err(format!(
+                "cannot fan out {} {} '{}': malformed target",
+                o.kind.as_str(),
+                o.level.as_str(),
+                o.target
+            ));
+            continue;
+        };
+        let job = match (o.kind, &scope) {
+            (FanOutKind::Sync, Scope::Entity(..)) => Job::Sync,
+            (FanOutKind::Disabled, Scope::Entity(..) | Scope::Resource(_)) => Job::Disabled,
+            (FanOutKind::Cascade, Scope::Entity(..) | Scope::Resource(_)) => Job::Cascade,
+            (FanOutKind::Soft, Scope::System | Scope::Resource(_)) => Job::Soft,
+            // Resource/system limit changes reach buckets through their TTL (§3.4);
+            // entity soft-ness travels with the sync; there are no system flags.
+            _ => continue,
+        };
+        work.push((i, scope, job));
+    }
+    let bulk = work.len() >= BULK_DISCOVERY_AT;
+    let mut seen: Vec<HashSet<Key>> = vec![HashSet::new(); work.len()];
     for _pass in 0..2 {
-        let found = discover(store, ns_id, &scope).map_err(|e| e.to_string())?;
-        let fresh: Vec<(Key, BucketId)> = found
-            .into_iter()
-            .filter(|(k, _)| seen.insert(k.clone()))
-            .collect();
-        if !fresh.is_empty() {
-            fan_out(store, ns_id, &scope, job, &fresh, now_ms)?;
+        let all = if bulk {
+            match discover(store, ns_id, &Scope::System) {
+                Ok(found) => Some(found),
+                Err(e) => {
+                    for (i, ..) in &work {
+                        results[*i] = Err(e.to_string());
+                    }
+                    return results;
+                }
+            }
+        } else {
+            None
+        };
+        let mut batch: Vec<Task> = vec![];
+        for (w, (i, scope, job)) in work.iter().enumerate() {
+            if results[*i].is_err() {
+                continue;
+            }
+            let found = match &all {
+                Some(all) => Ok(all
+                    .iter()
+                    .filter(|(_, id)| scope.covers(id))
+                    .cloned()
+                    .collect()),
+                None => discover(store, ns_id, scope),
+            };
+            match found {
+                Ok(found) => {
+                    let fresh: Vec<(Key, BucketId)> = found
+                        .into_iter()
+                        .filter(|(k, _)| seen[w].insert(k.clone()))
+                        .collect();
+                    if !fresh.is_empty() {
+                        batch.push(Task {
+                            index: *i,
+                            scope: scope.clone(),
+                            job: *job,
+                            buckets: fresh,
+                        });
+                    }
+                }
+                Err(e) => results[*i] = Err(e.to_string()),
+            }
+        }
+        for (i, res) in fan_out(store, ns_id, &batch, now_ms) {
+            if let Err(e) = res {
+                results[i] = Err(e);
+            }
         }
     }
-    Ok(())
+    results
+}
+
+/// One fan-out's share of a batch: the buckets it still has to update.
+struct Task {
+    index: usize,
+    scope: Scope,
+    job: Job,
+    buckets: Vec<(Key, BucketId)>,
 }
 
 /// What one fan-out does to each bucket.
@@ -119,6 +194,15 @@ enum Scope {
 }
 
 impl Scope {
+    /// Whether a bucket belongs to this level's discovery (as its index query would find it).
+    fn covers(&self, id: &BucketId) -> bool {
+        match self {
+            Scope::System => true,
+            Scope::Resource(r) => id.resource == *r,
+            Scope::Entity(e, r) => id.entity == *e && (r == "_default_" || id.resource == *r),
+        }
+    }
+
     fn parse(level: LevelKind, target: &str) -> Option<Scope> {
         match level {
             LevelKind::System => Some(Scope::System),
@@ -159,87 +243,115 @@ fn discover(
         .collect())
 }
 
-/// Reads what the buckets resolve from (one batched, consistent read), builds
-/// one conditional update per bucket and runs them concurrently.
+/// Reads what the buckets resolve from (batched, consistent reads), builds one
+/// conditional update per bucket and task, and runs them all concurrently.
+/// Returns the outcome per task index.
 fn fan_out(
     store: &dyn Store,
     ns: &str,
-    scope: &Scope,
-    job: Job,
-    buckets: &[(Key, BucketId)],
+    tasks: &[Task],
     now_ms: i64,
-) -> Result<(), String> {
+) -> Vec<(usize, Result<(), String>)> {
+    if tasks.is_empty() {
+        return vec![];
+    }
     let mut config_keys: BTreeSet<Key> = BTreeSet::new();
-    for (_, id) in buckets {
-        config_keys.extend(Levels::keys_for(ns, &id.entity, &id.resource));
-        if job == Job::Cascade {
-            config_keys.insert(meta_key(ns, &id.entity));
+    let mut bucket_keys: BTreeSet<Key> = BTreeSet::new();
+    for t in tasks {
+        for (k, id) in &t.buckets {
+            config_keys.extend(Levels::keys_for(ns, &id.entity, &id.resource));
+            if t.job == Job::Cascade {
+                config_keys.insert(meta_key(ns, &id.entity));
+            }
+            bucket_keys.insert(k.clone());
         }
     }
-    let mut read: Vec<Key> = config_keys.into_iter().collect();
-    let n_config = read.len();
-    read.extend(buckets.iter().map(|(k, _)| k.clone()));
-    let items = store.batch_get(&read, true).map_err(|e| e.to_string())?;
-    let (config_items, bucket_items) = items.split_at(n_config);
-    let fetched: Vec<(Key, Option<Item>)> = read[..n_config]
+    let fail_all = |e: String| tasks.iter().map(|t| (t.index, Err(e.clone()))).collect();
+    let read: Vec<Key> = config_keys
         .iter()
+        .chain(bucket_keys.iter())
         .cloned()
-        .zip(config_items.iter().cloned())
         .collect();
-    let metas: std::collections::HashMap<Key, Item> = fetched
+    let items = match store.batch_get(&read, true) {
+        Ok(items) => items,
+        Err(e) => return fail_all(e.to_string()),
+    };
+    let fetched: HashMap<Key, Option<Item>> = read.into_iter().zip(items).collect();
+    let metas: HashMap<Key, Item> = fetched
         .iter()
         .filter(|(k, _)| k.sk == "#META")
         .filter_map(|(k, i)| i.clone().map(|i| (k.clone(), i)))
         .collect();
-    let levels = Levels::new(
-        ns,
-        fetched
-            .into_iter()
-            .filter(|(k, _)| k.sk != "#META")
-            .collect(),
-    )?;
+    let config: Vec<(Key, Option<Item>)> = config_keys
+        .iter()
+        .filter(|k| k.sk != "#META")
+        .map(|k| (k.clone(), fetched.get(k).cloned().flatten()))
+        .collect();
+    let levels = match Levels::new(ns, config) {
+        Ok(l) => l,
+        Err(e) => return fail_all(e),
+    };
 
+    let mut outcome: Vec<(usize, Result<(), String>)> = vec![];
     let mut ops = vec![];
-    for ((key, id), current) in buckets.iter().zip(bucket_items) {
-        // Gone since discovery: nothing to update (and never create it).
-        let Some(current) = current else { continue };
-        let planned = match job {
-            Job::Sync => plan_sync(&levels, id, current, now_ms)?,
-            Job::Disabled => plan_disabled(&levels, scope, id, current, now_ms),
-            Job::Cascade => plan_cascade(&levels, ns, id, &metas),
-            Job::Soft => plan_soft(&levels, scope, id, current, now_ms),
-        };
-        if let Some((actions, extra)) = planned {
-            if actions.is_empty() {
+    let mut owner = vec![];
+    for (t_ix, t) in tasks.iter().enumerate() {
+        let mut planned_err = None;
+        for (key, id) in &t.buckets {
+            // Gone since discovery: nothing to update (and never create it).
+            let Some(Some(current)) = fetched.get(key) else {
                 continue;
-            }
-            let condition = match extra {
-                Some(c) => Condition::And(vec![Condition::Exists, c]),
-                None => Condition::Exists,
             };
-            ops.push(WriteOp::Update {
-                key: key.clone(),
-                actions,
-                condition: Some(condition),
-            });
+            let planned = match t.job {
+                Job::Sync => plan_sync(&levels, id, current, now_ms),
+                Job::Disabled => Ok(plan_disabled(&levels, &t.scope, id, current, now_ms)),
+                Job::Cascade => Ok(plan_cascade(&levels, ns, id, &metas)),
+                Job::Soft => Ok(plan_soft(&levels, &t.scope, id, current, now_ms)),
+            };
+            match planned {
+                Ok(Some((actions, extra))) if !actions.is_empty() => {
+                    let condition = match extra {
+                        Some(c) => Condition::And(vec![Condition::Exists, c]),
+                        None => Condition::Exists,
+                    };
+                    ops.push(WriteOp::Update {
+                        key: key.clone(),
+                        actions,
+                        condition: Some(condition),
+                    });
+                    owner.push(t_ix);
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    planned_err.get_or_insert(e);
+                }
+            }
         }
+        outcome.push((t.index, planned_err.map_or(Ok(()), Err)));
     }
-    let mut first_error = None;
-    let mut failed = 0usize;
-    for res in store.write_many(ops) {
+    let mut failures: Vec<(usize, String)> = vec![(0, String::new()); tasks.len()];
+    for (res, t_ix) in store.write_many(ops).into_iter().zip(owner) {
         match res {
             Ok(_) | Err(StoreError::ConditionFailed { .. }) => {}
             Err(e) => {
-                failed += 1;
-                first_error.get_or_insert(e.to_string());
+                let f = &mut failures[t_ix];
+                f.0 += 1;
+                if f.1.is_empty() {
+                    f.1 = e.to_string();
+                }
             }
         }
     }
-    match first_error {
-        None => Ok(()),
-        Some(e) if failed == 1 => Err(e),
-        Some(e) => Err(format!("{failed} bucket updates failed; first: {e}")),
+    for ((_, res), (failed, first)) in outcome.iter_mut().zip(failures) {
+        if res.is_ok() && failed > 0 {
+            *res = Err(if failed == 1 {
+                first
+            } else {
+                format!("{failed} bucket updates failed; first: {first}")
+            });
+        }
     }
+    outcome
 }
 
 type Planned = Option<(Vec<UpdateAction>, Option<Condition>)>;
@@ -315,12 +427,7 @@ fn plan_disabled(
 
 /// `SET cascade, parent_id[, pgen, pinc]` from the owner's META, conditioned on
 /// the bucket not carrying a newer parent generation. Owners without META are skipped.
-fn plan_cascade(
-    levels: &Levels,
-    ns: &str,
-    id: &BucketId,
-    metas: &std::collections::HashMap<Key, Item>,
-) -> Planned {
+fn plan_cascade(levels: &Levels, ns: &str, id: &BucketId, metas: &HashMap<Key, Item>) -> Planned {
     let meta = metas.get(&meta_key(ns, &id.entity))?;
     let policy = levels
         .resolve_cascade(&id.entity, &id.resource)

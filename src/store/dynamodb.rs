@@ -62,6 +62,8 @@ pub struct DynamoStore {
     client: Client,
     sdk_config: aws_config::SdkConfig,
     requests: Arc<AtomicU64>,
+    /// Calls and time per store operation, for [`REQUEST_STATS_ENV`].
+    timings: std::sync::Mutex<BTreeMap<&'static str, (u64, Duration)>>,
 }
 
 /// What CloudFormation says about the stack of the same name.
@@ -138,7 +140,20 @@ impl DynamoStore {
             rt,
             sdk_config,
             requests,
+            timings: Default::default(),
         })
+    }
+
+    /// Runs `f`, recording its duration under `op` for the request statistics.
+    fn timed<T>(&self, op: &'static str, f: impl FnOnce() -> T) -> T {
+        let started = std::time::Instant::now();
+        let out = f();
+        if let Ok(mut t) = self.timings.lock() {
+            let e = t.entry(op).or_default();
+            e.0 += 1;
+            e.1 += started.elapsed();
+        }
+        out
     }
 
     /// HTTP requests sent so far (retries included).
@@ -426,6 +441,11 @@ impl Drop for DynamoStore {
     fn drop(&mut self) {
         if std::env::var_os(REQUEST_STATS_ENV).is_some() {
             eprintln!("zae-limiter: {} DynamoDB requests", self.request_count());
+            if let Ok(t) = self.timings.lock() {
+                for (op, (n, d)) in t.iter() {
+                    eprintln!("zae-limiter:   {op}: {n} calls, {:.3} s", d.as_secs_f64());
+                }
+            }
         }
     }
 }
@@ -494,6 +514,38 @@ impl Store for DynamoStore {
     }
 
     fn get(&self, key: &Key, consistent: bool) -> Result<Option<Item>, StoreError> {
+        self.timed("get", || self.get_untimed(key, consistent))
+    }
+
+    fn batch_get(&self, keys: &[Key], consistent: bool) -> Result<Vec<Option<Item>>, StoreError> {
+        self.timed("batch_get", || self.batch_get_untimed(keys, consistent))
+    }
+
+    fn query(&self, pk: &str, sk_prefix: &str, consistent: bool) -> Result<Vec<Item>, StoreError> {
+        self.timed("query", || self.query_untimed(pk, sk_prefix, consistent))
+    }
+
+    fn query_index(&self, index: Index, pk: &str, sk_prefix: &str) -> Result<Vec<Key>, StoreError> {
+        self.timed("query_index", || {
+            self.query_index_untimed(index, pk, sk_prefix)
+        })
+    }
+
+    fn write(&self, op: WriteOp) -> Result<Option<Item>, StoreError> {
+        self.timed("write", || self.write_untimed(op))
+    }
+
+    fn write_many(&self, ops: Vec<WriteOp>) -> Vec<Result<Option<Item>, StoreError>> {
+        self.timed("write_many", || self.write_many_concurrent(ops))
+    }
+
+    fn transact(&self, ops: Vec<WriteOp>) -> Result<(), StoreError> {
+        self.timed("transact", || self.transact_untimed(ops))
+    }
+}
+
+impl DynamoStore {
+    fn get_untimed(&self, key: &Key, consistent: bool) -> Result<Option<Item>, StoreError> {
         let res = self.block_on(
             self.client
                 .get_item()
@@ -511,7 +563,11 @@ impl Store for DynamoStore {
         }
     }
 
-    fn batch_get(&self, keys: &[Key], consistent: bool) -> Result<Vec<Option<Item>>, StoreError> {
+    fn batch_get_untimed(
+        &self,
+        keys: &[Key],
+        consistent: bool,
+    ) -> Result<Vec<Option<Item>>, StoreError> {
         // DynamoDB rejects duplicate keys in one request: read each key once.
         let mut unique: Vec<Key> = keys.to_vec();
         unique.sort();
@@ -563,7 +619,12 @@ impl Store for DynamoStore {
         Ok(keys.iter().map(|k| found.get(k).cloned()).collect())
     }
 
-    fn query(&self, pk: &str, sk_prefix: &str, consistent: bool) -> Result<Vec<Item>, StoreError> {
+    fn query_untimed(
+        &self,
+        pk: &str,
+        sk_prefix: &str,
+        consistent: bool,
+    ) -> Result<Vec<Item>, StoreError> {
         let mut p = Placeholders::new();
         let cond = key_condition(&mut p, "PK", "SK", pk, sk_prefix);
         let vals = wire_values(&p)?;
@@ -592,7 +653,12 @@ impl Store for DynamoStore {
         }
     }
 
-    fn query_index(&self, index: Index, pk: &str, sk_prefix: &str) -> Result<Vec<Key>, StoreError> {
+    fn query_index_untimed(
+        &self,
+        index: Index,
+        pk: &str,
+        sk_prefix: &str,
+    ) -> Result<Vec<Key>, StoreError> {
         let (ipk, isk) = index.key_attrs();
         let mut p = Placeholders::new();
         let cond = key_condition(&mut p, ipk, isk, pk, sk_prefix);
@@ -633,16 +699,12 @@ impl Store for DynamoStore {
         }
     }
 
-    fn write(&self, op: WriteOp) -> Result<Option<Item>, StoreError> {
+    fn write_untimed(&self, op: WriteOp) -> Result<Option<Item>, StoreError> {
         let (res, key, action) = self.block_on(self.write_request(op));
         res.map_err(|e| e.explain_with(self, action, &key))
     }
 
-    fn write_many(&self, ops: Vec<WriteOp>) -> Vec<Result<Option<Item>, StoreError>> {
-        self.write_many_concurrent(ops)
-    }
-
-    fn transact(&self, ops: Vec<WriteOp>) -> Result<(), StoreError> {
+    fn transact_untimed(&self, ops: Vec<WriteOp>) -> Result<(), StoreError> {
         if ops.is_empty() {
             return Ok(());
         }

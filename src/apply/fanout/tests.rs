@@ -319,3 +319,67 @@ fn an_unreadable_config_item_fails_the_fan_out() {
     .unwrap_err();
     assert!(err.contains("unreadable"), "{err}");
 }
+
+#[test]
+fn many_fan_outs_at_once_equal_one_at_a_time() {
+    let build = || {
+        let s = MemStore::new();
+        s.put(config(
+            levels::resource_key(NS, "gpt"),
+            limit("l_", "rpm", 100, 100, 60),
+        ));
+        for e in 0..40 {
+            let ent = format!("u{e:02}");
+            if e % 3 != 0 {
+                s.put(config(
+                    levels::entity_key(NS, &ent, "gpt"),
+                    limit("l_", "rpm", e, e, 60),
+                ));
+            }
+            if e % 4 == 0 {
+                s.put(config(
+                    levels::entity_key(NS, &ent, "_default_"),
+                    vec![("disabled".into(), AttrValue::Bool(true))],
+                ));
+            }
+            s.put(bucket(&ent, "gpt", 0, "rpm", 7_000));
+            s.put(bucket(&ent, "claude", 0, "rpm", 7_000));
+        }
+        s
+    };
+    let owed: Vec<Owed> = (0..40)
+        .flat_map(|e| {
+            [
+                owed(FanOutKind::Sync, LevelKind::Entity, &format!("u{e:02}/gpt")),
+                owed(
+                    FanOutKind::Disabled,
+                    LevelKind::Entity,
+                    &format!("u{e:02}/_default_"),
+                ),
+            ]
+        })
+        .chain([owed(FanOutKind::Sync, LevelKind::Entity, "bad")])
+        .collect();
+    let one_by_one = build();
+    let expected: Vec<bool> = owed
+        .iter()
+        .map(|o| run(&one_by_one, NS, o, NOW).is_ok())
+        .collect();
+    let batched = build();
+    let got: Vec<bool> = run_many(&batched, NS, &owed, NOW)
+        .iter()
+        .map(Result::is_ok)
+        .collect();
+    assert_eq!(got, expected);
+    assert_eq!(
+        got.iter().filter(|ok| !**ok).count(),
+        1,
+        "only the malformed target fails"
+    );
+    assert_eq!(batched.snapshot(), one_by_one.snapshot());
+    assert!(bucket_item(&batched, "u04", "claude", 0).contains_key("disabled"));
+    assert_eq!(
+        n(&bucket_item(&batched, "u05", "gpt", 0), "b_rpm_cp").as_deref(),
+        Some("5000")
+    );
+}
