@@ -150,9 +150,13 @@ struct Step {
     exit: i32,
 }
 
-fn check_step(env: &Env, step: &Step) {
+fn check_step(env: &Env, step: &Step, fault: &Option<String>) {
     let args: Vec<&str> = step.args.iter().map(String::as_str).collect();
-    let out = env.run(&args, &[]);
+    let vars: Vec<(&str, &str)> = fault
+        .iter()
+        .map(|m| ("ZAEL_FAULT_FANOUT_ERROR", m.as_str()))
+        .collect();
+    let out = env.run(&args, &vars);
     let ctx = format!(
         "transcript line {}: `{}`\n--- stdout\n{}--- stderr\n{}",
         step.line,
@@ -181,7 +185,13 @@ fn check_step(env: &Env, step: &Step) {
     assert_eq!(out.status.code(), Some(step.exit), "{ctx}");
 }
 
-fn directive(env: &Env, line: usize, words: &[&str], snapshot: &mut Vec<(String, Vec<u8>)>) {
+fn directive(
+    env: &Env,
+    line: usize,
+    words: &[&str],
+    snapshot: &mut Vec<(String, Vec<u8>)>,
+    fault: &mut Option<String>,
+) {
     let ctx = format!("transcript line {line}: % {}", words.join(" "));
     match words {
         ["init", name] => {
@@ -230,6 +240,36 @@ fn directive(env: &Env, line: usize, words: &[&str], snapshot: &mut Vec<(String,
                 .unwrap_or_else(|| "none".into());
             assert_eq!(got, *want, "{ctx}");
         }
+        ["fail-fanouts", message @ ..] => *fault = Some(message.join(" ")),
+        ["fix-fanouts"] => *fault = None,
+        ["expect", "pending", what] => {
+            let ns = env.ns_id("default");
+            let items = env
+                .store()
+                .query(&keys::system_pk(&ns), keys::PENDING_SK_PREFIX, true)
+                .unwrap();
+            let got: Vec<String> = items
+                .iter()
+                .map(|i| i["SK"].as_s().unwrap()[keys::PENDING_SK_PREFIX.len()..].to_string())
+                .collect();
+            let want: Vec<String> = match *what {
+                "none" => vec![],
+                w => w.split(',').map(str::to_string).collect(),
+            };
+            assert_eq!(got, want, "{ctx}");
+            for item in &items {
+                // One owner share: {token: {lease, full}}.
+                let Some(AttrValue::M(owners)) = item.get("owners") else {
+                    panic!("{ctx}: no owners map in {item:?}")
+                };
+                assert_eq!(owners.len(), 1, "{ctx}");
+                let Some(AttrValue::M(share)) = owners.values().next() else {
+                    panic!("{ctx}: bad share")
+                };
+                assert!(share.get("lease").and_then(|v| v.as_n()).is_some(), "{ctx}");
+                assert_eq!(share.get("full"), Some(&AttrValue::Bool(false)), "{ctx}");
+            }
+        }
         ["snapshot"] => *snapshot = store_files(env),
         ["expect", "unchanged"] => assert!(store_files(env) == *snapshot, "{ctx}: store changed"),
         _ => panic!("{ctx}: unknown directive"),
@@ -242,6 +282,7 @@ fn replay(name: &str) {
     let script = std::fs::read_to_string(&path).unwrap();
     let env = Env::new(name);
     let mut snapshot = Vec::new();
+    let mut fault = None;
     let mut step: Option<Step> = None;
     let lines: Vec<&str> = script.lines().collect();
     for (i, line) in lines.iter().enumerate() {
@@ -249,7 +290,7 @@ fn replay(name: &str) {
         let boundary = line.starts_with("$ ") || line.starts_with("% ") || line.starts_with('#');
         if boundary {
             if let Some(s) = step.take() {
-                check_step(&env, &s);
+                check_step(&env, &s, &fault);
             }
         }
         if let Some(rest) = line.strip_prefix("$ ") {
@@ -263,7 +304,7 @@ fn replay(name: &str) {
             });
         } else if let Some(rest) = line.strip_prefix("% ") {
             let words: Vec<&str> = rest.split_whitespace().collect();
-            directive(&env, n, &words, &mut snapshot);
+            directive(&env, n, &words, &mut snapshot, &mut fault);
         } else if line.starts_with('#') {
         } else if let Some(s) = step.as_mut() {
             if let Some(code) = line.strip_prefix("? exit ") {
@@ -282,11 +323,299 @@ fn replay(name: &str) {
         }
     }
     if let Some(s) = step.take() {
-        check_step(&env, &s);
+        check_step(&env, &s, &fault);
     }
 }
 
 #[test]
 fn reference_transcript_replays_on_the_local_store() {
     replay("reference.transcript");
+}
+
+#[test]
+fn pending_fanout_transcript_replays_on_the_local_store() {
+    replay("pending.transcript");
+}
+
+/// The dump without what legitimately differs between two runs of the same apply.
+fn comparable(mut d: BTreeMap<Key, Item>) -> BTreeMap<Key, Item> {
+    for item in d.values_mut() {
+        item.remove("last_applied");
+    }
+    d
+}
+
+fn copy_store(from: &Env, to: &Env) {
+    for e in std::fs::read_dir(&from.dir).unwrap() {
+        let p = e.unwrap().path();
+        std::fs::copy(&p, to.dir.join(p.file_name().unwrap())).unwrap();
+    }
+}
+
+/// A kill after ANY write of an apply leaves a store that the next apply repairs:
+/// the repaired store equals a clean apply's result, item for item, and the items
+/// no manifest manages are untouched.
+#[test]
+fn a_kill_after_any_write_is_repaired_by_the_next_apply() {
+    let base = Env::new("crash-base");
+    let out = base.run(&["limits", "apply", "-f", "crash-a.yaml"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let ns = base.ns_id("default");
+    // Unmanaged items: an API-written resource and entity level.
+    put_resource(&base.store(), &ns, "legacy", 7);
+    let key = keys::entity_config_key(&ns, "api-user", "gpt-4");
+    let mut api_item = Item::new();
+    api_item.insert("PK".into(), AttrValue::s(&key.pk));
+    api_item.insert("SK".into(), AttrValue::s(&key.sk));
+    api_item.insert("entity_id".into(), AttrValue::s("api-user"));
+    api_item.insert("resource".into(), AttrValue::s("gpt-4"));
+    api_item.insert("l_rpm_cp".into(), AttrValue::n(3));
+    api_item.insert("GSI4PK".into(), AttrValue::s(&ns));
+    api_item.insert("GSI4SK".into(), AttrValue::s(&key.pk));
+    base.store()
+        .write(WriteOp::Put {
+            item: api_item.clone(),
+            condition: None,
+        })
+        .unwrap();
+    let before = base.dump(&ns);
+
+    let clean = Env::new("crash-clean");
+    copy_store(&base, &clean);
+    let out = clean.run(&["limits", "apply", "-f", "crash-b.yaml"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let want = comparable(clean.dump(&ns));
+    assert_ne!(
+        want,
+        comparable(before.clone()),
+        "the apply must change something"
+    );
+    let again = clean.run(&["limits", "plan", "-f", "crash-b.yaml"], &[]);
+    assert_eq!(
+        text(&again.stdout),
+        "No changes. Infrastructure is up-to-date.\n"
+    );
+
+    let mut crashes = 0;
+    for n in 1.. {
+        let env = Env::new(&format!("crash-{n}"));
+        copy_store(&base, &env);
+        let n_text = n.to_string();
+        let out = env.run(
+            &["limits", "apply", "-f", "crash-b.yaml"],
+            &[("ZAEL_FAULT_ABORT_AFTER_WRITES", &n_text)],
+        );
+        if out.status.code() == Some(0) {
+            // Fewer than n writes: the apply finished; every write point was tried.
+            assert_eq!(comparable(env.dump(&ns)), want);
+            break;
+        }
+        assert_eq!(
+            out.status.code(),
+            None,
+            "write {n}: the apply should have been killed\n{}",
+            text(&out.stderr)
+        );
+        crashes += 1;
+        // The next apply runs after the dead apply's leases ran out.
+        let repair = env.run(
+            &["limits", "apply", "-f", "crash-b.yaml"],
+            &[("ZAEL_TEST_CLOCK_OFFSET_MS", "2000000")],
+        );
+        assert_eq!(
+            repair.status.code(),
+            Some(0),
+            "write {n}: repair failed\n{}{}",
+            text(&repair.stdout),
+            text(&repair.stderr)
+        );
+        let got = comparable(env.dump(&ns));
+        assert_eq!(got, want, "after a kill at write {n}");
+        for k in [keys::resource_config_key(&ns, "legacy"), key.clone()] {
+            assert_eq!(got.get(&k), before.get(&k), "unmanaged {k:?} touched");
+        }
+    }
+    assert!(crashes >= 10, "only {crashes} write points exercised");
+}
+
+#[test]
+fn detailed_exitcode_reports_changes_as_2() {
+    let env = Env::new("exitcode");
+    let de = "--detailed-exitcode";
+    let plan = env.run(&["limits", "apply", "-f", "m1.yaml", de], &[]);
+    assert_eq!(plan.status.code(), Some(2), "{}", text(&plan.stderr));
+    for cmd in ["plan", "diff", "apply"] {
+        let out = env.run(&["limits", cmd, "-f", "m1.yaml", de], &[]);
+        assert_eq!(out.status.code(), Some(0), "{cmd} without changes");
+        let out = env.run(&["limits", cmd, "-f", "m2.yaml", de, "-q"], &[]);
+        assert_eq!(out.status.code(), Some(2), "{cmd} with changes");
+    }
+    let bad = env.run(&["limits", "plan", "-f", "bad.yaml", de], &[]);
+    assert_eq!(bad.status.code(), Some(1));
+    // Without the flag, changes are not an error.
+    let out = env.run(&["limits", "diff", "-f", "m1.yaml"], &[]);
+    assert_eq!(out.status.code(), Some(0));
+}
+
+#[test]
+fn json_output_is_a_versioned_document() {
+    let env = Env::new("json");
+    let out = env.run(
+        &["limits", "apply", "-f", "m1.yaml", "--format", "json"],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["version"], 1);
+    assert_eq!(doc["command"], "apply");
+    assert_eq!(doc["status"], "applied");
+    assert_eq!(doc["created"], 4);
+    assert_eq!(doc["errors"], serde_json::json!([]));
+    assert_eq!(doc["changes"][0]["level"], "system");
+    assert_eq!(doc["changes"][0]["target"], serde_json::Value::Null);
+    assert_eq!(doc["changes"][3]["target"], "user-1/gpt-4");
+
+    let out = env.run(
+        &["limits", "plan", "-f", "m2.yaml", "--format", "json"],
+        &[],
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["command"], "plan");
+    assert_eq!(doc["status"], "planned");
+    assert_eq!(doc["unchanged"], 1);
+    assert!(doc.get("errors").is_none());
+    let gpt4 = &doc["changes"][1];
+    assert_eq!(gpt4["action"], "update");
+    assert_eq!(
+        gpt4["details"][0],
+        serde_json::json!({"op": "~", "path": "rpm.capacity", "old": "500", "new": "600"})
+    );
+}
+
+#[test]
+fn namespace_flag_must_agree_with_the_manifest() {
+    let env = Env::new("ns-flag");
+    let out = env.run(&["limits", "apply", "-f", "m1.yaml", "-N", "other"], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("-N/--namespace is 'other' but the manifest"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(
+        !env.store_path().exists(),
+        "a refused apply must write nothing"
+    );
+    let out = env.run(
+        &["limits", "apply", "-f", "m1.yaml", "-N", "default", "-q"],
+        &[],
+    );
+    assert_eq!(
+        text(&out.stdout),
+        "Applied: 4 created, 0 updated, 0 deleted.\n"
+    );
+}
+
+#[test]
+fn read_only_commands_refuse_missing_tables_and_namespaces() {
+    let env = Env::new("refuse");
+    let out = env.run(&["limits", "plan", "-f", "m1.yaml"], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).starts_with("Error: table 'mystack' not found"));
+    assert!(!env.store_path().exists(), "plan must not create the store");
+
+    let s = env.store();
+    version::ensure_initialized(&s).unwrap();
+    let out = env.run(&["limits", "diff", "-f", "sched.yaml"], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stderr),
+        "Error: Namespace 'prod' not found. Register it with 'zae-limiter namespace register prod'.\n"
+    );
+
+    // A table that demands a newer client.
+    s.write(WriteOp::Update {
+        key: keys::version_key(),
+        actions: vec![zae_limiter::store::UpdateAction::Set(
+            "client_min_version".into(),
+            AttrValue::s("0.18.0"),
+        )],
+        condition: None,
+    })
+    .unwrap();
+    for cmd in ["plan", "apply"] {
+        let out = env.run(&["limits", cmd, "-f", "m1.yaml"], &[]);
+        assert_eq!(out.status.code(), Some(1), "{cmd}");
+        assert!(text(&out.stderr).contains("client_min_version"), "{cmd}");
+    }
+}
+
+#[test]
+fn version_gates_refuse_old_lambdas_and_ratchet_the_minimum() {
+    let env = Env::new("gates");
+    let s = env.store();
+    version::ensure_initialized(&s).unwrap();
+    let set_lambda = |v: &str| {
+        s.write(WriteOp::Update {
+            key: keys::version_key(),
+            actions: vec![zae_limiter::store::UpdateAction::Set(
+                "lambda_version".into(),
+                AttrValue::s(v),
+            )],
+            condition: None,
+        })
+        .unwrap();
+    };
+    set_lambda("0.16.0");
+    let out = env.run(&["limits", "apply", "-f", "sched.yaml"], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).starts_with(
+            "Error: Version mismatch: client=0.17.0, schema=0.10.0, lambda=0.16.0. Refusing to store a soft limit or bypass"
+        ),
+        "{}",
+        text(&out.stderr)
+    );
+    let ns = env.ns_id("prod");
+    assert!(s
+        .get(&keys::resource_config_key(&ns, "gpt-4"), true)
+        .unwrap()
+        .is_none());
+    assert!(s.get(&keys::provisioner_key(&ns), true).unwrap().is_none());
+
+    set_lambda("0.17.0");
+    let out = env.run(&["limits", "apply", "-f", "sched.yaml", "-q"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let min = version::read(&s).unwrap().unwrap().client_min_version;
+    assert_eq!(min.as_deref(), Some("0.17.0"));
+    // A manifest without gated features never lowers it.
+    env.run(&["limits", "apply", "-f", "m1.yaml", "-q"], &[]);
+    let min = version::read(&s).unwrap().unwrap().client_min_version;
+    assert_eq!(min.as_deref(), Some("0.17.0"));
+}
+
+#[test]
+fn plan_prints_the_cascade_warning_on_stderr() {
+    let env = Env::new("warn");
+    let dir = env.dir.join("m");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("cascade.yaml");
+    std::fs::write(
+        &file,
+        "namespace: default\nresources:\n  gpt-4:\n    cascade: true\n    limits:\n      rpm:\n        capacity: 5\n",
+    )
+    .unwrap();
+    let file = file.display().to_string();
+    env.run(&["limits", "apply", "-f", "m3.yaml"], &[]);
+    let out = env.run(&["limits", "plan", "-f", &file, "-q"], &[]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        text(&out.stderr),
+        "Warning: resources.gpt-4 sets cascade: true, but no entity in this manifest has its own limits for 'gpt-4', so parents will be limited by the per-user resource defaults\n"
+    );
+    assert_eq!(text(&out.stdout), "Plan: 1 change(s)\n");
+    for cmd in ["diff", "apply"] {
+        let out = env.run(&["limits", cmd, "-f", &file, "-q"], &[]);
+        assert_eq!(text(&out.stderr), "", "{cmd} prints no warnings");
+    }
 }

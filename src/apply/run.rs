@@ -166,7 +166,7 @@ pub fn apply(store: &dyn Store, req: &ApplyRequest<'_>) -> Result<Applied, Strin
         if owed.contains(&o) {
             continue;
         }
-        if let Err(e) = fanout::run(store, ns, &o, req.now_ms) {
+        if let Err(e) = run_fanout(store, ns, &o, req.now_ms) {
             out.errors.push(fanout_error(&o, &e));
         }
     }
@@ -180,7 +180,7 @@ pub fn apply(store: &dyn Store, req: &ApplyRequest<'_>) -> Result<Applied, Strin
         let mut last_err = None;
         for _ in 0..FANOUT_ROUNDS {
             let before = key.as_ref().map(|k| store.get(k, true));
-            if let Err(e) = fanout::run(store, ns, o, req.now_ms) {
+            if let Err(e) = run_fanout(store, ns, o, req.now_ms) {
                 last_err = Some(fanout_error(o, &e));
                 break;
             }
@@ -239,6 +239,18 @@ pub fn apply(store: &dyn Store, req: &ApplyRequest<'_>) -> Result<Applied, Strin
         Err(e) => out.errors.push(format!("counting pending fan-outs: {e}")),
     }
     Ok(out)
+}
+
+/// Test-only: with `ZAEL_FAULT_FANOUT_ERROR=MESSAGE` set, every fan-out fails with
+/// MESSAGE (as a throttled table would), so tests can drive the pending-item
+/// machinery through the binary. Unset, fan-outs run normally.
+pub const FANOUT_FAULT_ENV: &str = "ZAEL_FAULT_FANOUT_ERROR";
+
+fn run_fanout(store: &dyn Store, ns: &str, o: &Owed, now_ms: i64) -> Result<(), String> {
+    match std::env::var(FANOUT_FAULT_ENV) {
+        Ok(msg) if !msg.is_empty() => Err(msg),
+        _ => fanout::run(store, ns, o, now_ms),
+    }
 }
 
 /// The reference's wording for a failed fan-out (§3.3 step 8).
