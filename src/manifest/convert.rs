@@ -71,7 +71,7 @@ pub(crate) fn convert(r: &mut Reporter, root: Option<&Node>) -> Option<Manifest>
             context: "top level",
             label: "the manifest",
             path: "",
-            unknown_help: Some("keys starting with `x-` are ignored (a place for YAML anchors)"),
+            unknown_help: Some("Keys starting with `x-` are ignored (a place for YAML anchors)."),
         },
         |k| k.starts_with("x-"),
     );
@@ -838,7 +838,7 @@ fn check_one_zone(r: &mut Reporter, uses: &[TzUse<'_>], item: &str) {
             &u.path,
             format!(
                 "all scheduled limits on one config item must share a timezone: this entry uses {this}, but {} uses {other}",
-                first.path
+                first.entry_path
             ),
             Some(format!(
                 "the timezone is stored once per item (`sched_tz`), not per limit: give every schedule and reset_schedule entry of `{}` the same `tz`",

@@ -7,7 +7,9 @@ use super::diagnostic::Severity;
 use super::fields::{fields, join, Place};
 use super::model::{Modifier, ResetEntry, ScheduleEntry};
 use super::report::Reporter;
-use super::values::{as_map, describe, scale, string, whole, Unit, MAX_PERIOD_SECONDS, MAX_TOKENS};
+use super::values::{
+    as_map, describe, scale, string_or, whole, Unit, MAX_PERIOD_SECONDS, MAX_TOKENS,
+};
 use super::yaml::{Kind, Node, Style};
 
 pub const SCHEDULE_KEYS: &[&str] = &[
@@ -25,7 +27,10 @@ pub struct TzUse<'n> {
     pub tz: String,
     /// The `tz` value, or the entry itself when `tz` is omitted (UTC).
     pub node: &'n Node,
+    /// The manifest path of the value (`…tz`, or the entry when omitted).
     pub path: String,
+    /// The manifest path of the entry, e.g. `resources.r.limits.rpm.schedule[0]`.
+    pub entry_path: String,
     pub explicit: bool,
 }
 
@@ -243,7 +248,7 @@ fn reset_entry<'n>(
             label,
             path,
             unknown_help: Some(
-                "A reset entry carries `cron` and `tz` only — it names the instant the balance goes back to the effective capacity and overrides no parameters",
+                "A reset entry carries `cron` and `tz` only: it names the instant the balance goes back to the effective capacity and overrides no parameters.",
             ),
         },
         |_| false,
@@ -274,13 +279,15 @@ fn cron_and_tz<'n>(
                 tz: "UTC".into(),
                 node: f.key("cron").unwrap_or(entry),
                 path: path.to_string(),
+                entry_path: path.to_string(),
                 explicit: false,
             });
             Some("UTC".to_string())
         }
         Some(n) => {
             let p = join(path, "tz");
-            match string(r, n, &p, "tz") {
+            let help = "a time zone is an IANA name such as UTC or Europe/Paris; omit `tz` for UTC";
+            match string_or(r, n, &p, "tz", Some(help)) {
                 None => None,
                 Some(name) => match zone(name) {
                     Ok(_) => {
@@ -288,6 +295,7 @@ fn cron_and_tz<'n>(
                             tz: name.to_string(),
                             node: n,
                             path: p,
+                            entry_path: path.to_string(),
                             explicit: true,
                         });
                         Some(name.to_string())
@@ -317,7 +325,9 @@ fn cron_and_tz<'n>(
         }
         Some(n) => {
             let p = join(path, "cron");
-            match string(r, n, &p, "cron") {
+            let help =
+                "a cron pattern is a quoted string of 5 fields, e.g. cron: \"0 9 * * MON-FRI\"";
+            match string_or(r, n, &p, "cron", Some(help)) {
                 None => None,
                 Some(text) => check_cron(r, n, &p, label, text, is_reset).then(|| text.to_string()),
             }

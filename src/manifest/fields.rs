@@ -76,9 +76,15 @@ pub fn fields<'n>(
             }
             help.push(' ');
         }
-        help.push_str(&format!("allowed here: {}", allowed.join(", ")));
+        // Keys accepted only to give a better error are not advertised.
+        let shown: Vec<&str> = allowed
+            .iter()
+            .copied()
+            .filter(|k| !(place.context == "system" && (*k == "cascade" || *k == "disabled")))
+            .collect();
+        help.push_str(&format!("Allowed here: {}.", shown.join(", ")));
         if let Some(extra) = place.unknown_help {
-            help.push_str(". ");
+            help.push(' ');
             help.push_str(extra);
         }
         r.error(

@@ -175,6 +175,11 @@ pub fn whole(
                     "YAML 1.2 has no digit separators; write {}",
                     s.text.replace('_', "")
                 )
+            } else if let Some(secs) = (unit == Unit::Seconds)
+                .then(|| duration_seconds(&s.text))
+                .flatten()
+            {
+                format!("durations are plain numbers of seconds (no units): write {secs}")
             } else if unit == Unit::Seconds && looks_like_duration(&s.text) {
                 "durations are plain numbers of seconds (no units): 60 = 1 minute, 3600 = 1 hour, 86400 = 1 day".to_string()
             } else {
@@ -194,6 +199,31 @@ pub fn whole(
 fn has_ambiguous_leading_zero(text: &str) -> bool {
     let digits = text.trim_start_matches(['+', '-']);
     digits.len() > 1 && digits.starts_with('0') && digits.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// `5h`, `90s`, `30m`, `1d`, `1h30m` → seconds.
+fn duration_seconds(text: &str) -> Option<u64> {
+    let mut total: u64 = 0;
+    let mut num = String::new();
+    let mut any = false;
+    for c in text.trim().chars() {
+        if c.is_ascii_digit() {
+            num.push(c);
+            continue;
+        }
+        let unit = match c {
+            's' => 1,
+            'm' => 60,
+            'h' => 3600,
+            'd' => 86400,
+            _ => return None,
+        };
+        let n: u64 = num.parse().ok()?;
+        total = total.checked_add(n.checked_mul(unit)?)?;
+        num.clear();
+        any = true;
+    }
+    (any && num.is_empty()).then_some(total)
 }
 
 fn looks_like_duration(text: &str) -> bool {
@@ -244,19 +274,28 @@ pub fn boolean(r: &mut Reporter, node: &Node, path: &str, name: &str) -> Option<
 /// A string scalar (plain, quoted or block). Numbers and booleans are refused
 /// with a hint to quote them.
 pub fn string<'n>(r: &mut Reporter, node: &'n Node, path: &str, name: &str) -> Option<&'n str> {
+    string_or(r, node, path, name, None)
+}
+
+/// [`string`] with the help to show when the value is missing or not a string.
+pub fn string_or<'n>(
+    r: &mut Reporter,
+    node: &'n Node,
+    path: &str,
+    name: &str,
+    help: Option<&str>,
+) -> Option<&'n str> {
+    let help = help.map(str::to_string);
     match &node.kind {
         Kind::Scalar(Scalar {
             text,
             value: Value::Str,
             ..
         }) => Some(text),
-        Kind::Scalar(
-            s @ Scalar {
-                value: Value::Null, ..
-            },
-        ) => {
-            let _ = s;
-            r.error(node, path, format!("{name} has no value"), None);
+        Kind::Scalar(Scalar {
+            value: Value::Null, ..
+        }) => {
+            r.error(node, path, format!("{name} has no value"), help);
             None
         }
         Kind::Scalar(s) => {
@@ -264,7 +303,7 @@ pub fn string<'n>(r: &mut Reporter, node: &'n Node, path: &str, name: &str) -> O
                 node,
                 path,
                 format!("{name} must be a string, got {}", describe_scalar(s)),
-                Some(format!("quote it: {name}: \"{}\"", s.text)),
+                help.or_else(|| Some(format!("quote it: {name}: \"{}\"", s.text))),
             );
             None
         }
@@ -273,7 +312,7 @@ pub fn string<'n>(r: &mut Reporter, node: &'n Node, path: &str, name: &str) -> O
                 node,
                 path,
                 format!("{name} must be a string, got {}", describe(node)),
-                None,
+                help,
             );
             None
         }
