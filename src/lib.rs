@@ -7,6 +7,7 @@
 pub mod apply;
 pub mod cli;
 pub mod commands;
+pub mod cooldown;
 pub mod display;
 pub mod exit_codes;
 pub mod items;
