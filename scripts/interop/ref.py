@@ -12,7 +12,10 @@ Usage: ref.py COMMAND ARGS... [+ COMMAND ARGS...]
   provision TABLE ACTION MANIFEST [--full]
                                       provisioner handler plan|apply with a YAML manifest
   resolve TABLE NAMESPACE E/R...      resolve_limits for each pair
-  get-limits TABLE NAMESPACE E R      get_limits (entity level as stored)
+  get-limits TABLE NAMESPACE E R      get_limits (entity level as stored) with its flags
+  get-entity-level TABLE NAMESPACE E R   limits plus disabled/cascade of one entity level
+  get-resource-defaults TABLE NAMESPACE R
+  get-system-defaults TABLE NAMESPACE
   set-fixture TABLE NAMESPACE         write the fixture levels with the client API
   acquire TABLE NAMESPACE E R LIMIT N try to consume N of LIMIT; prints {"admitted": bool}
   serve TABLE NAMESPACE               a long-lived limiter (config cache 60 s): reads
@@ -178,6 +181,29 @@ def main(argv):
         repo = zl.connect_repo(args[0], args[1])
         limits = repo.get_limits(args[2], args[3])
         return sorted((limit_json(l) for l in limits), key=lambda l: l["name"])
+    if cmd == "get-entity-level":
+        repo = zl.connect_repo(args[0], args[1])
+        e, r = args[2], args[3]
+        return {
+            "limits": sorted((limit_json(l) for l in repo.get_limits(e, r)), key=lambda l: l["name"]),
+            "disabled": repo.get_entity_disabled(e, r),
+            "cascade": repo.get_entity_cascade(e, r),
+        }
+    if cmd == "get-resource-defaults":
+        repo = zl.connect_repo(args[0], args[1])
+        r = args[2]
+        return {
+            "limits": sorted((limit_json(l) for l in repo.get_resource_defaults(r)), key=lambda l: l["name"]),
+            "disabled": repo.get_resource_disabled(r),
+            "cascade": repo.get_resource_cascade(r),
+        }
+    if cmd == "get-system-defaults":
+        repo = zl.connect_repo(args[0], args[1])
+        limits, on_unavailable = repo.get_system_defaults()
+        return {
+            "limits": sorted((limit_json(l) for l in limits), key=lambda l: l["name"]),
+            "on_unavailable": on_unavailable,
+        }
     if cmd == "set-fixture":
         return set_fixture(args[0], args[1])
     if cmd == "acquire":
