@@ -202,7 +202,14 @@ resources:
     assert_eq!(code, 1, "{err}");
     assert_eq!(out, "", "no template on stdout");
     assert!(err.contains("bad.yaml:8:"), "located error expected: {err}");
-    let (code, out, err) = run(&["limits", "cfn-template", "-n", "s", "-f", "/nonexistent/x.yaml"]);
+    let (code, out, err) = run(&[
+        "limits",
+        "cfn-template",
+        "-n",
+        "s",
+        "-f",
+        "/nonexistent/x.yaml",
+    ]);
     assert_eq!(code, 1, "{err}");
     assert_eq!(out, "");
 }
