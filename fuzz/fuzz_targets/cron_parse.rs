@@ -29,11 +29,21 @@ fuzz_target!(|data: &[u8]| {
         let enc = encode_reset(&[text]).expect("a parsed pattern encodes");
         let dec = decode_reset(&enc).expect("our encoding decodes");
         assert_eq!(dec.len(), 1);
-        assert_eq!(dec[0].spec, spec, "decode(encode({text:?})) = {enc:?} changed the sets");
+        assert_eq!(
+            dec[0].spec, spec,
+            "decode(encode({text:?})) = {enc:?} changed the sets"
+        );
         let named = to_cron(&enc).expect("our encoding renders");
         let back = CronSpec::parse(&named).expect("the rendering parses");
-        assert_eq!(back, spec, "rendering {named:?} of {text:?} changed the sets");
-        for tz in [chrono_tz::Tz::UTC, chrono_tz::Tz::Pacific__Chatham, chrono_tz::Tz::America__New_York] {
+        assert_eq!(
+            back, spec,
+            "rendering {named:?} of {text:?} changed the sets"
+        );
+        for tz in [
+            chrono_tz::Tz::UTC,
+            chrono_tz::Tz::Pacific__Chatham,
+            chrono_tz::Tz::America__New_York,
+        ] {
             let _ = matches(&spec, tz, t_ms);
             let _ = matches(&spec, tz, t_ms / 1000);
         }
@@ -45,12 +55,19 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(entries) = decode_schedule(text) {
         let pairs: Vec<(&str, _)> = entries
             .iter()
-            .map(|e| (e.cron.as_str(), e.modifier.expect("schedule entries carry a modifier")))
+            .map(|e| {
+                (
+                    e.cron.as_str(),
+                    e.modifier.expect("schedule entries carry a modifier"),
+                )
+            })
             .collect();
         let again = encode_schedule(&pairs).expect("decoded entries re-encode");
         let redecoded = decode_schedule(&again).expect("re-encoded schedule decodes");
         let specs = |v: &[zae_limiter_engine::encoding::Entry]| {
-            v.iter().map(|e| (e.spec.clone(), e.modifier)).collect::<Vec<_>>()
+            v.iter()
+                .map(|e| (e.spec.clone(), e.modifier))
+                .collect::<Vec<_>>()
         };
         assert_eq!(specs(&entries), specs(&redecoded), "{text:?} -> {again:?}");
     }
