@@ -285,3 +285,184 @@ fn cron_caret_points_inside_the_quoted_pattern() {
     assert_eq!(d["column"], 22, "{d}");
     assert_eq!(d["end_column"], 26, "{d}");
 }
+
+/// The reference's venv python, or `None` (skip) unless ZAEL_REQUIRE_INTEROP=1.
+fn python() -> Option<String> {
+    match std::env::var("ZAEL_PYTHON") {
+        Ok(p) if !p.is_empty() => Some(p),
+        _ => {
+            assert!(
+                std::env::var_os("ZAEL_REQUIRE_INTEROP").is_none(),
+                "ZAEL_REQUIRE_INTEROP is set but ZAEL_PYTHON is not"
+            );
+            eprintln!("skipped: ZAEL_PYTHON is not set");
+            None
+        }
+    }
+}
+
+fn run_python(py: &str, script: &str, stdin: &str) -> String {
+    use std::io::Write;
+    let mut child = Command::new(py)
+        .arg("-c")
+        .arg(script)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start python");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stdin.as_bytes())
+        .expect("write stdin");
+    let out = child.wait_with_output().expect("python");
+    assert!(
+        out.status.success(),
+        "python failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn normalised_form_and_applied_hash_match_the_reference() {
+    let Some(py) = python() else { return };
+    let files = fixtures("valid");
+    let docs: serde_json::Map<String, serde_json::Value> = files
+        .iter()
+        .map(|f| {
+            (
+                f.display().to_string(),
+                serde_json::Value::String(std::fs::read_to_string(f).expect("read")),
+            )
+        })
+        .collect();
+    // The reference's own parser and normalisation (public behaviour only).
+    let script = r#"
+import hashlib, json, sys
+from zae_limiter_provisioner.manifest import LimitsManifest
+out = {}
+for name, text in json.load(sys.stdin).items():
+    d = LimitsManifest.from_yaml(text).to_dict()
+    s = json.dumps(d, sort_keys=True)
+    out[name] = {"dumps": s, "hash": "sha256:" + hashlib.sha256(s.encode()).hexdigest()}
+print(json.dumps(out))
+"#;
+    let reference: serde_json::Value = serde_json::from_str(&run_python(
+        &py,
+        script,
+        &serde_json::Value::Object(docs).to_string(),
+    ))
+    .expect("reference output");
+    for f in &files {
+        let loaded = zae_limiter::manifest::load_file(f).expect("valid fixture loads");
+        let ours = zae_limiter::manifest::normalize::python_dumps_sorted(
+            &zae_limiter::manifest::normalised_json(&loaded.manifest),
+        );
+        let want = &reference[f.display().to_string()];
+        assert_eq!(
+            ours,
+            want["dumps"].as_str().expect("dumps"),
+            "{}",
+            f.display()
+        );
+        assert_eq!(
+            zae_limiter::manifest::applied_hash(&loaded.manifest),
+            want["hash"].as_str().expect("hash"),
+            "{}",
+            f.display()
+        );
+    }
+}
+
+/// A YAML document as JSON, read with the tool's own YAML 1.2 reader.
+fn yaml_to_json(node: &zae_limiter::manifest::yaml::Node) -> serde_json::Value {
+    use zae_limiter::manifest::yaml::{Kind, Value as Y};
+    match &node.kind {
+        Kind::Scalar(s) => match s.value {
+            Y::Null => serde_json::Value::Null,
+            Y::Bool(b) => serde_json::Value::Bool(b),
+            Y::Int(i) => i64::try_from(i)
+                .map(serde_json::Value::from)
+                .unwrap_or_else(|_| serde_json::Value::from(i as f64)),
+            Y::HugeInt => serde_json::Value::from(f64::MAX),
+            // JSON has no NaN or infinity; a string fails every number rule, as it should.
+            Y::Float(f) => serde_json::Number::from_f64(f)
+                .map(serde_json::Value::Number)
+                .unwrap_or_else(|| serde_json::Value::String(s.text.clone())),
+            Y::Str => serde_json::Value::String(s.text.clone()),
+        },
+        Kind::Seq(items) => serde_json::Value::Array(items.iter().map(yaml_to_json).collect()),
+        Kind::Map(entries) => serde_json::Value::Object(
+            entries
+                .iter()
+                .map(|(k, v)| {
+                    let key = k.scalar().map(|s| s.text.clone()).unwrap_or_default();
+                    (key, yaml_to_json(v))
+                })
+                .collect(),
+        ),
+    }
+}
+
+#[test]
+fn json_schema_accepts_valid_fixtures_and_rejects_schema_level_invalid_ones() {
+    let Some(py) = python() else { return };
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("schemas/limits.schema.json")).expect("schema"),
+    )
+    .expect("schema is JSON");
+    // name → (document, expected to pass the schema)
+    let mut cases = serde_json::Map::new();
+    let mut expect = std::collections::BTreeMap::new();
+    for kind in ["valid", "invalid"] {
+        for f in fixtures(kind) {
+            let text = std::fs::read_to_string(&f).expect("read");
+            let marker = text
+                .lines()
+                .find_map(|l| l.strip_prefix("# schema: "))
+                .map(str::trim);
+            let passes = match (kind, marker) {
+                ("valid", _) => true,
+                (_, Some("rejects")) => false,
+                (_, Some(m)) if m.starts_with("accepts") => true,
+                (_, Some("n/a")) => continue,
+                _ => panic!("{}: no `# schema: rejects|accepts|n/a` line", f.display()),
+            };
+            let doc = zae_limiter::manifest::yaml::parse(&text)
+                .unwrap_or_else(|e| panic!("{}: {}", f.display(), e.message));
+            let json = doc.root.as_ref().map(yaml_to_json).unwrap_or_default();
+            let name = f
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned();
+            cases.insert(name.clone(), json);
+            expect.insert(name, passes);
+        }
+    }
+    let script = r#"
+import json, sys
+from jsonschema import Draft202012Validator
+data = json.load(sys.stdin)
+Draft202012Validator.check_schema(data["schema"])
+v = Draft202012Validator(data["schema"])
+print(json.dumps({n: [e.message for e in v.iter_errors(d)] for n, d in data["docs"].items()}))
+"#;
+    let input = serde_json::json!({"schema": schema, "docs": cases}).to_string();
+    let result: serde_json::Value =
+        serde_json::from_str(&run_python(&py, script, &input)).expect("python output");
+    let mut wrong = Vec::new();
+    for (name, passes) in &expect {
+        let errors = result[name].as_array().expect("errors");
+        if errors.is_empty() != *passes {
+            wrong.push(format!(
+                "{name}: expected the schema to {}, errors: {errors:?}",
+                if *passes { "accept it" } else { "reject it" }
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}

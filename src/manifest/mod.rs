@@ -19,6 +19,7 @@ mod load;
 pub mod names;
 pub mod normalize;
 pub mod render;
+pub mod schema;
 mod report;
 mod suggest;
 mod values;

@@ -2,6 +2,7 @@
 //! committed output can never drift from its source.
 //!
 //! `cargo run -p xtask -- man [--check]`: one man page per command in `man/`.
+//! `cargo run -p xtask -- schema [--check]`: `schemas/limits.schema.json`.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -11,8 +12,9 @@ fn main() -> ExitCode {
     let check = args.iter().any(|a| a == "--check");
     match args.first().map(String::as_str) {
         Some("man") => report(xtask::man::run(&repo_root().join("man"), check)),
+        Some("schema") => report(xtask::schema::run(&repo_root(), check)),
         _ => {
-            eprintln!("usage: cargo run -p xtask -- man [--check]");
+            eprintln!("usage: cargo run -p xtask -- man|schema [--check]");
             ExitCode::from(2)
         }
     }

@@ -1,0 +1,260 @@
+//! The JSON Schema (2020-12) for manifests, built from the same key lists, name
+//! rules and bounds the loader checks, so the two cannot drift apart.
+//! `schemas/limits.schema.json` is this value, written by
+//! `cargo run -p xtask -- schema` (a unit test fails when the file is stale).
+//!
+//! The schema is for editors (completion, hover text, early squiggles); it cannot
+//! express every rule (cron grammar, time zone names, one zone per item, drip vs
+//! reset). `zae-limiter limits validate` checks all of them.
+
+use serde_json::{json, Value};
+
+use super::values::{MAX_PERIOD_SECONDS, MAX_SCALE, MAX_TOKENS};
+
+/// Where the committed schema lives, relative to the repository root.
+pub const SCHEMA_PATH: &str = "schemas/limits.schema.json";
+
+const ENTITY_ID_PATTERN: &str = r"^[A-Za-z0-9][A-Za-z0-9_.\-:@]*$";
+const RESOURCE_PATTERN: &str = r"^[A-Za-z][A-Za-z0-9_.\-/:]*$";
+const LIMIT_PATTERN: &str = r"^(?!wcu$)[A-Za-z][A-Za-z0-9_.\-]*$";
+const CRON_PATTERN: &str = r"^\s*\S+(\s+\S+){4}\s*$";
+
+fn tokens(min: u64, description: &str) -> Value {
+    json!({
+        "type": "integer",
+        "minimum": min,
+        "maximum": MAX_TOKENS,
+        "description": description,
+    })
+}
+
+fn seconds(description: &str) -> Value {
+    json!({
+        "type": "integer",
+        "minimum": 1,
+        "maximum": MAX_PERIOD_SECONDS,
+        "description": description,
+    })
+}
+
+/// The schema document.
+pub fn json_schema() -> Value {
+    let cron = json!({
+        "type": "string",
+        "pattern": CRON_PATTERN,
+        "description": "A 5-field cron pattern: minute hour day-of-month month day-of-week (e.g. \"* 9-17 * * MON-FRI\"). Quote it: an unquoted `*` starts a YAML alias. Names are the 3-letter JAN..DEC and SUN..SAT; Sunday is 0 or 7; a range cannot end at SUN (write SAT,SUN). L, W, # and ? are not supported.",
+        "examples": ["* 9-17 * * MON-FRI", "0 0 * * *", "0 0 1 * *"],
+    });
+    let tz = json!({
+        "type": "string",
+        "minLength": 1,
+        "default": "UTC",
+        "description": "IANA time zone name, case-sensitive (e.g. UTC, Europe/Paris, America/New_York). Defaults to UTC. Every schedule and reset_schedule entry on one config item must use the same zone.",
+        "examples": ["UTC", "Europe/Paris", "America/New_York"],
+    });
+    let absolutes = ["capacity", "refill_amount", "refill_period_seconds"];
+    let any_absolute: Vec<Value> = absolutes.iter().map(|k| json!({"required": [k]})).collect();
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://example.invalid/zae-limiter-rs/schemas/limits.schema.json",
+        "title": "zae-limiter limits manifest",
+        "description": "Declarative rate limits for a zae-limiter 0.17 table: system defaults, resource defaults and per-entity limits. Check with `zae-limiter limits validate FILE`; apply with `zae-limiter limits apply`.",
+        "type": "object",
+        "required": ["namespace"],
+        "properties": {
+            "namespace": {
+                "type": "string",
+                "minLength": 1,
+                "pattern": "^[^#]+$",
+                "description": "Namespace name (not the opaque id). Required. Applying a manifest manages exactly the levels it declares in this namespace.",
+            },
+            "system": {"$ref": "#/$defs/system"},
+            "resources": {
+                "type": "object",
+                "description": "Resource defaults by resource name: the limits every entity gets on that resource unless it has its own.",
+                "propertyNames": {"$ref": "#/$defs/resourceName"},
+                "additionalProperties": {"$ref": "#/$defs/level"},
+            },
+            "entities": {
+                "type": "object",
+                "description": "Per-entity limits by entity id.",
+                "propertyNames": {"$ref": "#/$defs/entityId"},
+                "additionalProperties": {"$ref": "#/$defs/entity"},
+            },
+        },
+        "patternProperties": {
+            "^x-": {"description": "Ignored: a place to keep YAML anchors (`x-tiers: {pro: &pro {...}}`)."},
+        },
+        "additionalProperties": false,
+        "$defs": {
+            "resourceName": {
+                "type": "string",
+                "maxLength": 64,
+                "pattern": RESOURCE_PATTERN,
+                "description": "Resource name: starts with a letter; letters, digits, _ . - / : only; at most 64 characters.",
+            },
+            "entityId": {
+                "type": "string",
+                "maxLength": 256,
+                "pattern": ENTITY_ID_PATTERN,
+                "description": "Entity id: starts with a letter or digit; letters, digits, _ . - : @ only; at most 256 characters.",
+            },
+            "limitName": {
+                "type": "string",
+                "maxLength": 64,
+                "pattern": LIMIT_PATTERN,
+                "description": "Limit name: starts with a letter; letters, digits, _ . - only; at most 64 characters; `wcu` is reserved.",
+            },
+            "system": {
+                "type": "object",
+                "description": "System-wide defaults. Declaring `system` (even `{}`) manages the system level.",
+                "properties": {
+                    "limits": {"$ref": "#/$defs/limits"},
+                    "on_unavailable": {
+                        "enum": ["allow", "block", null],
+                        "description": "What limiters do when the table cannot be read: `allow` admits requests, `block` refuses them.",
+                    },
+                },
+                "additionalProperties": false,
+            },
+            "entity": {
+                "type": "object",
+                "description": "One entity's limits, by resource name; `_default_` applies to every resource without its own entry.",
+                "properties": {
+                    "resources": {
+                        "type": "object",
+                        "propertyNames": {
+                            "anyOf": [{"const": "_default_"}, {"$ref": "#/$defs/resourceName"}],
+                        },
+                        "additionalProperties": {"$ref": "#/$defs/level"},
+                    },
+                },
+                "additionalProperties": false,
+            },
+            "level": {
+                "type": "object",
+                "description": "Limits and flags for a resource, or for one entity on one resource.",
+                "properties": {
+                    "limits": {"$ref": "#/$defs/limits"},
+                    "disabled": {
+                        "anyOf": [{"type": "boolean"}, {"const": "bypass"}, {"type": "null"}],
+                        "description": "true: not enforced; false: enforced (an explicit carve-out); bypass: admit everything but keep counting. Omit to inherit.",
+                    },
+                    "cascade": {
+                        "type": ["boolean", "null"],
+                        "description": "Whether consumption also counts against the entity's parent. Omit to inherit.",
+                    },
+                },
+                "additionalProperties": false,
+            },
+            "limits": {
+                "type": "object",
+                "description": "Limits by name, e.g. `rpm: {capacity: 500}`.",
+                "propertyNames": {"$ref": "#/$defs/limitName"},
+                "additionalProperties": {"$ref": "#/$defs/limit"},
+            },
+            "limit": {
+                "type": "object",
+                "description": "A token bucket: `capacity` tokens, refilled by `refill_amount` every `refill_period` seconds; or a quota that resets on a calendar (`reset_schedule`) or a session window (`reset_after_seconds`).",
+                "required": ["capacity"],
+                "properties": {
+                    "capacity": tokens(1, "Bucket ceiling in whole tokens (1 to 10^15). `{capacity: N}` alone means N per minute."),
+                    "burst": tokens(1, "Legacy alias: replaces `capacity` (which is still required)."),
+                    "refill_amount": tokens(0, "Tokens added per refill_period. Defaults to capacity, or to 0 on a quota (which must not drip)."),
+                    "refill_period": seconds("Refill period in seconds (default 60). The key is `refill_period`, not `refill_period_seconds`."),
+                    "schedule": {
+                        "type": ["array", "null"],
+                        "description": "Parameter windows: during every minute a pattern matches, its entry scales or replaces the base parameters. First match wins.",
+                        "items": {"$ref": "#/$defs/scheduleEntry"},
+                    },
+                    "reset_schedule": {
+                        "type": ["array", "null"],
+                        "description": "Calendar quota: the balance goes back to capacity when a pattern starts matching (e.g. \"0 0 1 * *\", monthly).",
+                        "items": {"$ref": "#/$defs/resetEntry"},
+                    },
+                    "reset_after_seconds": {
+                        "type": ["integer", "null"],
+                        "minimum": 1,
+                        "maximum": MAX_PERIOD_SECONDS,
+                        "description": "Session quota: the window in seconds, anchored to each entity's first use. Not with reset_schedule.",
+                    },
+                    "soft": {
+                        "type": "boolean",
+                        "description": "Shadow mode: counted and reported, not enforced.",
+                    },
+                },
+                "additionalProperties": false,
+            },
+            "scheduleEntry": {
+                "type": "object",
+                "description": "A parameter window: `cron`, optional `tz`, and either `scale` or absolute overrides.",
+                "required": ["cron"],
+                "properties": {
+                    "cron": cron.clone(),
+                    "tz": tz.clone(),
+                    "scale": {
+                        "type": "number",
+                        "exclusiveMinimum": 0,
+                        "maximum": MAX_SCALE,
+                        "description": "Multiplies the base parameters inside the window (0.5 halves, 2 doubles). Stored to 1/1000.",
+                    },
+                    "capacity": tokens(1, "Capacity inside the window, in whole tokens."),
+                    "refill_amount": tokens(1, "Refill amount inside the window (not on a quota)."),
+                    "refill_period_seconds": seconds("Refill period inside the window, in seconds."),
+                },
+                "additionalProperties": false,
+                "oneOf": [
+                    {"required": ["scale"], "not": {"anyOf": any_absolute.clone()}},
+                    {"anyOf": any_absolute, "not": {"required": ["scale"]}},
+                ],
+            },
+            "resetEntry": {
+                "type": "object",
+                "description": "The instant the balance goes back to capacity: `cron` and optional `tz` only.",
+                "required": ["cron"],
+                "properties": {"cron": cron, "tz": tz},
+                "additionalProperties": false,
+            },
+        },
+    })
+}
+
+/// The schema as committed: pretty JSON with a trailing newline.
+pub fn render() -> String {
+    let mut s = serde_json::to_string_pretty(&json_schema()).unwrap_or_default();
+    s.push('\n');
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The committed file must equal the generated schema.
+    /// `ZAEL_BLESS=1` (or `cargo run -p xtask -- schema`) rewrites it.
+    #[test]
+    fn committed_schema_is_current() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(SCHEMA_PATH);
+        if std::env::var_os("ZAEL_BLESS").is_some() {
+            std::fs::write(&path, render()).expect("write schema");
+        }
+        let committed = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            committed == render(),
+            "{SCHEMA_PATH} is stale: run `cargo run -p xtask -- schema` (or ZAEL_BLESS=1 cargo test)"
+        );
+    }
+
+    #[test]
+    fn schema_uses_the_loader_bounds() {
+        let s = json_schema();
+        assert_eq!(
+            s["$defs"]["limit"]["properties"]["capacity"]["maximum"],
+            MAX_TOKENS
+        );
+        assert_eq!(
+            s["$defs"]["limit"]["required"],
+            serde_json::json!(["capacity"])
+        );
+    }
+}
