@@ -17,6 +17,7 @@ Usage: ref.py COMMAND ARGS... [+ COMMAND ARGS...]
   get-resource-defaults TABLE NAMESPACE R
   get-system-defaults TABLE NAMESPACE
   set-fixture TABLE NAMESPACE         write the fixture levels with the client API
+  set-unmanaged TABLE NAMESPACE       resource defaults for "legacy" (a level no manifest manages)
   acquire TABLE NAMESPACE E R LIMIT N try to consume N of LIMIT; prints {"admitted": bool}
   serve TABLE NAMESPACE               a long-lived limiter (config cache 60 s): reads
                                       "E R LIMIT N" lines, answers {"admitted": bool} each
@@ -204,6 +205,12 @@ def main(argv):
             "limits": sorted((limit_json(l) for l in limits), key=lambda l: l["name"]),
             "on_unavailable": on_unavailable,
         }
+    if cmd == "set-unmanaged":
+        from zae_limiter import Limit
+
+        repo = zl.open_repo(args[0], args[1])
+        repo.set_resource_defaults("legacy", [Limit.per_minute("rpm", 42)])
+        return {"ok": True}
     if cmd == "set-fixture":
         return set_fixture(args[0], args[1])
     if cmd == "acquire":

@@ -74,9 +74,18 @@ impl Interop {
 
     /// Our binary with the AWS environment of the moto server.
     pub fn ours(&self, args: &[&str]) -> Output {
+        self.ours_env(args, &[])
+    }
+
+    /// Ours with extra environment variables.
+    pub fn ours_env(&self, args: &[&str], envs: &[(&str, &str)]) -> Output {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_zae-limiter"));
         self.aws_env(&mut cmd);
-        cmd.args(args).current_dir(&self.root);
+        cmd.env_remove("ZAEL_FAULT_ABORT_AFTER_WRITES")
+            .env_remove("ZAEL_TEST_CLOCK_OFFSET_MS");
+        cmd.envs(envs.iter().copied())
+            .args(args)
+            .current_dir(&self.root);
         cmd.output().expect("run zae-limiter")
     }
 
