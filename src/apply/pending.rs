@@ -181,6 +181,53 @@ fn unchanged_since(read: &Option<Item>) -> Condition {
     }
 }
 
+/// What an edit of one pending item comes to.
+enum Step {
+    /// `edit` declined: leave the item alone.
+    Unchanged,
+    /// Nothing stored and nothing to store.
+    Done,
+    Write(WriteOp),
+}
+
+/// Applies `edit` to the owners as read and builds the write that stores the
+/// result, conditioned on nothing having changed meanwhile.
+fn step(
+    ns: &str,
+    owed: &Owed,
+    read: &Option<Item>,
+    now_ms: i64,
+    edit: &mut impl FnMut(Option<&Pending>, &mut BTreeMap<String, Share>) -> bool,
+) -> Step {
+    let current = read.as_ref().and_then(decode);
+    let mut owners = current
+        .as_ref()
+        .map(|p| p.owners.clone())
+        .unwrap_or_default();
+    if !edit(current.as_ref(), &mut owners) {
+        return Step::Unchanged;
+    }
+    let written_ms = read
+        .as_ref()
+        .and_then(|i| num(i.get("written_ms")))
+        .unwrap_or(now_ms);
+    let condition = Some(unchanged_since(read));
+    if owners.is_empty() {
+        if read.is_none() {
+            return Step::Done;
+        }
+        Step::Write(WriteOp::Delete {
+            key: key(ns, owed),
+            condition,
+        })
+    } else {
+        Step::Write(WriteOp::Put {
+            item: encode(ns, owed, &owners, written_ms),
+            condition,
+        })
+    }
+}
+
 /// Read, let `edit` change the owners (return `false` to leave the item alone),
 /// then put or delete conditioned on nothing having changed meanwhile.
 fn modify(
@@ -193,32 +240,10 @@ fn modify(
     let k = key(ns, owed);
     for _ in 0..ATTEMPTS {
         let read = store.get(&k, true)?;
-        let current = read.as_ref().and_then(decode);
-        let mut owners = current
-            .as_ref()
-            .map(|p| p.owners.clone())
-            .unwrap_or_default();
-        if !edit(current.as_ref(), &mut owners) {
-            return Ok(false);
-        }
-        let written_ms = read
-            .as_ref()
-            .and_then(|i| num(i.get("written_ms")))
-            .unwrap_or(now_ms);
-        let condition = Some(unchanged_since(&read));
-        let op = if owners.is_empty() {
-            if read.is_none() {
-                return Ok(true);
-            }
-            WriteOp::Delete {
-                key: k.clone(),
-                condition,
-            }
-        } else {
-            WriteOp::Put {
-                item: encode(ns, owed, &owners, written_ms),
-                condition,
-            }
+        let op = match step(ns, owed, &read, now_ms, &mut edit) {
+            Step::Unchanged => return Ok(false),
+            Step::Done => return Ok(true),
+            Step::Write(op) => op,
         };
         match store.write(op) {
             Ok(_) => return Ok(true),
@@ -232,16 +257,49 @@ fn modify(
     )))
 }
 
-/// Records that `token` owes `owed` (created when absent, share added otherwise).
-pub fn write_ahead(
+/// [`modify`] for many items: one batched read and one batch of conditional
+/// writes; an item that changed meanwhile falls back to [`modify`] alone.
+fn modify_many<E>(
     store: &dyn Store,
     ns: &str,
-    owed: &Owed,
+    owed: &[Owed],
+    now_ms: i64,
+    make_edit: impl Fn() -> E,
+) -> Result<(), StoreError>
+where
+    E: FnMut(Option<&Pending>, &mut BTreeMap<String, Share>) -> bool,
+{
+    if owed.is_empty() {
+        return Ok(());
+    }
+    let keys: Vec<Key> = owed.iter().map(|o| key(ns, o)).collect();
+    let reads = store.batch_get(&keys, true)?;
+    let mut ops = Vec::new();
+    let mut which = Vec::new();
+    for (o, read) in owed.iter().zip(&reads) {
+        if let Step::Write(op) = step(ns, o, read, now_ms, &mut make_edit()) {
+            ops.push(op);
+            which.push(o);
+        }
+    }
+    for (o, result) in which.into_iter().zip(store.write_many(ops)) {
+        match result {
+            Ok(_) => {}
+            Err(StoreError::ConditionFailed { .. }) => {
+                modify(store, ns, o, now_ms, make_edit())?;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// The edit that adds (or widens) `token`'s share.
+fn add_share(
     token: &str,
     share: Share,
-    now_ms: i64,
-) -> Result<(), StoreError> {
-    modify(store, ns, owed, now_ms, |_, owners| {
+) -> impl FnMut(Option<&Pending>, &mut BTreeMap<String, Share>) -> bool + '_ {
+    move |_, owners| {
         let merged = match owners.get(token) {
             Some(old) => Share {
                 lease: share.lease.max(old.lease),
@@ -254,8 +312,31 @@ pub fn write_ahead(
         }
         owners.insert(token.to_string(), merged);
         true
-    })
-    .map(|_| ())
+    }
+}
+
+/// Records that `token` owes `owed` (created when absent, share added otherwise).
+pub fn write_ahead(
+    store: &dyn Store,
+    ns: &str,
+    owed: &Owed,
+    token: &str,
+    share: Share,
+    now_ms: i64,
+) -> Result<(), StoreError> {
+    modify(store, ns, owed, now_ms, add_share(token, share)).map(|_| ())
+}
+
+/// [`write_ahead`] for many fan-outs at once (one batched read, one batch of writes).
+pub fn write_ahead_many(
+    store: &dyn Store,
+    ns: &str,
+    owed: &[Owed],
+    token: &str,
+    share: Share,
+    now_ms: i64,
+) -> Result<(), StoreError> {
+    modify_many(store, ns, owed, now_ms, || add_share(token, share))
 }
 
 /// Takes over `p` when every lease has expired: the expired shares are replaced by
@@ -298,6 +379,19 @@ pub fn release(
         owners.remove(token).is_some()
     })
     .map(|_| ())
+}
+
+/// [`release`] for many fan-outs at once.
+pub fn release_many(
+    store: &dyn Store,
+    ns: &str,
+    owed: &[Owed],
+    token: &str,
+    now_ms: i64,
+) -> Result<(), StoreError> {
+    modify_many(store, ns, owed, now_ms, || {
+        |_: Option<&Pending>, owners: &mut BTreeMap<String, Share>| owners.remove(token).is_some()
+    })
 }
 
 /// Ends `token`'s lease now, so the next apply can claim the item at once.
@@ -358,6 +452,27 @@ mod tests {
         assert_eq!(list(&s, "ns").unwrap()[0].owners.len(), 1);
         release(&s, "ns", &o, "t2", NOW).unwrap();
         assert_eq!(count(&s, "ns").unwrap(), 0);
+    }
+
+    #[test]
+    fn batched_write_ahead_and_release_match_the_single_forms() {
+        let s = MemStore::new();
+        let a = owed(FanOutKind::Sync, LevelKind::Entity, "u/a");
+        let b = owed(FanOutKind::Disabled, LevelKind::Resource, "b");
+        let share = Share {
+            lease: NOW + 5,
+            full: true,
+        };
+        write_ahead(&s, "ns", &a, "other", share, NOW).unwrap();
+        write_ahead_many(&s, "ns", &[a.clone(), b.clone()], "me", share, NOW).unwrap();
+        let all = list(&s, "ns").unwrap();
+        assert_eq!(all.len(), 2);
+        assert!(all.iter().all(|p| p.owners.get("me") == Some(&share)));
+        release_many(&s, "ns", &[a.clone(), b.clone()], "me", NOW).unwrap();
+        let all = list(&s, "ns").unwrap();
+        assert_eq!(all.len(), 1, "the other apply's share keeps its item");
+        assert_eq!(all[0].owed, a);
+        assert_eq!(all[0].owners.keys().collect::<Vec<_>>(), ["other"]);
     }
 
     #[test]

@@ -29,7 +29,7 @@ use crate::apply::pending::{self, Share};
 use crate::apply::prepare::{prepare, BuildFn, PlannedChange};
 use crate::apply::{version, writes};
 use crate::manifest::Manifest;
-use crate::store::{AttrValue, Item, Store};
+use crate::store::{AttrValue, Item, Key, Store};
 
 /// How long this apply holds the fan-outs it owes: the reference's 900 s Lambda
 /// budget plus 60 s.
@@ -113,7 +113,8 @@ pub fn apply(store: &dyn Store, req: &ApplyRequest<'_>) -> Result<Applied, Strin
     let full = req.full && !resumed;
     let prepared = prepare(store, ns, req.manifest, full, req.build).map_err(|e| e.to_string())?;
 
-    // 4. Write ahead every fan-out the changes make necessary.
+    // 4. Write ahead every fan-out the changes make necessary (one batch).
+    let mut ahead = Vec::new();
     for pc in &prepared.changes {
         for kind in owed_kinds(pc, full) {
             let o = Owed {
@@ -121,11 +122,21 @@ pub fn apply(store: &dyn Store, req: &ApplyRequest<'_>) -> Result<Applied, Strin
                 level: pc.change.level.kind(),
                 target: pc.change.level.target(),
             };
-            pending::write_ahead(store, ns, &o, req.token, Share { lease, full }, req.now_ms)
-                .map_err(|e| e.to_string())?;
-            owed.insert(o);
+            if !ahead.contains(&o) {
+                ahead.push(o);
+            }
         }
     }
+    pending::write_ahead_many(
+        store,
+        ns,
+        &ahead,
+        req.token,
+        Share { lease, full },
+        req.now_ms,
+    )
+    .map_err(|e| e.to_string())?;
+    owed.extend(ahead);
 
     // 5. Config writes, in change order; a failure is recorded and the loop goes on.
     let mut out = Applied {
@@ -168,65 +179,77 @@ pub fn apply(store: &dyn Store, req: &ApplyRequest<'_>) -> Result<Applied, Strin
     out.changes = prepared.changes;
 
     // 7. Re-assert explicit `disabled` on declared levels not already being fanned out.
-    for level in declared_disabled(req.manifest) {
-        let o = Owed {
+    let reassert: Vec<Owed> = declared_disabled(req.manifest)
+        .into_iter()
+        .map(|level| Owed {
             kind: FanOutKind::Disabled,
             level: level.kind(),
             target: level.target(),
-        };
-        if owed.contains(&o) {
-            continue;
-        }
-        if let Err(e) = run_fanout(store, ns, &o, req.now_ms) {
-            out.errors.push(fanout_error(&o, &e));
+        })
+        .filter(|o| !owed.contains(o))
+        .collect();
+    for (o, r) in reassert
+        .iter()
+        .zip(run_fanouts(store, ns, &reassert, req.now_ms))
+    {
+        if let Err(e) = r {
+            out.errors.push(fanout_error(o, &e));
         }
     }
 
-    // 8. Every owed fan-out, from the live config item, until it is stable.
-    let mut order: Vec<Owed> = owed.into_iter().collect();
-    order.sort_by(pending::run_order);
-    for o in &order {
-        let key = Level::from_parts(o.level.as_str(), &o.target).map(|l| l.key(ns));
-        let mut done = false;
-        let mut last_err = None;
-        for _ in 0..FANOUT_ROUNDS {
-            let before = key.as_ref().map(|k| store.get(k, true));
-            if let Err(e) = run_fanout(store, ns, o, req.now_ms) {
-                last_err = Some(fanout_error(o, &e));
-                break;
-            }
-            let after = key.as_ref().map(|k| store.get(k, true));
-            let stable = match (before, after) {
-                (Some(Ok(a)), Some(Ok(b))) => a == b,
-                (None, None) => true,
-                _ => false,
-            };
-            if stable {
-                done = true;
-                break;
+    // 8. Every owed fan-out, from the live config item, redone (up to 3 rounds)
+    //    while the item changes under it; a stable one releases its share.
+    let mut remaining: Vec<Owed> = owed.into_iter().collect();
+    remaining.sort_by(pending::run_order);
+    let mut released = Vec::new();
+    let mut failed: Vec<(Owed, String)> = Vec::new();
+    for _ in 0..FANOUT_ROUNDS {
+        if remaining.is_empty() {
+            break;
+        }
+        let keys: Vec<Option<Key>> = remaining
+            .iter()
+            .map(|o| Level::from_parts(o.level.as_str(), &o.target).map(|l| l.key(ns)))
+            .collect();
+        let before = read_levels(store, &keys);
+        let results = run_fanouts(store, ns, &remaining, req.now_ms);
+        let after = read_levels(store, &keys);
+        let mut next = Vec::new();
+        for (i, (o, r)) in remaining.into_iter().zip(results).enumerate() {
+            match r {
+                Err(e) => {
+                    let msg = fanout_error(&o, &e);
+                    failed.push((o, msg));
+                }
+                Ok(()) => {
+                    let stable = matches!((&before, &after), (Ok(a), Ok(b)) if a[i] == b[i]);
+                    if stable {
+                        released.push(o);
+                    } else {
+                        next.push(o);
+                    }
+                }
             }
         }
-        if done {
-            if let Err(e) = pending::release(store, ns, o, req.token, req.now_ms) {
-                out.errors.push(format!(
-                    "release {} {} {}: {e}",
-                    o.kind.as_str(),
-                    o.level.as_str(),
-                    o.target
-                ));
-            }
-        } else {
-            out.errors.push(last_err.unwrap_or_else(|| {
-                format!(
-                    "retry {} {} {}: the config item kept changing during the fan-out (retried on the next apply)",
-                    o.kind.as_str(),
-                    o.level.as_str(),
-                    o.target
-                )
-            }));
-            // 9. Hand what failed to the next apply at once.
-            let _ = pending::expire(store, ns, o, req.token, req.now_ms);
-        }
+        remaining = next;
+    }
+    for o in remaining {
+        let msg = format!(
+            "retry {} {} {}: the config item kept changing during the fan-out (retried on the next apply)",
+            o.kind.as_str(),
+            o.level.as_str(),
+            o.target
+        );
+        failed.push((o, msg));
+    }
+    if let Err(e) = pending::release_many(store, ns, &released, req.token, req.now_ms) {
+        out.errors.push(format!("releasing finished fan-outs: {e}"));
+    }
+    failed.sort_by(|a, b| pending::run_order(&a.0, &b.0));
+    for (o, msg) in failed {
+        out.errors.push(msg);
+        // 9. Hand what failed to the next apply at once.
+        let _ = pending::expire(store, ns, &o, req.token, req.now_ms);
     }
 
     // 10. The record: managed = what the manifest declares, even for failed writes.
@@ -257,11 +280,28 @@ pub fn apply(store: &dyn Store, req: &ApplyRequest<'_>) -> Result<Applied, Strin
 /// machinery through the binary. Unset, fan-outs run normally.
 pub const FANOUT_FAULT_ENV: &str = "ZAEL_FAULT_FANOUT_ERROR";
 
-fn run_fanout(store: &dyn Store, ns: &str, o: &Owed, now_ms: i64) -> Result<(), String> {
-    match std::env::var(FANOUT_FAULT_ENV) {
-        Ok(msg) if !msg.is_empty() => Err(msg),
-        _ => fanout::run(store, ns, o, now_ms),
+fn run_fanouts(store: &dyn Store, ns: &str, owed: &[Owed], now_ms: i64) -> Vec<Result<(), String>> {
+    if owed.is_empty() {
+        return Vec::new();
     }
+    match std::env::var(FANOUT_FAULT_ENV) {
+        Ok(msg) if !msg.is_empty() => owed.iter().map(|_| Err(msg.clone())).collect(),
+        _ => fanout::run_many(store, ns, owed, now_ms),
+    }
+}
+
+/// The config items behind the fan-outs, in one batched consistent read
+/// (`None` keys read as absent).
+fn read_levels(store: &dyn Store, keys: &[Option<Key>]) -> Result<Vec<Option<Item>>, String> {
+    let wanted: Vec<Key> = keys.iter().flatten().cloned().collect();
+    let mut got = store
+        .batch_get(&wanted, true)
+        .map_err(|e| e.to_string())?
+        .into_iter();
+    Ok(keys
+        .iter()
+        .map(|k| k.as_ref().and_then(|_| got.next().flatten()))
+        .collect())
 }
 
 /// The reference's wording for a failed fan-out (§3.3 step 8).
