@@ -252,8 +252,20 @@ fn last_change(tz: Tz, u: i64, q: i64, limit: i64) -> Option<i64> {
     }
 }
 
+/// True when no minute can have match state `want` (so no offset needs probing).
+fn hopeless(spec: &CronSpec, want: bool) -> bool {
+    if want {
+        never_matches(spec)
+    } else {
+        always_matches(spec)
+    }
+}
+
 /// First UTC minute `u` in `[from, to]` at which the pattern's match state is `want`.
 pub fn find_forward(spec: &CronSpec, tz: Tz, want: bool, from: i64, to: i64) -> Option<i64> {
+    if hopeless(spec, want) {
+        return None;
+    }
     let mut u = from.max(MIN_MINUTE);
     let to = to.min(MAX_MINUTE);
     while u <= to {
@@ -270,6 +282,9 @@ pub fn find_forward(spec: &CronSpec, tz: Tz, want: bool, from: i64, to: i64) -> 
 /// Last UTC minute `u` in `[from, to]` at which the pattern's match state is `want`
 /// (searching down from `to`).
 pub fn find_backward(spec: &CronSpec, tz: Tz, want: bool, to: i64, from: i64) -> Option<i64> {
+    if hopeless(spec, want) {
+        return None;
+    }
     let mut u = to.min(MAX_MINUTE);
     let from = from.max(MIN_MINUTE);
     while u >= from {
@@ -392,8 +407,8 @@ mod tests {
         for tz in zones {
             for s in &specs {
                 for &st in &starts {
-                    for k in 0..12 {
-                        let from = st + k * 397;
+                    for k in 0..3 {
+                        let from = st + k * 1291;
                         let to = from + 3 * DAY;
                         for want in [true, false] {
                             assert_eq!(
