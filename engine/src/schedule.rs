@@ -289,4 +289,25 @@ mod tests {
         assert_eq!(s.next_active_change(0, 7 * DAY), None);
         assert_eq!(s.next_param_change(30_000), 30_000 + 7 * DAY_MS);
     }
+
+    #[test]
+    fn extreme_instants_do_not_panic() {
+        let s = sched(chrono_tz::Pacific::Chatham, &["0 0 29 2 *", "* 2 * * *"]);
+        for now in [
+            i64::MIN,
+            i64::MIN / 2,
+            -62_135_596_800_000,
+            0,
+            253_402_300_799_999,
+            i64::MAX / 2,
+            i64::MAX,
+        ] {
+            let _ = s.active_index(now);
+            let _ = s.next_param_change(now);
+            let _ = s.next_reset_edge(now);
+            let _ = s.prev_reset_edge(now);
+            let _ = s.next_reset_stamp(now);
+            let _ = next_boundary(&s, &s, now);
+        }
+    }
 }
