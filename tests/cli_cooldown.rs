@@ -3,6 +3,8 @@
 //! available — the local store always, DynamoDB (moto) when
 //! `ZAEL_TEST_DYNAMODB_ENDPOINT` is set (required when `ZAEL_REQUIRE_INTEROP=1`).
 
+mod interop_support;
+
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
@@ -35,19 +37,23 @@ fn interop_required() -> bool {
     std::env::var("ZAEL_REQUIRE_INTEROP").as_deref() == Ok("1")
 }
 
-/// The local store, and DynamoDB when an endpoint is configured.
-fn backends(tag: &str) -> Vec<Backend> {
-    let mut out = Vec::new();
+/// A fresh local store file (created by the first write).
+fn local() -> Backend {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("store.sqlite");
-    out.push(Backend {
+    Backend {
         label: "local",
         flags: vec!["--local".into(), path.display().to_string()],
         endpoint: None,
         local: Some(path),
         table: "zae-limiter".into(),
         _dir: dir,
-    });
+    }
+}
+
+/// The local store, and DynamoDB when an endpoint is configured.
+fn backends(tag: &str) -> Vec<Backend> {
+    let mut out = vec![local()];
     match std::env::var("ZAEL_TEST_DYNAMODB_ENDPOINT")
         .ok()
         .filter(|v| !v.is_empty())
@@ -440,7 +446,7 @@ fn corrupt_state_is_never_permission() {
 
 #[test]
 fn an_undecodable_local_row_is_refused() {
-    let b = backends("rawrow").remove(0);
+    let b = local();
     let scope = "openai/acct-42/gpt-4";
     record_issue_429(&b, scope);
     let path = b.local.clone().expect("local store");
@@ -567,7 +573,7 @@ fn a_response_body_and_http_dates_are_read() {
 
 #[test]
 fn bad_input_is_refused_and_nothing_is_written() {
-    let b = backends("bad").remove(0);
+    let b = local();
     for (args, needle) in [
         (
             vec!["record", "s", "--resets-in-seconds", "NaN"],
@@ -595,7 +601,7 @@ fn bad_input_is_refused_and_nothing_is_written() {
 
 #[test]
 fn hintless_refusals_back_off_exponentially() {
-    let b = backends("backoff").remove(0);
+    let b = local();
     let v = b.json(0, T0, &["record", "s", "--status", "503"]);
     assert_eq!(v["recorded"]["not_before_ms"], T0_MS + 65_000, "{v}");
     let v = b.json(
@@ -608,4 +614,90 @@ fn hintless_refusals_back_off_exponentially() {
         T0_MS + 65_000 + 125_000,
         "{v}"
     );
+}
+
+#[test]
+fn concurrent_recorders_keep_the_latest_deadline() {
+    for b in backends("race") {
+        let scope = "openai/acct-42/gpt-4";
+        // Create the table and namespace first so every racer contends on the item.
+        b.expect(0, T0, &["record", "warm-up", "--retry-after", "1"]);
+        let resets = ["60", "5000", "202825", "3000", "100", "7200"];
+        let children: Vec<_> = resets
+            .iter()
+            .map(|r| {
+                let mut args = vec![
+                    "cooldown",
+                    "record",
+                    scope,
+                    "--resets-in-seconds",
+                    r,
+                    "--received-at",
+                    T0,
+                ];
+                args.extend(b.flags.iter().map(String::as_str));
+                b.command(T0, &args)
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .expect("spawn record")
+            })
+            .collect();
+        for c in children {
+            let out = c.wait_with_output().expect("wait for record");
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "[{}] {}",
+                b.label,
+                describe(&out)
+            );
+        }
+        let v = b.json(75, T0, &["check", scope]);
+        assert_eq!(v["until_ms"], DEADLINE_MS, "[{}] {v}", b.label);
+        assert_eq!(v["state"]["version"], resets.len(), "[{}] {v}", b.label);
+    }
+}
+
+/// The Python library ignores cooldown items: with one recorded in a table,
+/// it still resolves the namespace we registered, writes and reads limits, and
+/// admits requests; the item has the documented layout.
+#[test]
+fn the_python_library_ignores_cooldown_items() {
+    let Some(env) = interop_support::interop("cdpy") else {
+        return;
+    };
+    env.create_table();
+    let rec = env.ours(&[
+        "cooldown",
+        "record",
+        "openai/acct-42",
+        "--resets-in-seconds",
+        "202825",
+        "-n",
+        &env.table,
+        "--endpoint-url",
+        &env.endpoint,
+    ]);
+    assert_eq!(rec.status.code(), Some(0), "{}", describe(&rec));
+    let ns = env.reference(&["nsid", &env.table, "default"])["namespace_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(!ns.is_empty());
+    let item = env
+        .dump()
+        .into_iter()
+        .find(|i| i["PK"]["S"] == format!("{ns}/COOLDOWN#openai/acct-42"))
+        .expect("cooldown item under the namespace id");
+    assert_eq!(item["SK"]["S"], "#STATE");
+    assert_eq!(item["GSI4PK"]["S"], ns.as_str());
+    assert_eq!(item["GSI4SK"], item["PK"]);
+    env.reference(&["set-fixture", &env.table, "default"]);
+    let got = env.reference(&["get-limits", &env.table, "default", "user-1", "gpt-4"]);
+    assert!(got.as_array().is_some_and(|l| !l.is_empty()), "{got}");
+    let admitted = env.reference(&[
+        "acquire", &env.table, "default", "user-1", "gpt-4", "rpm", "1",
+    ]);
+    assert_eq!(admitted["admitted"], Value::Bool(true), "{admitted}");
 }
