@@ -23,3 +23,6 @@ pub mod keys;
 pub mod namespace;
 pub mod registry;
 pub mod version;
+
+#[cfg(test)]
+mod dump_tests;
