@@ -15,7 +15,9 @@
 
 use chrono_tz::Tz;
 
-use crate::civil::{Fields, DAY, MAX_MINUTE, MIN_MINUTE};
+use std::sync::OnceLock;
+
+use crate::civil::{days_from_civil, Fields, DAY, MAX_MINUTE, MIN_MINUTE};
 use crate::cron::CronSpec;
 
 const ALL_MINUTES: u64 = (1 << 60) - 1;
@@ -199,12 +201,50 @@ fn wall_backward(spec: &CronSpec, want: bool, mut l: i64, lo: i64) -> Option<i64
     None
 }
 
-/// Offset changes are assumed at least this far apart (true of every tzdb zone);
-/// segment ends are probed at this step and then bisected to the minute.
+/// Offset changes are at least this far apart in every tzdb zone (checked
+/// against the 2025b files: the closest pair is more than a day apart), so
+/// segment ends can be probed at this step and then bisected to the minute.
 const PROBE: i64 = DAY;
 
-/// First UTC minute in `(u, limit]` whose offset differs from `q`.
-fn first_change(tz: Tz, u: i64, q: i64, limit: i64) -> Option<i64> {
+/// Each zone's offset changes between 1850 and 2150 are found once (by
+/// probing) and kept, so a search years long is a binary search per segment
+/// instead of a probe per day. Outside that range the searches probe.
+struct Transitions {
+    lo: i64,
+    hi: i64,
+    /// Minutes `m` in `(lo, hi]` whose offset differs from that of `m − 1`.
+    at: Vec<i64>,
+}
+
+fn cached_transitions(tz: Tz) -> &'static Transitions {
+    static CACHE: OnceLock<Vec<OnceLock<Transitions>>> = OnceLock::new();
+    let slots = CACHE.get_or_init(|| {
+        (0..chrono_tz::TZ_VARIANTS.len())
+            .map(|_| OnceLock::new())
+            .collect()
+    });
+    let build = || {
+        let lo = days_from_civil(1850, 1, 1) * DAY;
+        let hi = days_from_civil(2150, 1, 1) * DAY;
+        let mut at = Vec::new();
+        let mut u = lo;
+        let mut q = offset_minutes(tz, u);
+        while let Some(c) = probe_first_change(tz, u, q, hi) {
+            at.push(c);
+            u = c;
+            q = offset_minutes(tz, c);
+        }
+        Transitions { lo, hi, at }
+    };
+    match slots.get(tz as usize) {
+        Some(slot) => slot.get_or_init(build),
+        // Unreachable for a chrono-tz zone; computed afresh (and leaked once) if it ever happens.
+        None => Box::leak(Box::new(build())),
+    }
+}
+
+/// First UTC minute in `(u, limit]` whose offset differs from `q`, by probing.
+fn probe_first_change(tz: Tz, u: i64, q: i64, limit: i64) -> Option<i64> {
     let mut lo = u;
     loop {
         if lo >= limit {
@@ -228,8 +268,8 @@ fn first_change(tz: Tz, u: i64, q: i64, limit: i64) -> Option<i64> {
     }
 }
 
-/// Last UTC minute in `[limit, u)` whose offset differs from `q`.
-fn last_change(tz: Tz, u: i64, q: i64, limit: i64) -> Option<i64> {
+/// Last UTC minute in `[limit, u)` whose offset differs from `q`, by probing.
+fn probe_last_change(tz: Tz, u: i64, q: i64, limit: i64) -> Option<i64> {
     let mut hi = u;
     loop {
         if hi <= limit {
@@ -250,6 +290,59 @@ fn last_change(tz: Tz, u: i64, q: i64, limit: i64) -> Option<i64> {
         }
         hi = lo;
     }
+}
+
+/// First UTC minute in `(u, limit]` whose offset differs from `q` (the offset at `u`).
+fn first_change(tz: Tz, u: i64, q: i64, limit: i64) -> Option<i64> {
+    let t = cached_transitions(tz);
+    let mut u = u;
+    if u < t.lo {
+        if let Some(c) = probe_first_change(tz, u, q, limit.min(t.lo)) {
+            return Some(c);
+        }
+        if limit <= t.lo {
+            return None;
+        }
+        u = t.lo;
+    }
+    if u < t.hi {
+        let i = t.at.partition_point(|&x| x <= u);
+        if let Some(&c) = t.at.get(i) {
+            return (c <= limit).then_some(c);
+        }
+        if limit <= t.hi {
+            return None;
+        }
+        u = t.hi;
+    }
+    probe_first_change(tz, u, q, limit)
+}
+
+/// Last UTC minute in `[limit, u)` whose offset differs from `q` (the offset at `u`).
+fn last_change(tz: Tz, u: i64, q: i64, limit: i64) -> Option<i64> {
+    let t = cached_transitions(tz);
+    let mut u = u;
+    if u > t.hi {
+        if let Some(c) = probe_last_change(tz, u, q, limit.max(t.hi)) {
+            return Some(c);
+        }
+        if limit >= t.hi {
+            return None;
+        }
+        u = t.hi;
+    }
+    if u > t.lo {
+        let i = t.at.partition_point(|&x| x <= u);
+        if i > 0 {
+            let c = t.at[i - 1];
+            return (c - 1 >= limit).then_some(c - 1);
+        }
+        if limit >= t.lo {
+            return None;
+        }
+        u = t.lo;
+    }
+    probe_last_change(tz, u, q, limit)
 }
 
 /// True when no minute can have match state `want` (so no offset needs probing).
@@ -318,7 +411,6 @@ pub fn prev_edge(spec: &CronSpec, tz: Tz, at: i64, floor: i64) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::civil::days_from_civil;
 
     fn spec(min: u64, hour: u32, days: u32, months: u16, wd: u8, day_and: bool) -> CronSpec {
         CronSpec {
