@@ -589,6 +589,19 @@ fn bad_input_is_refused_and_nothing_is_written() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(needle), "{args:?}: {err}");
     }
+    let out = b.cooldown(
+        T0,
+        &[
+            "record",
+            "s",
+            "--retry-after",
+            "60",
+            "--received-at",
+            "2026-12-03T10:00:00Z",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot be received in the future"));
     // Nothing was written: the local store file was never even created.
     assert!(!b.local.as_ref().expect("local").exists());
     // A store that does not exist is unreadable, never permission.

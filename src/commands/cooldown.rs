@@ -47,6 +47,8 @@ pub const NOW_ENV: &str = "ZAEL_NOW";
 pub const CEILING_ENV: &str = "ZAEL_COOLDOWN_CEILING";
 /// Jitter bound override (a duration; `0` disables jitter).
 pub const JITTER_ENV: &str = "ZAEL_COOLDOWN_JITTER";
+/// How far `--received-at` may lie after "now" (clock skew between hosts).
+const RECEIPT_SKEW_MS: i64 = 5 * 60 * SECOND_MS;
 
 pub fn run(cmd: CooldownCommand) -> Result<i32, CliError> {
     match cmd {
@@ -68,6 +70,14 @@ fn record(a: CooldownRecordArgs) -> Result<i32, CliError> {
         Some(t) => parse_instant(t, "--received-at")?,
         None => now,
     };
+    // A receipt in the future would also dodge the plausibility ceiling.
+    if received_at > now.saturating_add(RECEIPT_SKEW_MS) {
+        return Err(CliError::Usage(format!(
+            "--received-at {} is after now ({}); a response cannot be received in the future",
+            rfc3339(received_at),
+            rfc3339(now)
+        )));
+    }
     let margin_ms = i64::try_from(a.margin)
         .ok()
         .and_then(|m| m.checked_mul(SECOND_MS))
