@@ -568,6 +568,27 @@ fn a_response_body_and_http_dates_are_read() {
             ],
         );
         assert_eq!(v["recorded"]["not_before"], "2026-12-02T11:00:00Z", "{v}");
+        // A body that is not JSON (a proxy's error page) still records the 429:
+        // from the other hints, or with backoff.
+        let html = b._dir.path().join("body.html");
+        std::fs::write(&html, "<html>429 Too Many Requests</html>").expect("write body");
+        let html = html.display().to_string();
+        let out = b.cooldown(
+            T0,
+            &["record", "proxied", "--status", "429", "--response", &html],
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("recording without it"));
+        let v = b.json(75, T0, &["check", "proxied"]);
+        assert_eq!(v["until_ms"], T0_MS + 65_000, "{v}");
+        // A known field with a bad value is refused.
+        std::fs::write(&body, r#"{"resets_in_seconds": -3}"#).expect("write body");
+        let out = b.cooldown(
+            T0,
+            &["record", "neg", "--response", &body.display().to_string()],
+        );
+        assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+        b.expect(0, T0, &["check", "neg"]);
     }
 }
 

@@ -32,7 +32,7 @@ use crate::cli::args::{
 };
 use crate::cli::CliError;
 use crate::cooldown::ops::Listed;
-use crate::cooldown::response::read_response;
+use crate::cooldown::response::{read_response, ResponseError};
 use crate::cooldown::{
     CooldownError, CooldownState, Cooldowns, Phase, ProbeResult, Refusal, Scope, SettleResult,
     Settlement, Verdict,
@@ -98,11 +98,23 @@ fn record(a: CooldownRecordArgs) -> Result<i32, CliError> {
             let mut label = None;
             if let Some(path) = &a.response {
                 let body = read_body(path)?;
-                let r = read_response(&body).map_err(|e| {
-                    CliError::Failed(format!("{}: {e}; nothing was recorded", path.display()))
-                })?;
-                hints.extend(r.hints);
-                label = r.label;
+                match read_response(&body) {
+                    Ok(r) => {
+                        hints.extend(r.hints);
+                        label = r.label;
+                    }
+                    // A proxy's HTML error page says nothing about the quota: the
+                    // refusal is still recorded (from the other hints, or backoff).
+                    Err(e @ (ResponseError::NotJson(_) | ResponseError::NotObject)) => {
+                        eprintln!("warning: {}: {e}; recording without it", path.display())
+                    }
+                    Err(e) => {
+                        return Err(CliError::Failed(format!(
+                            "{}: {e}; nothing was recorded",
+                            path.display()
+                        )))
+                    }
+                }
             }
             Refusal::Quota {
                 status,
