@@ -335,7 +335,7 @@ fn last_change(tz: Tz, u: i64, q: i64, limit: i64) -> Option<i64> {
         let i = t.at.partition_point(|&x| x <= u);
         if i > 0 {
             let c = t.at[i - 1];
-            return (c - 1 >= limit).then_some(c - 1);
+            return (c > limit).then_some(c - 1);
         }
         if limit >= t.lo {
             return None;
