@@ -163,3 +163,90 @@ pub fn slow_pass(
         state: st,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cron::CronSpec;
+    use crate::schedule::Entry;
+
+    fn state(reset_sched: Schedule, rsa: Option<i64>) -> BucketState {
+        BucketState {
+            tokens_milli: 0,
+            last_refill_ms: 0,
+            capacity_milli: 10_000,
+            refill_amount_milli: 0,
+            refill_period_ms: 1000,
+            total_consumed_milli: Some(10_000),
+            shard_count: 1,
+            sched: Schedule::empty(),
+            reset_sched,
+            window_start_ms: None,
+            reset_after_seconds: rsa,
+            window_applied_ms: None,
+            window_consumed_mark_milli: None,
+            grant_count: Some(1),
+            topped_up_milli: None,
+            soft: false,
+            bypass: false,
+        }
+    }
+
+    fn daily() -> Schedule {
+        Schedule {
+            tz: chrono_tz::UTC,
+            entries: vec![Entry {
+                cron: "0 0 * * *".into(),
+                spec: CronSpec::parse("0 0 * * *").unwrap(),
+                modifier: None,
+            }],
+        }
+    }
+
+    #[test]
+    fn missed_edges_reset_once() {
+        // Empty since 1970-01-01; five midnights later one request resets the
+        // balance to the full amount once and takes one token.
+        let st = state(daily(), None);
+        let cfg = QuotaConfig {
+            schedule: Schedule::empty(),
+            reset_schedule: daily(),
+            reset_after_seconds: None,
+        };
+        let now = 5 * 86_400_000 + 1234;
+        let pass = slow_pass(&st, &cfg, 1, now);
+        assert!(pass.reset_applied && !pass.exceeded);
+        assert_eq!(pass.state.tokens_milli, 9000);
+        assert_eq!(pass.next_reset_edge_ms, Some(6 * 86_400_000));
+        // The commit writes rf = now (§7); a second request the same day finds
+        // no edge after it and does not reset again.
+        let mut committed = pass.state.clone();
+        committed.last_refill_ms = now;
+        let again = slow_pass(&committed, &cfg, 1, now + 60_000);
+        assert!(!again.reset_applied);
+        assert_eq!(again.state.tokens_milli, 8000);
+    }
+
+    #[test]
+    fn session_window_is_anchored_to_first_use_after_expiry() {
+        let mut st = state(Schedule::empty(), Some(60));
+        st.window_start_ms = Some(1_000);
+        st.window_applied_ms = Some(1_000);
+        let cfg = QuotaConfig {
+            schedule: Schedule::empty(),
+            reset_schedule: Schedule::empty(),
+            reset_after_seconds: Some(60),
+        };
+        // Inside the window: refused, wait until its end (no +1 ms).
+        let inside = slow_pass(&st, &cfg, 1, 31_000);
+        assert!(inside.exceeded);
+        assert_eq!(inside.retry_after_seconds, 30.0);
+        assert_eq!(inside.resets_at_ms, Some(61_000));
+        // Long after it ended: a new window opens at now, not at 61 s.
+        let later = slow_pass(&st, &cfg, 1, 500_000);
+        assert_eq!(later.opened_window_start_ms, Some(500_000));
+        assert!(later.roll_applied && !later.exceeded);
+        assert_eq!(later.state.tokens_milli, 9000);
+        assert_eq!(later.vu_ms, Some(560_000));
+    }
+}
