@@ -373,7 +373,7 @@ fn settle_records_a_new_quota_deadline_or_clears() {
         assert!(list["cooldowns"][0]["reason"]
             .as_str()
             .unwrap_or_default()
-            .contains("resets_in_seconds 3600"));
+            .starts_with("recovery probe refused; resets_in_seconds 3600"));
         // Next probe succeeds: the cooldown is gone for everyone.
         let later = "2026-12-04T19:22:00Z";
         b.expect(

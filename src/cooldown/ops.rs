@@ -236,8 +236,14 @@ impl<'a> Cooldowns<'a> {
             };
             let mut next = apply_refusal(&self.policy, scope, Some(cur), &refusal, now)?;
             next.probe = None;
-            if matches!(settlement, Settlement::Auth) {
-                next.reason = "recovery probe: credentials rejected; needs intervention".into();
+            match settlement {
+                Settlement::Auth => {
+                    next.reason = "recovery probe: credentials rejected; needs intervention".into();
+                }
+                _ if cur.phase == Phase::Cooling => {
+                    next.reason = format!("recovery probe {}", next.reason);
+                }
+                _ => {}
             }
             Ok(Step::Put(next.clone(), SettleResult::Recorded(next)))
         })
