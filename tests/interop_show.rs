@@ -62,14 +62,21 @@ fn limit_names(text: &str) -> Vec<String> {
         .collect()
 }
 
-fn compare_cli(it: &Interop) {
-    for (ours_args, their_args) in questions() {
+fn compare_cli(it: &Interop, only: Option<&[usize]>) {
+    for (i, (ours_args, their_args)) in questions().into_iter().enumerate() {
+        if only.is_some_and(|o| !o.contains(&i)) {
+            continue;
+        }
         let mut a: Vec<&str> = ours_args.clone();
         a.extend(["-n", &it.table, "--endpoint-url", &it.endpoint]);
         let mut b: Vec<&str> = their_args.clone();
         b.extend(["--name", &it.table, "--endpoint-url", &it.endpoint]);
-        let ours = it.ours(&a);
-        let theirs = it.python_cli(&b);
+        // Both at once: each costs a process start-up, Python's a slow one.
+        let (ours, theirs) = std::thread::scope(|sc| {
+            let theirs = sc.spawn(|| it.python_cli(&b));
+            let ours = it.ours(&a);
+            (ours, theirs.join().expect("python CLI thread"))
+        });
         assert_eq!(ours.status.code(), theirs.status.code(), "{ours_args:?}");
         let (o, t) = (
             String::from_utf8_lossy(&ours.stdout),
@@ -100,9 +107,7 @@ fn python_cli_and_ours_print_the_same_limits() {
     let Some(it) = interop("show") else { return };
     it.create_table();
     it.reference(&["set-fixture", &it.table, "default"]);
-    compare_cli(&it);
-
-    // The same for items written by our apply.
+    // The same questions on items written by our apply.
     let Some(applied) = interop("showapply") else {
         return;
     };
@@ -118,7 +123,9 @@ fn python_cli_and_ours_print_the_same_limits() {
         "--endpoint-url",
         &applied.endpoint,
     ]);
-    compare_cli(&applied);
+    compare_cli(&it, Some(&[0, 1, 2, 5, 6, 7, 8]));
+    // (A subset: each question costs a Python start-up.)
+    compare_cli(&applied, Some(&[0, 3, 4, 6, 8]));
 }
 
 /// Python's limit JSON without the keys it sets to null (ours omits them), and
