@@ -86,8 +86,20 @@ pub struct StoreArgs {
     pub endpoint_url: Option<String>,
     /// Use the embedded local store at PATH instead of DynamoDB
     /// (default path: $ZAEL_LOCAL_STORE, else .zae-limiter/local.sqlite)
-    #[arg(long, value_name = "PATH", num_args = 0..=1, default_missing_value = "")]
+    #[arg(
+        long,
+        value_name = "PATH",
+        num_args = 0..=1,
+        default_missing_value = "",
+        value_parser = local_path
+    )]
     pub local: Option<PathBuf>,
+}
+
+/// `--local` alone yields an empty path, which [`crate::store::open`] reads as
+/// "the default location"; clap's own path parser would reject the empty value.
+fn local_path(s: &str) -> Result<PathBuf, std::convert::Infallible> {
+    Ok(PathBuf::from(s))
 }
 
 /// Namespace selection shared by every command that reads or writes limits.
@@ -423,13 +435,13 @@ pub struct CooldownRecordArgs {
     /// The exhausted quota's scope, e.g. provider/account/bucket
     pub scope: String,
     /// HTTP Retry-After header value: delta-seconds or an HTTP-date
-    #[arg(long, value_name = "VALUE")]
+    #[arg(long, value_name = "VALUE", allow_hyphen_values = true)]
     pub retry_after: Option<String>,
     /// Provider's resets_in_seconds, relative to --received-at
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS", allow_hyphen_values = true)]
     pub resets_in_seconds: Option<String>,
     /// Provider's resets_at: epoch seconds or RFC 3339
-    #[arg(long, value_name = "TIME")]
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
     pub resets_at: Option<String>,
     /// A JSON response body; the known fields are read from it
     #[arg(long, value_name = "FILE")]
