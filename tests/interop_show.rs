@@ -217,7 +217,7 @@ fn limits_set_by_the_python_client_read_back_identically() {
             "{args:?}"
         );
         assert!(
-            !ours["limits"].as_array().map_or(true, Vec::is_empty),
+            ours["limits"].as_array().is_some_and(|l| !l.is_empty()),
             "{args:?}: the fixture sets limits here"
         );
         for flag in ["disabled", "cascade", "on_unavailable"] {
