@@ -20,3 +20,4 @@ pub mod schedule;
 pub mod zone;
 mod zone_rules;
 pub mod limit;
+pub mod rolling;
