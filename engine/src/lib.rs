@@ -21,3 +21,4 @@ pub mod zone;
 mod zone_rules;
 pub mod limit;
 pub mod rolling;
+pub mod concurrency;
