@@ -435,7 +435,8 @@ fn a_kill_after_any_write_is_repaired_by_the_next_apply() {
             assert_eq!(got.get(&k), before.get(&k), "unmanaged {k:?} touched");
         }
     }
-    assert!(crashes >= 10, "only {crashes} write points exercised");
+    // Gate, write-ahead, batched puts, each delete, releases, record: at least 5.
+    assert!(crashes >= 5, "only {crashes} write points exercised");
 }
 
 #[test]

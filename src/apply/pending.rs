@@ -14,6 +14,8 @@ use crate::store::{AttrValue, Condition, Item, Key, Store, StoreError, WriteOp};
 
 const PREFIX: &str = "#PROVISIONER#PENDING#";
 const ATTEMPTS: usize = 5;
+/// Most writes in one transaction (DynamoDB's TransactWriteItems limit).
+const TRANSACT_MAX: usize = 100;
 
 /// One apply's claim on a pending item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -257,8 +259,9 @@ fn modify(
     )))
 }
 
-/// [`modify`] for many items: one batched read and one batch of conditional
-/// writes; an item that changed meanwhile falls back to [`modify`] alone.
+/// [`modify`] for many items: one batched read, then the conditional writes in
+/// transactions of up to 100; a chunk that meets a concurrent change falls back to
+/// [`modify`] item by item.
 fn modify_many<E>(
     store: &dyn Store,
     ns: &str,
@@ -282,13 +285,26 @@ where
             which.push(o);
         }
     }
-    for (o, result) in which.into_iter().zip(store.write_many(ops)) {
-        match result {
-            Ok(_) => {}
-            Err(StoreError::ConditionFailed { .. }) => {
+    // Chunks of up to 100 in one transaction each: one round trip (one commit on
+    // the local store) per chunk. A chunk cancelled by a concurrent change is
+    // retried item by item.
+    let mut ops = ops.into_iter();
+    let mut which = which.into_iter();
+    loop {
+        let chunk: Vec<WriteOp> = ops.by_ref().take(TRANSACT_MAX).collect();
+        if chunk.is_empty() {
+            break;
+        }
+        let items: Vec<&Owed> = which.by_ref().take(chunk.len()).collect();
+        let cancelled = match store.transact(chunk) {
+            Ok(()) => false,
+            Err(StoreError::TransactionCanceled(_)) => true,
+            Err(e) => return Err(e),
+        };
+        if cancelled {
+            for o in items {
                 modify(store, ns, o, now_ms, make_edit())?;
             }
-            Err(e) => return Err(e),
         }
     }
     Ok(())

@@ -150,31 +150,48 @@ pub fn apply(store: &dyn Store, req: &ApplyRequest<'_>) -> Result<Applied, Strin
         pending: 0,
         errors: Vec::new(),
     };
-    for pc in &prepared.changes {
-        let level = &pc.change.level;
-        let result = match (&pc.desired, pc.change.action) {
-            (_, Action::Delete) => {
-                if pc.live.is_some() {
-                    writes::delete_level(store, ns, level).map_err(|e| e.to_string())
-                } else {
-                    Ok(()) // already gone: listed and counted, as the reference does
+    let changes = &prepared.changes;
+    let mut i = 0;
+    while i < changes.len() {
+        // Consecutive puts go in one transaction (order inside it is invisible);
+        // deletes, unbuildable levels and a cancelled batch go one by one.
+        let run_len = changes[i..]
+            .iter()
+            .take(writes::BATCH_MAX)
+            .take_while(|pc| {
+                pc.change.action != Action::Delete && matches!(pc.desired, Some(Ok(_)))
+            })
+            .count();
+        if run_len > 1 {
+            let batch: Vec<(&Level, &Item, bool)> = changes[i..i + run_len]
+                .iter()
+                .filter_map(|pc| match &pc.desired {
+                    Some(Ok(item)) => Some((&pc.change.level, item, pc.live.is_some())),
+                    _ => None,
+                })
+                .collect();
+            match writes::put_levels(store, ns, &batch) {
+                Ok(()) => {
+                    for pc in &changes[i..i + run_len] {
+                        count(&mut out, pc.change.action);
+                    }
+                    i += run_len;
+                    continue;
+                }
+                Err(_) => {
+                    // Fall through: write this run one level at a time, so each
+                    // failure is attributed to its own change.
                 }
             }
-            (Some(Ok(item)), _) => {
-                writes::put_level(store, ns, level, item.clone(), pc.live.is_some())
-                    .map_err(|e| e.to_string())
-            }
-            (Some(Err(e)), _) => Err(e.clone()),
-            (None, _) => Err("no item to write".to_string()),
-        };
-        match result {
-            Ok(()) => match pc.change.action {
-                Action::Create => out.created += 1,
-                Action::Update => out.updated += 1,
-                Action::Delete => out.deleted += 1,
-            },
-            Err(e) => out.errors.push(format!("{}: {e}", pc.change)),
         }
+        let end = i + run_len.max(1);
+        for pc in &changes[i..end] {
+            match write_one(store, ns, pc) {
+                Ok(()) => count(&mut out, pc.change.action),
+                Err(e) => out.errors.push(format!("{}: {e}", pc.change)),
+            }
+        }
+        i = end;
     }
     out.changes = prepared.changes;
 
@@ -273,6 +290,32 @@ pub fn apply(store: &dyn Store, req: &ApplyRequest<'_>) -> Result<Applied, Strin
         Err(e) => out.errors.push(format!("counting pending fan-outs: {e}")),
     }
     Ok(out)
+}
+
+fn count(out: &mut Applied, action: Action) {
+    match action {
+        Action::Create => out.created += 1,
+        Action::Update => out.updated += 1,
+        Action::Delete => out.deleted += 1,
+    }
+}
+
+/// One change's config write (with its registry entry).
+fn write_one(store: &dyn Store, ns: &str, pc: &PlannedChange) -> Result<(), String> {
+    let level = &pc.change.level;
+    match (&pc.desired, pc.change.action) {
+        (_, Action::Delete) => {
+            if pc.live.is_some() {
+                writes::delete_level(store, ns, level).map_err(|e| e.to_string())
+            } else {
+                Ok(()) // already gone: listed and counted, as the reference does
+            }
+        }
+        (Some(Ok(item)), _) => writes::put_level(store, ns, level, item.clone(), pc.live.is_some())
+            .map_err(|e| e.to_string()),
+        (Some(Err(e)), _) => Err(e.clone()),
+        (None, _) => Err("no item to write".to_string()),
+    }
 }
 
 /// Test-only: with `ZAEL_FAULT_FANOUT_ERROR=MESSAGE` set, every fan-out fails with

@@ -87,6 +87,65 @@ pub fn put_level(
     }
 }
 
+/// Most level puts in one [`put_levels`] transaction: DynamoDB's limit of 100
+/// operations, less the two registry updates.
+pub const BATCH_MAX: usize = 98;
+
+/// Writes many levels (full replace) and their registry entries in ONE
+/// transaction: each put as [`put_level`] would, with the `#RESOURCES` additions
+/// merged into one update and the entity counts summed per resource. A level the
+/// pre-read saw absent is put `attribute_not_exists(PK)`, so if it appeared
+/// meanwhile the whole batch is cancelled and nothing is written; the caller then
+/// writes the levels one by one.
+pub fn put_levels(
+    store: &dyn Store,
+    ns: &str,
+    batch: &[(&Level, &Item, bool)],
+) -> Result<(), StoreError> {
+    let mut ops = Vec::new();
+    let mut resources: Vec<String> = Vec::new();
+    let mut counts: std::collections::BTreeMap<String, i64> = Default::default();
+    for (level, item, existed) in batch {
+        let mut condition = None;
+        match level {
+            Level::System => {}
+            Level::Resource(r) => resources.push(r.clone()),
+            Level::Entity(_, r) => {
+                if !existed {
+                    condition = Some(Condition::NotExists);
+                    *counts.entry(r.clone()).or_default() += 1;
+                }
+            }
+        }
+        ops.push(WriteOp::Put {
+            item: (*item).clone(),
+            condition,
+        });
+    }
+    if !resources.is_empty() {
+        let mut actions = vec![UpdateAction::AddToSet("resources".into(), resources)];
+        actions.extend(gsi4(ns));
+        ops.push(WriteOp::Update {
+            key: resources_key(ns),
+            actions,
+            condition: None,
+        });
+    }
+    if !counts.is_empty() {
+        let mut actions: Vec<UpdateAction> = counts
+            .into_iter()
+            .map(|(r, n)| UpdateAction::AddNumber(r, n.to_string()))
+            .collect();
+        actions.extend(gsi4(ns));
+        ops.push(WriteOp::Update {
+            key: entity_registry_key(ns),
+            actions,
+            condition: None,
+        });
+    }
+    store.transact(ops)
+}
+
 /// Deletes the level's config item (and its registry entry).
 pub fn delete_level(store: &dyn Store, ns: &str, level: &Level) -> Result<(), StoreError> {
     let key = level.key(ns);
@@ -206,6 +265,46 @@ mod tests {
             .item("ns/SYSTEM#", "#RESOURCES")
             .unwrap()
             .contains_key("resources"));
+    }
+
+    #[test]
+    fn a_batch_of_puts_equals_the_same_puts_one_by_one() {
+        let levels = [
+            Level::System,
+            Level::Resource("a".into()),
+            Level::Resource("b".into()),
+            Level::Entity("u1".into(), "a".into()),
+            Level::Entity("u2".into(), "a".into()),
+            Level::Entity("u2".into(), "_default_".into()),
+        ];
+        let one = MemStore::new();
+        let many = MemStore::new();
+        for l in &levels {
+            put_level(&one, "ns", l, item(l), false).unwrap();
+        }
+        let items: Vec<Item> = levels.iter().map(item).collect();
+        let batch: Vec<(&Level, &Item, bool)> = levels
+            .iter()
+            .zip(&items)
+            .map(|(l, i)| (l, i, false))
+            .collect();
+        put_levels(&many, "ns", &batch).unwrap();
+        assert_eq!(one.snapshot(), many.snapshot());
+        // An entity that exists although the pre-read said absent cancels the batch.
+        let before = many.snapshot();
+        assert!(matches!(
+            put_levels(&many, "ns", &batch),
+            Err(StoreError::TransactionCanceled(_))
+        ));
+        assert_eq!(many.snapshot(), before);
+        // Marked as existing, it is replaced without counting it again.
+        let batch: Vec<(&Level, &Item, bool)> = levels
+            .iter()
+            .zip(&items)
+            .map(|(l, i)| (l, i, true))
+            .collect();
+        put_levels(&many, "ns", &batch).unwrap();
+        assert_eq!(many.snapshot(), before);
     }
 
     #[test]
