@@ -8,17 +8,17 @@
 
 pub mod bucket;
 pub mod civil;
+pub mod concurrency;
 pub mod cooldown;
 pub mod cron;
 pub mod encoding;
+pub mod limit;
 pub mod params;
 pub mod quota;
 pub mod render;
 pub mod retry;
+pub mod rolling;
 pub mod scan;
 pub mod schedule;
 pub mod zone;
 mod zone_rules;
-pub mod limit;
-pub mod rolling;
-pub mod concurrency;
