@@ -536,6 +536,29 @@ mod tests {
     }
 
     #[test]
+    fn day_slices_are_24_minutes() {
+        let limit = RollingLimit::new(Window::Day, 1).unwrap();
+        let mut s = limit.empty_state();
+        // 00:23:59.999 is the last ms of the day's first slice.
+        assert!(limit.consume(&mut s, 1, 1_439_999).unwrap().allowed);
+        let c = limit.check(&s, 1, 86_400_000).unwrap();
+        assert!(!c.allowed);
+        // It leaves when slice 61 begins: the next day at 00:24.
+        assert_eq!(c.resets_at_ms, Some(87_840_000));
+        assert_eq!(c.retry_after_ms, Some(1_440_000));
+        assert!(!limit.check(&s, 1, 87_839_999).unwrap().allowed);
+        assert!(limit.check(&s, 1, 87_840_000).unwrap().allowed);
+        // The hour's slice is a minute.
+        let hour = RollingLimit::new(Window::Hour, 1).unwrap();
+        let mut s = hour.empty_state();
+        hour.consume(&mut s, 1, 60_000).unwrap();
+        assert_eq!(
+            hour.check(&s, 1, 60_001).unwrap().resets_at_ms,
+            Some(3_720_000)
+        );
+    }
+
+    #[test]
     fn cost_above_amount_never_fits() {
         let limit = minute(5);
         let s = limit.empty_state();
