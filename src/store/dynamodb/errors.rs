@@ -105,6 +105,71 @@ pub fn one_line(err: &(dyn std::error::Error + 'static)) -> String {
 mod tests {
     use super::*;
 
+    use aws_sdk_dynamodb::error::ErrorMetadata;
+    use aws_sdk_dynamodb::operation::get_item::GetItemError;
+
+    fn service(code: &str, message: &str) -> SdkError<GetItemError, ()> {
+        let meta = ErrorMetadata::builder().code(code).message(message).build();
+        SdkError::service_error(GetItemError::generic(meta), ())
+    }
+
+    #[test]
+    fn service_errors_become_one_line_explanations() {
+        let denied = service("AccessDeniedException", "User: x is not authorized");
+        match classify(denied, "GetItem", "prod", "") {
+            Failure::Other(e @ StoreError::AccessDenied { .. }) => {
+                let text = e.to_string();
+                assert!(
+                    text.contains("GetItem") && text.contains("'prod'"),
+                    "{text}"
+                );
+                assert!(!text.contains('\n'));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            classify(
+                service("ResourceNotFoundException", "no table"),
+                "Query",
+                "t",
+                ""
+            ),
+            Failure::NotFound
+        ));
+        assert!(matches!(
+            classify(
+                service("ConditionalCheckFailedException", "x"),
+                "PutItem",
+                "t",
+                ""
+            ),
+            Failure::ConditionFailed
+        ));
+        match classify(
+            service("ValidationException", "bad key"),
+            "PutItem",
+            "t",
+            "",
+        ) {
+            Failure::Other(StoreError::Backend(m)) => {
+                assert_eq!(
+                    m,
+                    "DynamoDB PutItem on table 't' failed: ValidationException: bad key"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+        match classify(
+            service("UnrecognizedClientException", "bad token"),
+            "GetItem",
+            "t",
+            "",
+        ) {
+            Failure::Other(StoreError::Backend(m)) => assert!(m.contains("credentials"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
     #[test]
     fn cancellation_codes_are_read_from_the_message() {
         assert_eq!(
