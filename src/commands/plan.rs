@@ -5,6 +5,12 @@
 //! use; apply initialises the store and registers the namespace when needed, as
 //! the reference's `Repository.open` does. `-N` is honoured (the reference ignores
 //! it) and must agree with the manifest's `namespace`.
+//!
+//! Test-only environment variables, honoured only when set:
+//! `ZAEL_FAULT_ABORT_AFTER_WRITES=N` (abort after the Nth store write, see
+//! [`crate::apply::fault`]), `ZAEL_FAULT_FANOUT_ERROR=MSG` (every fan-out fails
+//! with MSG) and `ZAEL_TEST_CLOCK_OFFSET_MS=MS` (shift the clock, so an
+//! interrupted apply's leases can expire without waiting).
 
 use std::io::Write;
 
