@@ -690,4 +690,50 @@ mod tests {
         assert!(!done.resumed);
         assert_eq!((done.updated, done.unchanged), (2, 0));
     }
+
+    #[test]
+    fn legacy_cascade_pending_is_retried_then_dropped_from_the_record() {
+        let s = MemStore::new();
+        apply_once(&s, false, "t0", NOW);
+        let key = managed::record_key("ns");
+        let mut rec = s.item(&key.pk, &key.sk).unwrap();
+        let entry: std::collections::BTreeMap<String, AttrValue> = [
+            ("level".to_string(), AttrValue::s("resource")),
+            ("target".to_string(), AttrValue::s("r")),
+        ]
+        .into();
+        rec.insert(
+            "cascade_pending".into(),
+            AttrValue::L(vec![AttrValue::M(entry)]),
+        );
+        s.put(rec);
+        assert_eq!(managed::read(&s, "ns").unwrap().cascade_pending.len(), 1);
+        let done = apply_once(&s, false, "t1", NOW);
+        assert_eq!((done.errors.len(), done.pending), (0, 0));
+        let rec = s.item(&key.pk, &key.sk).unwrap();
+        assert!(!rec.contains_key("cascade_pending"));
+    }
+
+    #[test]
+    fn a_failed_fanout_stays_pending_and_expires_for_the_next_apply() {
+        let s = MemStore::new();
+        // The fan-out of a malformed target fails; its item must stay, claimable at once.
+        let bad = Owed {
+            kind: FanOutKind::Sync,
+            level: LevelKind::Entity,
+            target: "no-slash".into(),
+        };
+        leftover(&s, &bad, "dead", NOW - 1, false);
+        let done = apply_once(&s, false, "t1", NOW);
+        assert_eq!(done.pending, 1);
+        assert_eq!(done.errors.len(), 1);
+        assert!(
+            done.errors[0].starts_with("bucket param sync entity no-slash: ")
+                && done.errors[0].ends_with("(retried on the next apply)"),
+            "{:?}",
+            done.errors
+        );
+        let p = pending::list(&s, "ns").unwrap().remove(0);
+        assert!(p.claimable(NOW), "expired for the next apply");
+    }
 }
