@@ -7,11 +7,11 @@ pub mod fanout;
 pub mod fault;
 pub mod level;
 pub mod managed;
+#[cfg(test)]
+pub mod memstore;
 pub mod output;
 pub mod pending;
 pub mod prepare;
 pub mod run;
 pub mod version;
 pub mod writes;
-#[cfg(test)]
-pub mod memstore;
