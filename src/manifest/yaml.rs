@@ -355,8 +355,16 @@ impl Builder {
         &mut self,
         entries: Vec<(Node, Node)>,
     ) -> Result<Vec<(Node, Node)>, YamlProblem> {
-        let mut own: Vec<(Node, Node)> = Vec::with_capacity(entries.len());
+        let has_merge = entries.iter().any(|(k, _)| {
+            matches!(k.scalar(), Some(Scalar { text, style: Style::Plain, .. }) if text == "<<")
+        });
         let mut merged: Vec<(Node, Node)> = Vec::new();
+        // Without a merge key (the usual case) the entries are kept as they are.
+        let (mut own, entries) = if has_merge {
+            (Vec::with_capacity(entries.len()), entries)
+        } else {
+            (entries, Vec::new())
+        };
         for (key, value) in entries {
             let is_merge = matches!(
                 key.scalar(),
@@ -390,30 +398,47 @@ impl Builder {
                 }
             }
         }
-        // Duplicate explicit keys.
-        let mut seen: std::collections::HashMap<String, Pos> =
-            std::collections::HashMap::with_capacity(own.len());
-        for (key, _) in &own {
-            let Some(text) = key_text(key) else { continue };
-            if let Some(first) = seen.get(&text) {
-                self.problems.push(YamlProblem {
-                    start: key.start,
-                    end: key.end,
-                    message: format!(
-                        "duplicate key `{text}` (first defined on line {})",
-                        first.line
-                    ),
-                    help: Some(
-                        "YAML readers keep only one of them, silently; remove or rename one".into(),
-                    ),
-                });
-            } else {
-                seen.insert(text, key.start);
+        // Duplicate explicit keys (no allocation: small maps are compared pairwise).
+        let mut duplicates: Vec<(usize, usize)> = Vec::new();
+        if own.len() <= 16 {
+            for i in 1..own.len() {
+                if let Some(t) = key_str(&own[i].0) {
+                    if let Some(j) = (0..i).find(|&j| key_str(&own[j].0) == Some(t)) {
+                        duplicates.push((i, j));
+                    }
+                }
+            }
+        } else {
+            let mut seen: std::collections::HashMap<&str, usize> =
+                std::collections::HashMap::with_capacity(own.len());
+            for (i, (key, _)) in own.iter().enumerate() {
+                let Some(t) = key_str(key) else { continue };
+                match seen.get(t) {
+                    Some(&j) => duplicates.push((i, j)),
+                    None => {
+                        seen.insert(t, i);
+                    }
+                }
             }
         }
+        for (i, j) in duplicates {
+            let key = &own[i].0;
+            self.problems.push(YamlProblem {
+                start: key.start,
+                end: key.end,
+                message: format!(
+                    "duplicate key `{}` (first defined on line {})",
+                    key_str(key).unwrap_or_default(),
+                    own[j].0.start.line
+                ),
+                help: Some(
+                    "YAML readers keep only one of them, silently; remove or rename one".into(),
+                ),
+            });
+        }
         for (k, v) in merged {
-            let text = key_text(&k);
-            if text.is_some() && !own.iter().any(|(ok, _)| key_text(ok) == text) {
+            let text = key_str(&k);
+            if text.is_some() && !own.iter().any(|(ok, _)| key_str(ok) == text) {
                 own.push((k, v));
             }
         }
@@ -423,6 +448,10 @@ impl Builder {
 
 fn key_text(node: &Node) -> Option<String> {
     node.scalar().map(|s| s.text.clone())
+}
+
+fn key_str(node: &Node) -> Option<&str> {
+    node.scalar().map(|s| s.text.as_str())
 }
 
 fn internal(pos: Pos) -> YamlProblem {
