@@ -162,6 +162,22 @@ mod tests {
         assert_eq!(diags[1].line, 10);
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+        /// Any text gives a manifest or located diagnostics, never a panic.
+        #[test]
+        fn arbitrary_text_never_panics(text in "[a-z_:\\- \\n\\[\\]{},&*!'\"#0-9.]{0,200}") {
+            let prefixed = format!("namespace: d\nresources:\n  r:\n    limits:\n      rpm:\n        {text}");
+            for t in [text.as_str(), prefixed.as_str()] {
+                if let Err(diags) = load_str("p.yaml", t) {
+                    for d in diags {
+                        proptest::prop_assert!(d.line >= 1 && d.column >= 1 && d.width >= 1);
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn missing_file_is_one_clear_error() {
         let diags = load_file(Path::new("/nonexistent/x.yaml")).unwrap_err();
