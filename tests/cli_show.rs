@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use indexmap::IndexMap;
-use zae_limiter::items::{config, keys, namespace, registry, version};
+use zae_limiter::apply::level::Level;
+use zae_limiter::apply::writes;
+use zae_limiter::items::{config, keys, namespace, version};
 use zae_limiter::manifest::model::{LevelConfig, LimitSpec, Modifier, ResetEntry, ScheduleEntry};
 use zae_limiter::store::local::LocalStore;
 use zae_limiter::store::typed_json::item_from_str;
@@ -142,16 +144,20 @@ fn by_name(verified: &str) -> String {
 fn example_2_round_trip_matches_the_verified_display() {
     let (_d, path, store, ns) = setup();
     let (resource, entity) = example2();
-    registry::put_level(
+    writes::put_level(
         &store,
         &ns,
+        &Level::Resource("gpt-4".into()),
         config::build_resource(&ns, "gpt-4", &resource).unwrap(),
+        false,
     )
     .unwrap();
-    registry::put_level(
+    writes::put_level(
         &store,
         &ns,
+        &Level::Entity("team-a".into(), "gpt-4".into()),
         config::build_entity(&ns, "team-a", "gpt-4", &entity).unwrap(),
+        false,
     )
     .unwrap();
 
@@ -402,10 +408,12 @@ fn items_from_the_python_dump_display() {
 fn json_format() {
     let (_d, path, store, ns) = setup();
     let (_, entity) = example2();
-    registry::put_level(
+    writes::put_level(
         &store,
         &ns,
+        &Level::Entity("team-a".into(), "gpt-4".into()),
         config::build_entity(&ns, "team-a", "gpt-4", &entity).unwrap(),
+        false,
     )
     .unwrap();
     let (code, out, err) = run(

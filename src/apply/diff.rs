@@ -86,50 +86,9 @@ pub fn same_content(desired: &Item, live: &Item) -> bool {
 /// Canonical decimal text: no leading `+`, no leading zeros, no trailing fractional
 /// zeros, exponent folded in, `-0` → `0`. Unparseable text is kept as is.
 pub fn normalise_number(n: &str) -> String {
-    let t = n.trim();
-    let (neg, t) = match t.strip_prefix('-') {
-        Some(rest) => (true, rest),
-        None => (false, t.strip_prefix('+').unwrap_or(t)),
-    };
-    let (mant, exp) = match t.find(['e', 'E']) {
-        Some(i) => match t[i + 1..].parse::<i64>() {
-            Ok(e) => (&t[..i], e),
-            Err(_) => return n.to_string(),
-        },
-        None => (t, 0),
-    };
-    let (int, frac) = mant.split_once('.').unwrap_or((mant, ""));
-    if int.is_empty() && frac.is_empty()
-        || !int.chars().chain(frac.chars()).all(|c| c.is_ascii_digit())
-    {
-        return n.to_string();
-    }
-    // digits with the decimal point `point` places from the left
-    let digits: String = format!("{int}{frac}");
-    let point = int.len() as i64 + exp;
-    let digits = digits.trim_start_matches('0');
-    let lead_trimmed = format!("{int}{frac}").len() - digits.len();
-    let point = point - lead_trimmed as i64;
-    let digits = digits.trim_end_matches('0');
-    if digits.is_empty() {
-        return "0".to_string();
-    }
-    let len = digits.len() as i64;
-    let body = if point <= 0 {
-        format!("0.{}{}", "0".repeat((-point) as usize), digits)
-    } else if point >= len {
-        format!("{}{}", digits, "0".repeat((point - len) as usize))
-    } else {
-        format!(
-            "{}.{}",
-            &digits[..point as usize],
-            &digits[point as usize..]
-        )
-    };
-    if neg {
-        format!("-{body}")
-    } else {
-        body
+    match crate::store::number::Number::parse(n.trim()) {
+        Ok(num) => num.canonical(),
+        Err(_) => n.to_string(),
     }
 }
 

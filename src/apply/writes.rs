@@ -8,15 +8,11 @@
 //! client uses two calls for resources).
 
 use crate::apply::level::Level;
-use crate::store::{AttrValue, Condition, Item, Key, Store, StoreError, UpdateAction, WriteOp};
+use crate::store::{AttrValue, Condition, Item, Store, StoreError, UpdateAction, WriteOp};
 
-fn resources_key(ns: &str) -> Key {
-    Key::new(format!("{ns}/SYSTEM#"), "#RESOURCES")
-}
-
-fn entity_registry_key(ns: &str) -> Key {
-    Key::new(format!("{ns}/SYSTEM#"), "#ENTITY_CONFIG_RESOURCES")
-}
+use crate::items::keys::{
+    entity_config_registry_key as entity_registry_key, resources_registry_key as resources_key,
+};
 
 fn gsi4(ns: &str) -> Vec<UpdateAction> {
     vec![

@@ -4,7 +4,7 @@
 //!
 //! Written like the client API, not the thinner provisioner items: every level
 //! carries `config_version` 1, entity items carry the sparse GSI3 keys, and
-//! apply updates the registries (see [`super::registry`]).
+//! apply updates the registries (see [`crate::apply::writes`]).
 
 use std::collections::BTreeMap;
 

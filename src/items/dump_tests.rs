@@ -5,7 +5,9 @@
 
 use indexmap::IndexMap;
 
-use super::{config, keys, namespace, registry};
+use super::{config, keys, namespace};
+use crate::apply::level::Level;
+use crate::apply::writes;
 use crate::manifest::model::{
     LevelConfig, LimitSpec, Modifier, OnUnavailable, ResetEntry, ScheduleEntry, SystemLevel,
 };
@@ -194,8 +196,15 @@ fn client_written_levels_and_registries_are_reproduced() {
     }
 
     let (_d, s) = store();
-    for item in built {
-        registry::put_level(&s, NS, item).unwrap();
+    // The same writes apply performs, so the registries apply keeps are the client's.
+    let levels = [
+        Level::System,
+        Level::Resource("gpt-4".into()),
+        Level::Entity("user-1".into(), "gpt-4".into()),
+        Level::Entity("user-1".into(), "_default_".into()),
+    ];
+    for (level, item) in levels.iter().zip(built) {
+        writes::put_level(&s, NS, level, item, false).unwrap();
     }
     for sk in [keys::RESOURCES_SK, keys::ENTITY_CONFIG_RESOURCES_SK] {
         let key = Key::new(keys::system_pk(NS), sk);

@@ -11,9 +11,9 @@
 //!   `build_entity(ns, e, r, &LevelConfig)` → the item the Python client writes;
 //!   `decode_level(&Item)` → [`config::StoredLevel`] (reference reading rules);
 //!   `limit_content(&Item)` / `same_limits(a, b)` — what plan compares.
-//! * [`registry`] — `#RESOURCES` / `#ENTITY_CONFIG_RESOURCES` updates as
-//!   `WriteOp`s, and `put_level` / `delete_level` that write a level the way
-//!   the client does, registry included.
+//! * The `#RESOURCES` / `#ENTITY_CONFIG_RESOURCES` registries are kept by
+//!   [`crate::apply::writes`], which writes each level and its registry entry in
+//!   one transaction.
 //! * [`namespace`] — `register(store, name)`, `resolve(store, name)`, `list(store)`.
 //! * [`version`] — `read(store)`, `ensure_initialized(store)` (version record +
 //!   `default` namespace, as `Repository.open` does on a new table).
@@ -21,7 +21,6 @@
 pub mod config;
 pub mod keys;
 pub mod namespace;
-pub mod registry;
 pub mod version;
 
 #[cfg(test)]
