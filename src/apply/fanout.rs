@@ -11,6 +11,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 
 use self::bucket::{bucket_limits, stamp_deadline, sync_actions, BucketId};
 use self::levels::{meta_key, Levels, Source};
+use crate::items::keys;
 use crate::store::{
     AttrValue, Condition, Index, Item, Key, Store, StoreError, UpdateAction, WriteOp,
 };
@@ -224,15 +225,15 @@ fn discover(
 ) -> Result<Vec<(Key, BucketId)>, StoreError> {
     let keys = match scope {
         Scope::Entity(e, r) => {
-            let prefix = if r == "_default_" {
+            let prefix = if r == keys::DEFAULT_RESOURCE {
                 "BUCKET#".to_string()
             } else {
                 format!("BUCKET#{r}#")
             };
-            store.query_index(Index::Gsi3, &format!("{ns}/ENTITY#{e}"), &prefix)?
+            store.query_index(Index::Gsi3, &keys::entity_pk(ns, e), &prefix)?
         }
         Scope::Resource(r) => {
-            store.query_index(Index::Gsi2, &format!("{ns}/RESOURCE#{r}"), "BUCKET#")?
+            store.query_index(Index::Gsi2, &keys::resource_pk(ns, r), "BUCKET#")?
         }
         Scope::System => store.query_index(Index::Gsi4, ns, "BUCKET#")?,
     };

@@ -3,6 +3,7 @@
 use std::fmt;
 
 use crate::apply::fanout::LevelKind;
+use crate::items::keys;
 use crate::store::Key;
 
 /// One config item: the system level, a resource level or an (entity, resource) pair.
@@ -35,9 +36,9 @@ impl Level {
     /// The key of the level's config item in namespace `ns`.
     pub fn key(&self, ns: &str) -> Key {
         match self {
-            Level::System => Key::new(format!("{ns}/SYSTEM#"), "#CONFIG"),
-            Level::Resource(r) => Key::new(format!("{ns}/RESOURCE#{r}"), "#CONFIG"),
-            Level::Entity(e, r) => Key::new(format!("{ns}/ENTITY#{e}"), format!("#CONFIG#{r}")),
+            Level::System => keys::system_config_key(ns),
+            Level::Resource(r) => keys::resource_config_key(ns, r),
+            Level::Entity(e, r) => keys::entity_config_key(ns, e, r),
         }
     }
 

@@ -27,7 +27,7 @@ pub struct ProvisionerRecord {
 
 /// The key of the `#PROVISIONER` record of namespace `ns`.
 pub fn record_key(ns: &str) -> Key {
-    Key::new(format!("{ns}/SYSTEM#"), "#PROVISIONER")
+    crate::items::keys::provisioner_key(ns)
 }
 
 impl ManagedSet {

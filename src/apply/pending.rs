@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use crate::apply::fanout::{FanOutKind, LevelKind, Owed};
 use crate::store::{AttrValue, Condition, Item, Key, Store, StoreError, WriteOp};
 
-const PREFIX: &str = "#PROVISIONER#PENDING#";
+use crate::items::keys::{self, PENDING_SK_PREFIX as PREFIX};
 const ATTEMPTS: usize = 5;
 /// Most writes in one transaction (DynamoDB's TransactWriteItems limit).
 const TRANSACT_MAX: usize = 100;
@@ -42,13 +42,8 @@ impl Pending {
 
 pub fn key(ns: &str, owed: &Owed) -> Key {
     Key::new(
-        format!("{ns}/SYSTEM#"),
-        format!(
-            "{PREFIX}{}#{}#{}",
-            owed.kind.as_str(),
-            owed.level.as_str(),
-            owed.target
-        ),
+        keys::system_pk(ns),
+        keys::pending_sk(owed.kind.as_str(), owed.level.as_str(), &owed.target),
     )
 }
 
@@ -129,7 +124,7 @@ pub fn decode(item: &Item) -> Option<Pending> {
 /// build cannot decode (returned as raw count only via [`count`]).
 pub fn list(store: &dyn Store, ns: &str) -> Result<Vec<Pending>, StoreError> {
     Ok(store
-        .query(&format!("{ns}/SYSTEM#"), PREFIX, true)?
+        .query(&keys::system_pk(ns), PREFIX, true)?
         .iter()
         .filter_map(decode)
         .collect())
@@ -137,7 +132,7 @@ pub fn list(store: &dyn Store, ns: &str) -> Result<Vec<Pending>, StoreError> {
 
 /// How many pending items exist (what plan and apply report).
 pub fn count(store: &dyn Store, ns: &str) -> Result<usize, StoreError> {
-    Ok(store.query(&format!("{ns}/SYSTEM#"), PREFIX, true)?.len())
+    Ok(store.query(&keys::system_pk(ns), PREFIX, true)?.len())
 }
 
 fn encode(ns: &str, owed: &Owed, owners: &BTreeMap<String, Share>, written_ms: i64) -> Item {

@@ -17,7 +17,10 @@ use crate::items::keys::{
 fn gsi4(ns: &str) -> Vec<UpdateAction> {
     vec![
         UpdateAction::SetIfNotExists("GSI4PK".into(), AttrValue::s(ns)),
-        UpdateAction::SetIfNotExists("GSI4SK".into(), AttrValue::s(format!("{ns}/SYSTEM#"))),
+        UpdateAction::SetIfNotExists(
+            "GSI4SK".into(),
+            AttrValue::s(crate::items::keys::system_pk(ns)),
+        ),
     ]
 }
 

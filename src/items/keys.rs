@@ -115,6 +115,11 @@ pub fn entity_config_registry_key(ns: &str) -> Key {
     Key::new(system_pk(ns), ENTITY_CONFIG_RESOURCES_SK)
 }
 
+/// The entity metadata item (parent, cascade default).
+pub fn meta_key(ns: &str, entity: &str) -> Key {
+    Key::new(entity_pk(ns, entity), META_SK)
+}
+
 pub fn provisioner_key(ns: &str) -> Key {
     Key::new(system_pk(ns), PROVISIONER_SK)
 }

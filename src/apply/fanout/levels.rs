@@ -115,21 +115,10 @@ pub fn decode(item: &Item) -> Result<LevelConfig, String> {
     })
 }
 
-pub fn system_key(ns: &str) -> Key {
-    Key::new(format!("{ns}/SYSTEM#"), "#CONFIG")
-}
-
-pub fn resource_key(ns: &str, r: &str) -> Key {
-    Key::new(format!("{ns}/RESOURCE#{r}"), "#CONFIG")
-}
-
-pub fn entity_key(ns: &str, e: &str, r: &str) -> Key {
-    Key::new(format!("{ns}/ENTITY#{e}"), format!("#CONFIG#{r}"))
-}
-
-pub fn meta_key(ns: &str, e: &str) -> Key {
-    Key::new(format!("{ns}/ENTITY#{e}"), "#META")
-}
+pub use crate::items::keys::{
+    entity_config_key as entity_key, meta_key, resource_config_key as resource_key,
+    system_config_key as system_key,
+};
 
 /// Config items fetched for a set of buckets; a missing item is `None`.
 #[derive(Debug, Default)]
