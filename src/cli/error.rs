@@ -40,6 +40,13 @@ impl CliError {
     }
 }
 
+impl From<crate::store::StoreError> for CliError {
+    /// Store errors are already one-line explanations.
+    fn from(e: crate::store::StoreError) -> Self {
+        CliError::Failed(e.to_string())
+    }
+}
+
 impl From<std::io::Error> for CliError {
     /// A closed pipe (`zae-limiter … | head`) is not a failure: stop quietly with 0.
     fn from(e: std::io::Error) -> Self {

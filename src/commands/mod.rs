@@ -6,6 +6,7 @@ pub mod cooldown;
 pub mod cron_check;
 pub mod namespace;
 pub mod plan;
+pub mod read_only;
 pub mod show;
 pub mod table;
 pub mod validate;

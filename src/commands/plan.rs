@@ -23,7 +23,7 @@ use crate::cli::CliError;
 use crate::exit_codes;
 use crate::items::{config, namespace};
 use crate::manifest::{self, Manifest, Severity};
-use crate::store::{open, Item, Store, StoreError};
+use crate::store::{open, Item};
 
 pub fn plan(args: PlanArgs) -> Result<i32, CliError> {
     read_only(args, Command::Plan)
@@ -65,10 +65,6 @@ fn namespace_name(args: &PlanArgs, m: &Manifest) -> Result<String, CliError> {
     }
 }
 
-fn store_error(e: StoreError) -> CliError {
-    CliError::Failed(e.to_string())
-}
-
 /// The item codec for the levels of `m` in namespace `ns`.
 fn builder<'a>(ns: &'a str, m: &'a Manifest) -> impl Fn(&Level) -> Result<Item, String> + 'a {
     move |level: &Level| {
@@ -92,30 +88,15 @@ fn builder<'a>(ns: &'a str, m: &'a Manifest) -> impl Fn(&Level) -> Result<Item, 
     }
 }
 
-/// Refusals shared by the read-only commands (§3.1): no table, no version record,
-/// a client below `client_min_version`, an unregistered namespace.
-fn resolve_read_only(store: &dyn Store, name: &str) -> Result<String, CliError> {
-    let rec = version::read(store).map_err(store_error)?;
-    version::check_usable(rec.as_ref(), store.table_name()).map_err(CliError::Failed)?;
-    namespace::resolve(store, name)
-        .map_err(store_error)?
-        .ok_or_else(|| {
-            CliError::Failed(format!(
-                "Namespace '{name}' not found. Register it with 'zae-limiter namespace register {name}'."
-            ))
-        })
-}
-
 fn read_only(args: PlanArgs, command: Command) -> Result<i32, CliError> {
     let (m, warnings) = load(&args)?;
     let name = namespace_name(&args, &m)?;
-    let store = open::open(&args.store, &args.name).map_err(store_error)?;
-    let ns = resolve_read_only(store.as_ref(), &name)?;
+    let store = open::open(&args.store, &args.name)?;
+    let ns = super::read_only::resolve_namespace(store.as_ref(), &name)?;
     let build = builder(&ns, &m);
     let build: &BuildFn<'_> = &build;
-    let prepared = prepare(store.as_ref(), &ns, &m, false, build).map_err(store_error)?;
-    let pending = pending::count(store.as_ref(), &ns).map_err(store_error)?
-        + prepared.record.cascade_pending.len();
+    let prepared = prepare(store.as_ref(), &ns, &m, false, build)?;
+    let pending = pending::count(store.as_ref(), &ns)? + prepared.record.cascade_pending.len();
     let report = Report {
         command,
         namespace: &name,
@@ -140,11 +121,11 @@ pub fn apply(args: ApplyArgs) -> Result<i32, CliError> {
     let args = args.plan;
     let (m, _warnings) = load(&args)?;
     let name = namespace_name(&args, &m)?;
-    let store = fault::wrap(open::open(&args.store, &args.name).map_err(store_error)?);
+    let store = fault::wrap(open::open(&args.store, &args.name)?);
     let store = store.as_ref();
     crate::items::version::ensure_initialized(store)
         .map_err(|e| CliError::Failed(e.to_string()))?;
-    let rec = version::read(store).map_err(store_error)?;
+    let rec = version::read(store)?;
     version::check_usable(rec.as_ref(), store.table_name()).map_err(CliError::Failed)?;
     let ns = namespace::register(store, &name)
         .map_err(|e| CliError::Failed(e.to_string()))?

@@ -8,28 +8,18 @@
 
 use std::io::Write;
 
-use crate::apply::version as table_version;
 use crate::cli::args::{ReadArgs, TextOrJson};
 use crate::cli::CliError;
 use crate::display::limits::{self, Subject};
 use crate::items::config::{decode_level, StoredLevel};
-use crate::items::{keys, namespace};
+use crate::items::keys;
 use crate::store::{open, Key, Store};
 
 /// Opens the store and resolves the namespace, refusing like the reference's
 /// read-only `connect()`.
 fn connect(read: &ReadArgs) -> Result<(Box<dyn Store>, String), CliError> {
-    let store = open::open(&read.store, &read.name).map_err(|e| CliError::Failed(e.to_string()))?;
-    let rec = table_version::read(store.as_ref()).map_err(|e| CliError::Failed(e.to_string()))?;
-    table_version::check_usable(rec.as_ref(), &read.name).map_err(CliError::Failed)?;
-    let ns = read.namespace.as_str();
-    let id = namespace::resolve(store.as_ref(), ns)
-        .map_err(|e| CliError::Failed(e.to_string()))?
-        .ok_or_else(|| {
-            CliError::Failed(format!(
-                "Namespace '{ns}' not found. Register it with 'zae-limiter namespace register {ns}'."
-            ))
-        })?;
+    let store = open::open(&read.store, &read.name)?;
+    let id = super::read_only::resolve_namespace(store.as_ref(), &read.namespace)?;
     Ok((store, id))
 }
 
