@@ -1,26 +1,21 @@
 //! `limits cfn-template` through the binary: the reference's verified template
 //! for Example 2 byte for byte, `burst` carried, invalid manifests refused.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
 fn run(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_zae-limiter"))
+    let out = common::zae_limiter()
         .args(args)
         .current_dir(root())
-        .env_remove("ZAEL_STACK")
-        .env_remove("ZAEL_LOCAL_STORE")
         .output()
         .expect("run zae-limiter");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    common::outcome(out)
 }
 
 /// manifest-cli.md §5, "Verified output for Example 2 with `--full` (stack `prod-stack`)",

@@ -1,26 +1,20 @@
 //! `namespace register` / `namespace list` through the binary on a local store.
 
+mod common;
+
 use std::path::Path;
-use std::process::Command;
 
 use zae_limiter::items::{keys, version};
 use zae_limiter::store::local::LocalStore;
 use zae_limiter::store::Store;
 
 fn run(store: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_zae-limiter"))
+    let out = common::zae_limiter()
         .args(args)
         .args(["--local", &store.to_string_lossy(), "-n", "demo"])
-        .env_remove("ZAEL_STACK")
-        .env_remove("ZAEL_LOCAL_STORE")
-        .env_remove("AWS_ENDPOINT_URL")
         .output()
         .expect("run zae-limiter");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    common::outcome(out)
 }
 
 fn registered_id(line: &str) -> String {
@@ -108,10 +102,9 @@ fn two_processes_registering_at_once_agree() {
     let path = dir.path().join("local.sqlite");
     let children: Vec<_> = (0..4)
         .map(|_| {
-            Command::new(env!("CARGO_BIN_EXE_zae-limiter"))
+            common::zae_limiter()
                 .args(["namespace", "register", "shared", "-n", "demo", "--local"])
                 .arg(&path)
-                .env_remove("ZAEL_LOCAL_STORE")
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped())
                 .spawn()

@@ -2,8 +2,9 @@
 //! the binary on a local store: the reference's verified text (manifest-cli.md
 //! §4.2) for the same stored items, listed by name; the read-only refusals.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use indexmap::IndexMap;
 use zae_limiter::apply::level::Level;
@@ -17,19 +18,12 @@ use zae_limiter::store::{Item, Store, WriteOp};
 const TABLE: &str = "demo";
 
 fn run(store: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_zae-limiter"))
+    let out = common::zae_limiter()
         .args(args)
         .args(["--local", &store.to_string_lossy(), "-n", TABLE])
-        .env_remove("ZAEL_STACK")
-        .env_remove("ZAEL_LOCAL_STORE")
-        .env_remove("AWS_ENDPOINT_URL")
         .output()
         .expect("run zae-limiter");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    common::outcome(out)
 }
 
 /// A fresh local store with the version record and the `default` namespace;

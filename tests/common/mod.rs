@@ -1,0 +1,23 @@
+//! Helpers shared by the CLI tests: the real binary, isolated from the
+//! caller's environment, and its outcome as (exit code, stdout, stderr).
+
+use std::process::{Command, Output};
+
+/// The `zae-limiter` binary with the variables that would redirect it to
+/// another store or table removed.
+pub fn zae_limiter() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_zae-limiter"));
+    cmd.env_remove("ZAEL_STACK")
+        .env_remove("ZAEL_LOCAL_STORE")
+        .env_remove("AWS_ENDPOINT_URL");
+    cmd
+}
+
+/// Exit code (-1 when killed by a signal), stdout and stderr as text.
+pub fn outcome(out: Output) -> (i32, String, String) {
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
