@@ -59,6 +59,7 @@ fn limit(capacity: u64, refill: u64, period: u64) -> LimitSpec {
         reset_schedule: vec![],
         reset_after_seconds: None,
         soft: false,
+        kind: Default::default(),
     }
 }
 

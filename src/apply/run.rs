@@ -605,6 +605,7 @@ mod tests {
                 reset_schedule: vec![],
                 reset_after_seconds: None,
                 soft: false,
+                kind: Default::default(),
             },
         );
         m.resources.insert("r".into(), level.clone());

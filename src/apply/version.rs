@@ -198,6 +198,7 @@ mod tests {
             reset_schedule: vec![],
             reset_after_seconds: None,
             soft: false,
+            kind: Default::default(),
         }
     }
 

@@ -812,6 +812,7 @@ fn limit<'n>(
         reset_schedule: reset_schedule?,
         reset_after_seconds: reset_after.flatten(),
         soft: soft?,
+        kind: Default::default(),
     })
 }
 

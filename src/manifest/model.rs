@@ -3,6 +3,7 @@
 //! which is what the reference iterates in; consumers that need sorted order sort.
 
 use indexmap::IndexMap;
+pub use zae_limiter_engine::rolling::RollingWindow;
 
 /// A whole validated manifest.
 #[derive(Debug, Clone, PartialEq)]
@@ -75,6 +76,24 @@ pub struct LimitSpec {
     /// Session quota window in whole seconds, anchored to first use.
     pub reset_after_seconds: Option<u64>,
     pub soft: bool,
+    /// What the limit counts. `capacity` is the amount for every kind: tokens for a
+    /// bucket, the use allowed in any window-length span for a rolling window, the
+    /// number of slots for a concurrency limit.
+    pub kind: LimitKind,
+}
+
+/// The kind of a limit (issue #7). Python 0.17 knows only [`LimitKind::Bucket`];
+/// the other kinds are stored under attribute names it ignores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LimitKind {
+    /// A token bucket or a quota (calendar or session): the 0.17 model.
+    #[default]
+    Bucket,
+    /// `window: minute|hour|day` + `rolling: true`: at most `capacity` in any
+    /// span of the window.
+    Rolling { window: RollingWindow },
+    /// `concurrency: N`: at most N holds open at once (`capacity` = N).
+    Concurrency { hold_ttl_seconds: u64 },
 }
 
 impl LimitSpec {
