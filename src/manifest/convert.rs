@@ -6,7 +6,8 @@
 use indexmap::IndexMap;
 
 use super::entries::{reset_list, schedule_list, TzUse};
-use super::fields::{fields, join, key_name, Place};
+use super::fields::{fields, join, key_name, Fields, Place};
+use super::kinds::{self, Declared};
 use super::model::{Disabled, LevelConfig, LimitSpec, Manifest, OnUnavailable, SystemLevel};
 use super::names::{
     check_entity_id, check_limit_name, check_namespace, check_resource_name, DEFAULT_RESOURCE,
@@ -31,6 +32,10 @@ const LIMIT_KEYS: &[&str] = &[
     "reset_schedule",
     "reset_after_seconds",
     "soft",
+    "window",
+    "rolling",
+    "concurrency",
+    "hold_ttl_seconds",
 ];
 
 /// Default `refill_period` in seconds.
@@ -667,6 +672,10 @@ fn limit<'n>(
         },
         |_| false,
     );
+    let declared = kinds::declared(r, &f, path, name);
+    if !matches!(declared, Declared::Bucket) {
+        return counted_otherwise(r, key, &f, path, name, &declared, before);
+    }
     let tokens = |r: &mut Reporter, k: &str, min: u64| {
         f.get(k)
             .map(|n| whole(r, n, &join(path, k), k, min, MAX_TOKENS, Unit::Tokens))
@@ -813,6 +822,60 @@ fn limit<'n>(
         reset_after_seconds: reset_after.flatten(),
         soft: soft?,
         kind: Default::default(),
+    })
+}
+
+/// A rolling window or a concurrency limit (the kind keys are checked by
+/// [`kinds::declared`]): the amount and `soft`. The bucket fields it does not
+/// use hold inert values (no refill, the default period, no schedules).
+fn counted_otherwise(
+    r: &mut Reporter,
+    key: &Node,
+    f: &Fields<'_>,
+    path: &str,
+    name: &str,
+    declared: &Declared,
+    before: usize,
+) -> Option<LimitSpec> {
+    let capacity = match declared {
+        Declared::Concurrency(c) => c.map(|(slots, _)| slots),
+        Declared::Rolling(_) | Declared::Bucket => match f.get("capacity") {
+            Some(n) => whole(
+                r,
+                n,
+                &join(path, "capacity"),
+                "capacity",
+                1,
+                MAX_TOKENS,
+                Unit::Tokens,
+            ),
+            None => {
+                r.error(
+                    key,
+                    path,
+                    format!("limit `{name}` has no `capacity`"),
+                    Some("a rolling window's amount is `capacity`: the most allowed in any window-length span, e.g. `capacity: 1000`".to_string()),
+                );
+                None
+            }
+        },
+    };
+    let soft = match f.get("soft") {
+        None => Some(false),
+        Some(n) => boolean(r, n, &join(path, "soft"), "soft"),
+    };
+    if r.errors_since(before) {
+        return None;
+    }
+    Some(LimitSpec {
+        capacity: capacity?,
+        refill_amount: 0,
+        refill_period: DEFAULT_REFILL_PERIOD,
+        schedule: Vec::new(),
+        reset_schedule: Vec::new(),
+        reset_after_seconds: None,
+        soft: soft?,
+        kind: kinds::kind_of(declared)?,
     })
 }
 

@@ -15,6 +15,7 @@ pub mod model;
 mod convert;
 mod entries;
 mod fields;
+mod kinds;
 mod load;
 pub mod names;
 pub mod normalize;

@@ -5,7 +5,7 @@
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use super::model::{Disabled, LevelConfig, LimitSpec, Manifest, Modifier};
+use super::model::{Disabled, LevelConfig, LimitKind, LimitSpec, Manifest, Modifier};
 
 /// The normalised manifest as JSON, keys in the reference's order.
 ///
@@ -73,8 +73,31 @@ fn limits_json(limits: &indexmap::IndexMap<String, LimitSpec>) -> Value {
     Value::Object(out)
 }
 
+/// A bucket keeps the reference's shape exactly (so manifests without the new
+/// kinds hash as before); a rolling window and a concurrency limit are written
+/// with their own keys only, defaults filled in.
 fn limit_json(spec: &LimitSpec) -> Value {
     let mut l = Map::new();
+    match spec.kind {
+        LimitKind::Bucket => {}
+        LimitKind::Rolling { window } => {
+            l.insert("capacity".into(), spec.capacity.into());
+            l.insert("window".into(), Value::String(window.to_string()));
+            l.insert("rolling".into(), Value::Bool(true));
+            if spec.soft {
+                l.insert("soft".into(), Value::Bool(true));
+            }
+            return Value::Object(l);
+        }
+        LimitKind::Concurrency { hold_ttl_seconds } => {
+            l.insert("concurrency".into(), spec.capacity.into());
+            l.insert("hold_ttl_seconds".into(), hold_ttl_seconds.into());
+            if spec.soft {
+                l.insert("soft".into(), Value::Bool(true));
+            }
+            return Value::Object(l);
+        }
+    }
     l.insert("capacity".into(), spec.capacity.into());
     l.insert("refill_amount".into(), spec.refill_amount.into());
     l.insert("refill_period".into(), spec.refill_period.into());
