@@ -329,7 +329,35 @@ fn run_python(py: &str, script: &str, stdin: &str) -> String {
 #[test]
 fn normalised_form_and_applied_hash_match_the_reference() {
     let Some(py) = python() else { return };
-    let files = fixtures("valid");
+    // Rolling windows and concurrency limits (issue #7) are not in 0.17's
+    // manifest format: its parser fails on them, so such fixtures are left out.
+    let files: Vec<PathBuf> = fixtures("valid")
+        .into_iter()
+        .filter(|f| {
+            let m = zae_limiter::manifest::load_file(f).expect("valid fixture loads");
+            let limits = m
+                .manifest
+                .system
+                .iter()
+                .flat_map(|s| s.limits.values())
+                .chain(
+                    m.manifest
+                        .resources
+                        .values()
+                        .flat_map(|l| l.limits.values()),
+                )
+                .chain(
+                    m.manifest
+                        .entities
+                        .values()
+                        .flat_map(|rs| rs.values().flat_map(|l| l.limits.values())),
+                )
+                .collect::<Vec<_>>();
+            limits
+                .iter()
+                .all(|l| l.kind == zae_limiter::manifest::model::LimitKind::Bucket)
+        })
+        .collect();
     let docs: serde_json::Map<String, serde_json::Value> = files
         .iter()
         .map(|f| {

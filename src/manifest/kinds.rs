@@ -79,8 +79,8 @@ const NOT_ON_CONCURRENCY: [(&str, &str); 9] = [
         "reset_after_seconds",
         "holds end when committed, released or expired; there is nothing to reset",
     ),
-    ("window", "it counts open holds, not use over a window"),
-    ("rolling", "it counts open holds, not use over a window"),
+    ("window", "it has no window"),
+    ("rolling", "it has no window"),
 ];
 
 /// Reads and checks the kind keys of limit `name` at `path`.

@@ -9,6 +9,11 @@
 
 use serde_json::{json, Value};
 
+use zae_limiter_engine::concurrency::{
+    DEFAULT_HOLD_TTL_SECONDS, MAX_HOLD_TTL_SECONDS, MIN_HOLD_TTL_SECONDS,
+};
+
+use super::kinds::MAX_SLOTS;
 use super::values::{MAX_PERIOD_SECONDS, MAX_SCALE, MAX_TOKENS};
 
 /// Where the committed schema lives, relative to the repository root.
@@ -35,6 +40,55 @@ fn seconds(description: &str) -> Value {
         "maximum": MAX_PERIOD_SECONDS,
         "description": description,
     })
+}
+
+/// The windows that can roll.
+const ROLLING_WINDOWS: [&str; 3] = ["minute", "hour", "day"];
+
+/// Bucket keys a rolling window refuses.
+const NOT_ON_ROLLING: [&str; 6] = [
+    "burst",
+    "refill_amount",
+    "refill_period",
+    "schedule",
+    "reset_schedule",
+    "reset_after_seconds",
+];
+
+/// Keys a concurrency limit refuses.
+const NOT_ON_CONCURRENCY: [&str; 9] = [
+    "capacity",
+    "burst",
+    "refill_amount",
+    "refill_period",
+    "schedule",
+    "reset_schedule",
+    "reset_after_seconds",
+    "window",
+    "rolling",
+];
+
+fn none_of(keys: &[&str]) -> Value {
+    let any: Vec<Value> = keys.iter().map(|k| json!({"required": [k]})).collect();
+    json!({"not": {"anyOf": any}})
+}
+
+/// Which keys a limit needs and refuses, by kind (docs/manifest.md).
+fn kind_rules() -> Value {
+    let rolling = json!({"required": ["rolling"], "properties": {"rolling": {"const": true}}});
+    json!([
+        // A concurrency limit: no key that counts use.
+        {"if": {"required": ["concurrency"]}, "then": none_of(&NOT_ON_CONCURRENCY)},
+        // Anything else needs `capacity` and has no hold TTL.
+        {
+            "if": {"not": {"required": ["concurrency"]}},
+            "then": {"required": ["capacity"], "not": {"required": ["hold_ttl_seconds"]}},
+        },
+        // `rolling: true` needs a window and refuses refill, schedules and resets.
+        {"if": rolling.clone(), "then": {"required": ["window"], "allOf": [none_of(&NOT_ON_ROLLING)]}},
+        // A window is only for a rolling window.
+        {"if": {"required": ["window"]}, "then": rolling},
+    ])
 }
 
 /// The schema document.
@@ -155,8 +209,8 @@ pub fn json_schema() -> Value {
             },
             "limit": {
                 "type": "object",
-                "description": "A token bucket: `capacity` tokens, refilled by `refill_amount` every `refill_period` seconds; or a quota that resets on a calendar (`reset_schedule`) or a session window (`reset_after_seconds`).",
-                "required": ["capacity"],
+                "description": "A token bucket: `capacity` tokens, refilled by `refill_amount` every `refill_period` seconds; or a quota that resets on a calendar (`reset_schedule`) or a session window (`reset_after_seconds`); or a rolling window (`capacity` + `window` + `rolling: true`); or a concurrency limit (`concurrency` + optional `hold_ttl_seconds`).",
+                "allOf": kind_rules(),
                 "properties": {
                     "capacity": tokens(1, "Bucket ceiling in whole tokens (1 to 10^15). `{capacity: N}` alone means N per minute."),
                     "burst": tokens(1, "Legacy alias: replaces `capacity` (which is still required)."),
@@ -181,6 +235,27 @@ pub fn json_schema() -> Value {
                     "soft": {
                         "type": "boolean",
                         "description": "Shadow mode: counted and reported, not enforced.",
+                    },
+                    "window": {
+                        "enum": ROLLING_WINDOWS,
+                        "description": "With `rolling: true`: count the use of the last minute, hour or day at every check; `capacity` is the most allowed in any such span. Month, total and concurrent windows cannot roll.",
+                    },
+                    "rolling": {
+                        "type": "boolean",
+                        "description": "`true` with `window`: a rolling window instead of a token bucket (no refill, no schedules, no resets).",
+                    },
+                    "concurrency": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": MAX_SLOTS,
+                        "description": "A concurrency limit: how many may be in flight at once (slots). Not with capacity, refill, schedules, resets or a window.",
+                    },
+                    "hold_ttl_seconds": {
+                        "type": "integer",
+                        "minimum": MIN_HOLD_TTL_SECONDS,
+                        "maximum": MAX_HOLD_TTL_SECONDS,
+                        "default": DEFAULT_HOLD_TTL_SECONDS,
+                        "description": "With `concurrency`: how long a hold lasts unless extended, in seconds (default 300); a dead worker's slot frees itself after it.",
                     },
                 },
                 "additionalProperties": false,
@@ -252,9 +327,19 @@ mod tests {
             s["$defs"]["limit"]["properties"]["capacity"]["maximum"],
             MAX_TOKENS
         );
+        let rules = &s["$defs"]["limit"]["allOf"];
         assert_eq!(
-            s["$defs"]["limit"]["required"],
-            serde_json::json!(["capacity"])
+            rules[1]["then"]["required"],
+            serde_json::json!(["capacity"]),
+            "a limit without `concurrency` needs `capacity`"
+        );
+        assert_eq!(
+            s["$defs"]["limit"]["properties"]["concurrency"]["maximum"],
+            MAX_SLOTS
+        );
+        assert_eq!(
+            s["$defs"]["limit"]["properties"]["hold_ttl_seconds"]["maximum"],
+            3600
         );
     }
 }
