@@ -5,6 +5,7 @@ pub mod detail;
 pub mod diff;
 pub mod fanout;
 pub mod fault;
+pub mod kinds;
 pub mod level;
 pub mod managed;
 #[cfg(test)]

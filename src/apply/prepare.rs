@@ -4,6 +4,7 @@
 
 use crate::apply::detail::{details, Detail};
 use crate::apply::diff::{compute_diff, read_live, same_content};
+use crate::apply::kinds::{self, KindChanges};
 use crate::apply::level::{Action, Change, Level};
 use crate::apply::managed::{self, ProvisionerRecord};
 use crate::manifest::Manifest;
@@ -34,25 +35,50 @@ pub struct Prepared {
     pub unchanged: usize,
 }
 
+/// Why there is no plan: the store failed, or the manifest changes a limit's
+/// kind (refused before anything is written; see [`crate::apply::kinds`]).
+#[derive(Debug, thiserror::Error)]
+pub enum PrepareError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    KindChange(#[from] KindChanges),
+}
+
+impl From<PrepareError> for crate::cli::CliError {
+    /// Both are one-line (per refusal) explanations: exit 1, like other refusals.
+    fn from(e: PrepareError) -> Self {
+        match e {
+            PrepareError::Store(e) => e.into(),
+            PrepareError::KindChange(e) => crate::cli::CliError::Failed(e.to_string()),
+        }
+    }
+}
+
 /// Reads the managed set and the live items (one batched read) and keeps the
-/// changes that matter. With `full`, nothing is dropped.
+/// changes that matter. With `full`, nothing is dropped. A limit that would
+/// change to or from a concurrency limit refuses the whole plan.
 pub fn prepare(
     store: &dyn Store,
     ns: &str,
     manifest: &Manifest,
     full: bool,
     build: &BuildFn<'_>,
-) -> Result<Prepared, StoreError> {
+) -> Result<Prepared, PrepareError> {
     let record = managed::read(store, ns)?;
     let declared = compute_diff(manifest, &record.managed);
     let live = read_live(store, ns, &declared)?;
     let total = declared.len();
     let mut changes = Vec::new();
+    let mut kind_changes = Vec::new();
     for (change, live) in declared.into_iter().zip(live) {
         let desired = match change.action {
             Action::Delete => None,
             Action::Create | Action::Update => Some(build(&change.level)),
         };
+        if let Some(Ok(item)) = &desired {
+            kind_changes.extend(kinds::check(&change.level, live.as_ref(), Some(item)));
+        }
         let unchanged =
             !full && matches!((&desired, &live), (Some(Ok(d)), Some(l)) if same_content(d, l));
         if unchanged {
@@ -76,6 +102,9 @@ pub fn prepare(
             live,
             details: d,
         });
+    }
+    if !kind_changes.is_empty() {
+        return Err(KindChanges(kind_changes).into());
     }
     let unchanged = total - changes.len();
     Ok(Prepared {

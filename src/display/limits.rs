@@ -17,10 +17,18 @@
 //!                            "scale": 0.5} | {..., "capacity": 2000, "refill_amount": 2000,
 //!                            "refill_period_seconds": 60}],
 //!              "reset_schedule": [{"cron": "0 0 * * *", "tz": "America/New_York"}]}],
+//!  // a rolling window and a concurrency limit carry their manifest keys only:
+//!  //   {"name": "rpd", "kind": "rolling", "capacity": 1000, "window": "day", "soft": false}
+//!  //   {"name": "jobs", "kind": "concurrency", "concurrency": 3, "hold_ttl_seconds": 300,
+//!  //    "soft": false}
 //!  "disabled": null | true | false | "bypass", "cascade": null | true | false,
 //!  "on_unavailable": "allow"}                                     // system only
 //! ```
 //! `cron` is the rendered (named) form the text shows; limits are sorted by name.
+//!
+//! The kinds Python 0.17 does not know (issue #7) print as
+//! `rpd: 1,000 per rolling day` and `jobs: 3 concurrent (holds expire after 5m)`,
+//! with ` (soft)` like any limit.
 
 use serde_json::{json, Map, Value};
 use zae_limiter_engine::encoding::Modifier;
@@ -28,7 +36,7 @@ use zae_limiter_engine::render::to_cron;
 
 use super::numbers::{python_g, thousands};
 use crate::items::config::{StoredEntry, StoredLevel, StoredLimit};
-use crate::manifest::model::Disabled;
+use crate::manifest::model::{Disabled, LimitKind};
 
 /// A stored entry that cannot be rendered.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -106,10 +114,30 @@ fn effect(m: Option<&Modifier>) -> String {
     }
 }
 
+/// The head line of a rolling window or a concurrency limit; `None` for a bucket.
+fn other_kind_head(l: &StoredLimit) -> Option<String> {
+    match l.kind {
+        LimitKind::Bucket => None,
+        LimitKind::Rolling { window } => Some(format!(
+            "{}: {} per rolling {window}",
+            l.name,
+            thousands(l.capacity)
+        )),
+        LimitKind::Concurrency { hold_ttl_seconds } => Some(format!(
+            "{}: {} concurrent (holds expire after {})",
+            l.name,
+            thousands(l.capacity),
+            duration(hold_ttl_seconds)
+        )),
+    }
+}
+
 /// The lines of one limit at `indent` spaces (the Schedule block 2 and 4 deeper).
 pub fn limit_lines(l: &StoredLimit, indent: usize) -> Vec<String> {
     let pad = " ".repeat(indent);
-    let mut head = if !l.reset_schedule.is_empty() {
+    let mut head = if let Some(head) = other_kind_head(l) {
+        head
+    } else if !l.reset_schedule.is_empty() {
         let resets: Vec<String> = l.reset_schedule.iter().map(entry_text).collect();
         format!(
             "{}: {} quota (resets {})",
@@ -258,6 +286,25 @@ fn entry_json(e: &StoredEntry) -> Value {
 }
 
 fn limit_json(l: &StoredLimit) -> Value {
+    let mut m = Map::new();
+    m.insert("name".into(), json!(l.name));
+    match l.kind {
+        LimitKind::Bucket => {}
+        LimitKind::Rolling { window } => {
+            m.insert("kind".into(), json!("rolling"));
+            m.insert("capacity".into(), json!(l.capacity));
+            m.insert("window".into(), json!(window.to_string()));
+            m.insert("soft".into(), json!(l.soft));
+            return Value::Object(m);
+        }
+        LimitKind::Concurrency { hold_ttl_seconds } => {
+            m.insert("kind".into(), json!("concurrency"));
+            m.insert("concurrency".into(), json!(l.capacity));
+            m.insert("hold_ttl_seconds".into(), json!(hold_ttl_seconds));
+            m.insert("soft".into(), json!(l.soft));
+            return Value::Object(m);
+        }
+    }
     let kind = if !l.reset_schedule.is_empty() {
         "calendar_quota"
     } else if l.reset_after_seconds.is_some() {
@@ -265,8 +312,6 @@ fn limit_json(l: &StoredLimit) -> Value {
     } else {
         "rate"
     };
-    let mut m = Map::new();
-    m.insert("name".into(), json!(l.name));
     m.insert("kind".into(), json!(kind));
     m.insert("capacity".into(), json!(l.capacity));
     m.insert("refill_amount".into(), json!(l.refill_amount));
@@ -451,6 +496,41 @@ mod tests {
                 "limits":[{"name":"rpm","kind":"rate","capacity":10,"refill_amount":5,"refill_period_seconds":60,"soft":false,
                     "schedule":[{"cron":"* 9-17 * * MON-FRI","tz":"UTC","scale":0.5}],"reset_schedule":[]}],
                 "disabled":"bypass","cascade":null})
+        );
+    }
+
+    #[test]
+    fn other_kinds_render_in_text_and_json() {
+        let l = level(
+            r##"{"PK":{"S":"n/RESOURCE#gpt-4"},"SK":{"S":"#CONFIG"},"l_rpm_cp":{"N":"100"},"l_rpm_ra":{"N":"100"},"l_rpm_rp":{"N":"60"},"r_rpd_amt":{"N":"10000"},"r_rpd_win":{"S":"day"},"r_rpd_soft":{"BOOL":true},"c_jobs_slots":{"N":"3"},"c_jobs_ttl":{"N":"90"}}"##,
+        );
+        assert_eq!(
+            resource_text("gpt-4", Some(&l)),
+            "Defaults for resource 'gpt-4':\n  jobs: 3 concurrent (holds expire after 1m30s)\n  rpd: 10,000 per rolling day (soft)\n  rpm: 100/min\n"
+        );
+        assert_eq!(
+            system_text(Some(&l)),
+            "System-wide defaults:\n  Limits:\n    jobs: 3 concurrent (holds expire after 1m30s)\n    rpd: 10,000 per rolling day (soft)\n    rpm: 100/min\n"
+        );
+        let v = to_json("default", Subject::Resource("gpt-4"), Some(&l));
+        assert_eq!(
+            v["limits"],
+            json!([
+                {"name":"jobs","kind":"concurrency","concurrency":3,"hold_ttl_seconds":90,"soft":false},
+                {"name":"rpd","kind":"rolling","capacity":10000,"window":"day","soft":true},
+                {"name":"rpm","kind":"rate","capacity":100,"refill_amount":100,"refill_period_seconds":60,"soft":false,"schedule":[],"reset_schedule":[]}
+            ])
+        );
+    }
+
+    #[test]
+    fn a_level_of_other_kinds_only_still_lists_them() {
+        let l = level(
+            r##"{"PK":{"S":"n/ENTITY#u"},"SK":{"S":"#CONFIG#_default_"},"r_rpm_amt":{"N":"60"},"r_rpm_win":{"S":"minute"},"c_c_slots":{"N":"1"},"c_c_ttl":{"N":"300"}}"##,
+        );
+        assert_eq!(
+            entity_text("u", "_default_", Some(&l)),
+            "Limits for entity 'u' on resource '_default_':\n  c: 1 concurrent (holds expire after 5m)\n  rpm: 60 per rolling minute\n"
         );
     }
 }

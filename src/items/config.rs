@@ -14,9 +14,13 @@ use zae_limiter_engine::encoding::{
 };
 
 use super::keys::{self, IdentifierError};
-use crate::manifest::model::{self, Disabled, LevelConfig, LimitSpec, SystemLevel};
+use crate::manifest::model::{self, Disabled, LevelConfig, LimitKind, LimitSpec, SystemLevel};
+use crate::manifest::MAX_SLOTS;
 use crate::store::number::Number;
 use crate::store::{AttrValue, Item, Key};
+pub use zae_limiter_engine::concurrency::LimitKind as Counts;
+use zae_limiter_engine::concurrency::{MAX_HOLD_TTL_SECONDS, MIN_HOLD_TTL_SECONDS};
+use zae_limiter_engine::rolling::{RollingWindow, Window};
 
 /// The constant every client-written level carries (read by nobody, kept for parity).
 pub const CONFIG_VERSION: u32 = 1;
@@ -99,6 +103,9 @@ fn put_limits(
     let mut tz: Option<(String, String)> = None; // (limit, zone)
     for (name, limit) in limits {
         keys::validate_limit_name(name)?;
+        if put_other_kind(item, name, limit) {
+            continue;
+        }
         let zones = limit
             .schedule
             .iter()
@@ -156,6 +163,66 @@ fn put_limits(
         item.insert("sched_tz".into(), AttrValue::S(zone));
     }
     Ok(())
+}
+
+/// Attribute prefixes of the kinds Python 0.17 does not know (issue #7). Its
+/// reader discovers limits by a `_cp` suffix under `l_`/`w_` only, so it skips
+/// these attributes and sees the item's token buckets and quotas alone.
+pub const ROLLING_PREFIX: &str = "r_";
+pub const CONCURRENCY_PREFIX: &str = "c_";
+
+/// Writes a rolling window (`r_{n}_amt`, `r_{n}_win`) or a concurrency limit
+/// (`c_{n}_slots`, `c_{n}_ttl`), each with `_soft` when soft. `false` for a
+/// bucket, which [`put_limits`] writes the 0.17 way.
+fn put_other_kind(item: &mut Item, name: &str, limit: &LimitSpec) -> bool {
+    let p = match limit.kind {
+        LimitKind::Bucket => return false,
+        LimitKind::Rolling { window } => {
+            let p = format!("{ROLLING_PREFIX}{name}");
+            item.insert(format!("{p}_amt"), n(limit.capacity));
+            item.insert(format!("{p}_win"), AttrValue::s(window.to_string()));
+            p
+        }
+        LimitKind::Concurrency { hold_ttl_seconds } => {
+            let p = format!("{CONCURRENCY_PREFIX}{name}");
+            item.insert(format!("{p}_slots"), n(limit.capacity));
+            item.insert(format!("{p}_ttl"), n(hold_ttl_seconds));
+            p
+        }
+    };
+    if limit.soft {
+        item.insert(format!("{p}_soft"), AttrValue::Bool(true));
+    }
+    true
+}
+
+/// Every limit name on a config item with what it counts, from the attribute
+/// names alone (a bucket's `_cp`, a rolling window's `r_{n}_amt`, a
+/// concurrency limit's `c_{n}_slots`): what `plan` compares to refuse a change
+/// of kind, even on an item the full reader would refuse.
+pub fn counted_kinds(item: &Item) -> BTreeMap<String, Counts> {
+    let mut out = BTreeMap::new();
+    for attr in item.keys() {
+        let found = if let Some(body) = attr.strip_suffix("_cp") {
+            body.strip_prefix("l_")
+                .or_else(|| body.strip_prefix("w_"))
+                .map(|n| (n, Counts::CountsUse))
+        } else if let Some(body) = attr.strip_suffix("_amt") {
+            body.strip_prefix(ROLLING_PREFIX)
+                .map(|n| (n, Counts::CountsUse))
+        } else if let Some(body) = attr.strip_suffix("_slots") {
+            body.strip_prefix(CONCURRENCY_PREFIX)
+                .map(|n| (n, Counts::CountsHolds))
+        } else {
+            None
+        };
+        if let Some((name, counts)) = found {
+            if !name.is_empty() {
+                out.insert(name.to_string(), counts);
+            }
+        }
+    }
+    out
 }
 
 fn base(key: Key, ns: &str) -> Item {
@@ -254,6 +321,10 @@ pub struct StoredLimit {
     pub reset_schedule: Vec<StoredEntry>,
     pub reset_after_seconds: Option<u64>,
     pub soft: bool,
+    /// A bucket (the fields above), a rolling window (`capacity` is its amount)
+    /// or a concurrency limit (`capacity` is its slots); the other two kinds
+    /// have no refill, period or schedules (all zero or empty).
+    pub kind: LimitKind,
 }
 
 impl StoredLimit {
@@ -411,10 +482,22 @@ pub fn decode_level(item: &Item) -> Result<StoredLevel, CodecError> {
             reset_schedule,
             reset_after_seconds,
             soft,
+            kind: LimitKind::Bucket,
         };
         check_limit(&limit).map_err(|r| bad(format!("limit '{name}': {r}")))?;
         limits.push(limit);
     }
+
+    for limit in other_kinds(item, &bad)? {
+        if limits.iter().any(|l: &StoredLimit| l.name == limit.name) {
+            return Err(bad(format!(
+                "limit '{}' is stored as more than one kind",
+                limit.name
+            )));
+        }
+        limits.push(limit);
+    }
+    limits.sort_by(|a, b| a.name.cmp(&b.name));
 
     let disabled = match item.get("disabled") {
         None => None,
@@ -444,6 +527,100 @@ pub fn decode_level(item: &Item) -> Result<StoredLevel, CodecError> {
         cascade,
         on_unavailable,
     })
+}
+
+/// The rolling windows and concurrency limits of a config item (see
+/// [`put_other_kind`]). A missing or out-of-range attribute, or a name under
+/// both prefixes, makes the item unreadable, like a bad bucket does.
+fn other_kinds(
+    item: &Item,
+    bad: &dyn Fn(String) -> CodecError,
+) -> Result<Vec<StoredLimit>, CodecError> {
+    let mut out: Vec<StoredLimit> = Vec::new();
+    let whole = |attr: &str, min: u64, max: u64| -> Result<u64, CodecError> {
+        match item.get(attr) {
+            Some(AttrValue::N(text)) => Number::parse(text)
+                .ok()
+                .and_then(|num| num.to_i128())
+                .and_then(|v| u64::try_from(v).ok())
+                .filter(|v| (min..=max).contains(v))
+                .ok_or_else(|| {
+                    bad(format!(
+                        "{attr} = {text} is not a whole number from {min} to {max}"
+                    ))
+                }),
+            Some(other) => Err(bad(format!("{attr} is not a number: {other:?}"))),
+            None => Err(bad(format!("{attr} is missing"))),
+        }
+    };
+    let soft = |attr: String| -> Result<bool, CodecError> {
+        match item.get(&attr) {
+            None => Ok(false),
+            Some(AttrValue::Bool(b)) => Ok(*b),
+            Some(other) => Err(bad(format!("{attr} is not a boolean: {other:?}"))),
+        }
+    };
+    for attr in item.keys() {
+        let (name, kind) = if let Some(name) = attr
+            .strip_suffix("_amt")
+            .and_then(|b| b.strip_prefix(ROLLING_PREFIX))
+        {
+            let p = format!("{ROLLING_PREFIX}{name}");
+            let window = match item.get(&format!("{p}_win")) {
+                Some(AttrValue::S(w)) => Window::parse(w)
+                    .and_then(|w| RollingWindow::try_from(w).ok())
+                    .ok_or_else(|| bad(format!("{p}_win = '{w}' is not minute, hour or day")))?,
+                Some(other) => return Err(bad(format!("{p}_win is not a string: {other:?}"))),
+                None => return Err(bad(format!("{p}_win is missing"))),
+            };
+            (name, LimitKind::Rolling { window })
+        } else if let Some(name) = attr
+            .strip_suffix("_slots")
+            .and_then(|b| b.strip_prefix(CONCURRENCY_PREFIX))
+        {
+            let ttl = whole(
+                &format!("{CONCURRENCY_PREFIX}{name}_ttl"),
+                MIN_HOLD_TTL_SECONDS as u64,
+                MAX_HOLD_TTL_SECONDS as u64,
+            )?;
+            (
+                name,
+                LimitKind::Concurrency {
+                    hold_ttl_seconds: ttl,
+                },
+            )
+        } else {
+            continue;
+        };
+        keys::validate_limit_name(name).map_err(|e| bad(format!("limit '{name}': {e}")))?;
+        if out.iter().any(|l| l.name == name) {
+            return Err(bad(format!(
+                "limit '{name}' is stored as more than one kind"
+            )));
+        }
+        let (capacity, prefix) = match kind {
+            LimitKind::Rolling { .. } => (
+                whole(&format!("{ROLLING_PREFIX}{name}_amt"), 1, MAX_TOKENS)?,
+                ROLLING_PREFIX,
+            ),
+            _ => (
+                whole(&format!("{CONCURRENCY_PREFIX}{name}_slots"), 1, MAX_SLOTS)?,
+                CONCURRENCY_PREFIX,
+            ),
+        };
+        out.push(StoredLimit {
+            name: name.to_string(),
+            capacity,
+            refill_amount: 0,
+            refill_period: 0,
+            schedule: Vec::new(),
+            reset_schedule: Vec::new(),
+            reset_after_seconds: None,
+            soft: soft(format!("{prefix}{name}_soft"))?,
+            kind,
+        });
+    }
+    Ok(out)
 }
 
 /// The reference's `Limit` construction rules on a stored limit.
@@ -836,5 +1013,146 @@ mod tests {
         let mut changed = theirs;
         changed.insert("cascade".into(), AttrValue::Bool(true));
         assert!(!same_limits(&ours, &changed), "flags matter");
+    }
+
+    fn kinds_level() -> LevelConfig {
+        let mut rpd = limit(1000, 0, 60);
+        rpd.kind = LimitKind::Rolling {
+            window: RollingWindow::Day,
+        };
+        rpd.soft = true;
+        let mut jobs = limit(3, 0, 60);
+        jobs.kind = LimitKind::Concurrency {
+            hold_ttl_seconds: 120,
+        };
+        LevelConfig {
+            limits: IndexMap::from([
+                ("rpm".to_string(), limit(100, 100, 60)),
+                ("rpd".to_string(), rpd),
+                ("jobs".to_string(), jobs),
+            ]),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn other_kinds_are_stored_under_attributes_python_ignores() {
+        let item = build_resource("ns", "gpt-4", &kinds_level()).unwrap();
+        let expected = item_from_str(
+            r##"{"PK":{"S":"ns/RESOURCE#gpt-4"},"SK":{"S":"#CONFIG"},"GSI4PK":{"S":"ns"},"GSI4SK":{"S":"ns/RESOURCE#gpt-4"},
+            "config_version":{"N":"1"},"resource":{"S":"gpt-4"},
+            "l_rpm_cp":{"N":"100"},"l_rpm_ra":{"N":"100"},"l_rpm_rp":{"N":"60"},
+            "r_rpd_amt":{"N":"1000"},"r_rpd_win":{"S":"day"},"r_rpd_soft":{"BOOL":true},
+            "c_jobs_slots":{"N":"3"},"c_jobs_ttl":{"N":"120"}}"##,
+        )
+        .unwrap();
+        assert_eq!(attrs(&item), attrs(&expected));
+        // The 0.17 reading rule (a `_cp` suffix under `l_`/`w_`) finds the bucket only.
+        let discovered: Vec<&String> = item
+            .keys()
+            .filter(|a| a.ends_with("_cp") && (a.starts_with("l_") || a.starts_with("w_")))
+            .collect();
+        assert_eq!(discovered, ["l_rpm_cp"]);
+    }
+
+    #[test]
+    fn other_kinds_round_trip() {
+        let item = build_entity("ns", "u", "_default_", &kinds_level()).unwrap();
+        let level = decode_level(&item).unwrap();
+        let got: Vec<(&str, u64, LimitKind, bool)> = level
+            .limits
+            .iter()
+            .map(|l| (l.name.as_str(), l.capacity, l.kind, l.soft))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    "jobs",
+                    3,
+                    LimitKind::Concurrency {
+                        hold_ttl_seconds: 120
+                    },
+                    false
+                ),
+                (
+                    "rpd",
+                    1000,
+                    LimitKind::Rolling {
+                        window: RollingWindow::Day
+                    },
+                    true
+                ),
+                ("rpm", 100, LimitKind::Bucket, false),
+            ]
+        );
+        assert_eq!(level.sched_tz, None, "nothing scheduled");
+        let kinds = counted_kinds(&item);
+        assert_eq!(kinds["jobs"], Counts::CountsHolds);
+        assert_eq!(kinds["rpd"], Counts::CountsUse);
+        assert_eq!(kinds["rpm"], Counts::CountsUse);
+        assert_eq!(kinds.len(), 3);
+    }
+
+    #[test]
+    fn a_change_to_another_kind_is_a_change_of_content() {
+        let before = build_resource("ns", "r", &kinds_level()).unwrap();
+        let mut level = kinds_level();
+        assert!(same_limits(
+            &before,
+            &build_resource("ns", "r", &level).unwrap()
+        ));
+        level.limits["rpd"].kind = LimitKind::Rolling {
+            window: RollingWindow::Hour,
+        };
+        assert!(!same_limits(
+            &before,
+            &build_resource("ns", "r", &level).unwrap()
+        ));
+        let mut level = kinds_level();
+        level.limits["jobs"].kind = LimitKind::Concurrency {
+            hold_ttl_seconds: 300,
+        };
+        assert!(!same_limits(
+            &before,
+            &build_resource("ns", "r", &level).unwrap()
+        ));
+        let mut level = kinds_level();
+        level.limits["rpd"].soft = false;
+        assert!(!same_limits(
+            &before,
+            &build_resource("ns", "r", &level).unwrap()
+        ));
+    }
+
+    #[test]
+    fn unreadable_other_kinds_fail_the_item() {
+        assert!(unreadable(r##","r_x_amt":{"N":"5"}"##).contains("r_x_win is missing"));
+        assert!(
+            unreadable(r##","r_x_amt":{"N":"5"},"r_x_win":{"S":"month"}"##)
+                .contains("not minute, hour or day")
+        );
+        assert!(unreadable(r##","r_x_amt":{"N":"0"},"r_x_win":{"S":"day"}"##).contains("from 1"));
+        assert!(unreadable(r##","c_x_slots":{"N":"3"}"##).contains("c_x_ttl is missing"));
+        assert!(
+            unreadable(r##","c_x_slots":{"N":"3"},"c_x_ttl":{"N":"3601"}"##)
+                .contains("from 1 to 3600")
+        );
+        assert!(
+            unreadable(r##","c_x_slots":{"N":"1001"},"c_x_ttl":{"N":"60"}"##)
+                .contains("from 1 to 1000")
+        );
+        assert!(unreadable(
+            r##","c_x_slots":{"N":"3"},"c_x_ttl":{"N":"60"},"r_x_amt":{"N":"5"},"r_x_win":{"S":"day"}"##
+        )
+        .contains("more than one kind"));
+        assert!(unreadable(
+            r##","l_x_cp":{"N":"5"},"l_x_ra":{"N":"5"},"l_x_rp":{"N":"60"},"c_x_slots":{"N":"3"},"c_x_ttl":{"N":"60"}"##
+        )
+        .contains("more than one kind"));
+        assert!(unreadable(
+            r##","c_x_slots":{"N":"3"},"c_x_ttl":{"N":"60"},"c_x_soft":{"S":"y"}"##
+        )
+        .contains("not a boolean"));
     }
 }

@@ -27,6 +27,7 @@ mod values;
 pub mod yaml;
 
 pub use diagnostic::{Diagnostic, Severity};
+pub use kinds::MAX_SLOTS;
 pub use load::{load_file, load_str};
 pub use model::Manifest;
 pub use normalize::{applied_hash, normalised_json};
