@@ -1,5 +1,12 @@
 //! What one fan-out writes onto one bucket shard (dynamodb.md §9.2): the
 //! limit parameters in milli-units, schedules, stamps, `vu` and `ttl`.
+//!
+//! Only token buckets and quotas reach a bucket. Rolling windows and
+//! concurrency limits (issue #7) live under `r_`/`c_` attributes of the config
+//! item, which [`super::levels::decode`] does not read: written as `b_{n}_*`
+//! here, Python 0.17 would find them and enforce them as token buckets. A limit
+//! that turns from a bucket into a rolling window therefore leaves the bucket
+//! like any limit the level no longer declares.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -463,5 +470,54 @@ mod tests {
         ]))
         .unwrap();
         assert_eq!(recovery_seconds(&cfg), 3600);
+    }
+
+    /// A level declaring a bucket, a rolling window and a concurrency limit.
+    fn kinds_config_item() -> Item {
+        let text = "namespace: d\nresources:\n  r:\n    limits:\n      rpm: {capacity: 100}\n      rpd: {capacity: 1000, window: day, rolling: true}\n      jobs: {concurrency: 3}\n";
+        let m = crate::manifest::load_str("m.yaml", text).unwrap().manifest;
+        crate::items::config::build_resource("ns", "r", &m.resources["r"]).unwrap()
+    }
+
+    #[test]
+    fn rolling_and_concurrency_limits_never_reach_a_bucket() {
+        let cfg = decode(&kinds_config_item()).unwrap();
+        assert_eq!(cfg.limits.keys().collect::<Vec<_>>(), ["rpm"]);
+        // The bucket as it was when `rpd` was still a token bucket.
+        let current = item(&[
+            ("b_rpm_tk", AttrValue::n(100_000)),
+            ("b_rpm_cp", AttrValue::n(100_000)),
+            ("b_rpd_tk", AttrValue::n(5_000)),
+            ("b_rpd_cp", AttrValue::n(1_000_000)),
+            ("b_rpd_ra", AttrValue::n(1_000_000)),
+            ("b_rpd_rp", AttrValue::n(86_400_000)),
+            ("b_wcu_tk", AttrValue::n(1000)),
+        ]);
+        let actions = sync_actions(&cfg, Source::Resource, &current, 1_000_000).unwrap();
+        let set: Vec<&str> = actions
+            .iter()
+            .filter_map(|a| match a {
+                UpdateAction::Set(k, _) => Some(k.as_str()),
+                _ => None,
+            })
+            .collect();
+        let removed: Vec<&str> = actions
+            .iter()
+            .filter_map(|a| match a {
+                UpdateAction::Remove(k) => Some(k.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert!(
+            set.iter()
+                .all(|k| !k.contains("rpd") && !k.contains("jobs")),
+            "{set:?}"
+        );
+        assert!(set.contains(&"b_rpm_cp"), "{set:?}");
+        assert_eq!(
+            removed,
+            ["b_rpd_cp", "b_rpd_ra", "b_rpd_rp", "b_rpd_tk"],
+            "the former token bucket leaves the bucket"
+        );
     }
 }
