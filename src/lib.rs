@@ -12,4 +12,5 @@ pub mod display;
 pub mod exit_codes;
 pub mod items;
 pub mod manifest;
+pub mod simulate;
 pub mod store;

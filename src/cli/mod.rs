@@ -32,6 +32,8 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
             LimitsCommand::Diff(a) => commands::plan::diff(a),
             LimitsCommand::Apply(a) => commands::plan::apply(a),
             LimitsCommand::CfnTemplate(a) => commands::cfn_template::run(a),
+            LimitsCommand::Simulate(a) => commands::simulate::run(a),
+            LimitsCommand::GenTrace(a) => commands::gen_trace::run(a),
         },
         Command::Entity(EntityCommand::GetLimits {
             entity_id,

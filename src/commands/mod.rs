@@ -4,9 +4,11 @@
 pub mod cfn_template;
 pub mod cooldown;
 pub mod cron_check;
+pub mod gen_trace;
 pub mod namespace;
 pub mod plan;
 pub mod read_only;
 pub mod show;
+pub mod simulate;
 pub mod table;
 pub mod validate;

@@ -1,0 +1,108 @@
+//! Instants and durations as traces and flags spell them: RFC 3339 or epoch
+//! milliseconds, and `90s` / `15m` / `8h` / `7d` durations. Everything inside
+//! is integer epoch milliseconds.
+
+use chrono::{DateTime, SecondsFormat, Utc};
+
+/// Why an instant or a duration could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TimeError {
+    #[error("{0:?} is not an instant: write RFC 3339 (2026-12-01T09:00:00Z, 2026-12-01T09:00:00.250-05:00) or epoch milliseconds (1796115600000)")]
+    Instant(String),
+    #[error("{0:?} is not a duration: write a whole number with a unit, e.g. 90s, 15m, 8h, 7d (or 1500ms)")]
+    Duration(String),
+}
+
+/// An RFC 3339 instant or an integer of epoch milliseconds.
+pub fn parse_instant(text: &str) -> Result<i64, TimeError> {
+    let t = text.trim();
+    let digits = t.strip_prefix('-').unwrap_or(t);
+    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        return t.parse().map_err(|_| TimeError::Instant(text.to_string()));
+    }
+    DateTime::parse_from_rfc3339(t)
+        .map(|d| d.timestamp_millis())
+        .map_err(|_| TimeError::Instant(text.to_string()))
+}
+
+/// `1500ms`, `90s`, `15m`, `8h`, `7d` (a bare number is seconds) → milliseconds.
+pub fn parse_duration(text: &str) -> Result<i64, TimeError> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let bad = || TimeError::Duration(text.to_string());
+    let n: i64 = num.parse().map_err(|_| bad())?;
+    let per = match unit {
+        "ms" => 1,
+        "" | "s" => 1_000,
+        "m" | "min" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
+        _ => return Err(bad()),
+    };
+    n.checked_mul(per).filter(|&ms| ms > 0).ok_or_else(bad)
+}
+
+/// RFC 3339 in UTC, with milliseconds only when there are any.
+pub fn format_instant(ms: i64) -> String {
+    match DateTime::<Utc>::from_timestamp_millis(ms) {
+        Some(t) if ms % 1000 == 0 => t.to_rfc3339_opts(SecondsFormat::Secs, true),
+        Some(t) => t.to_rfc3339_opts(SecondsFormat::Millis, true),
+        None => format!("@{ms}ms"),
+    }
+}
+
+/// A span for people: `4m56s`, `2h03m`, `3d04h`, `850ms`.
+pub fn format_span(ms: i64) -> String {
+    let ms = ms.max(0);
+    if ms < 1000 {
+        return format!("{ms}ms");
+    }
+    let s = ms / 1000;
+    let (d, h, m, sec) = (s / 86_400, s / 3600 % 24, s / 60 % 60, s % 60);
+    if d > 0 {
+        format!("{d}d{h:02}h")
+    } else if h > 0 {
+        format!("{h}h{m:02}m")
+    } else if m > 0 {
+        format!("{m}m{sec:02}s")
+    } else {
+        format!("{sec}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn instants_in_both_spellings() {
+        assert_eq!(parse_instant("1796115600000"), Ok(1_796_115_600_000));
+        assert_eq!(parse_instant("1970-01-01T00:00:01.5Z"), Ok(1500));
+        assert_eq!(parse_instant("1970-01-01T00:00:00-01:00"), Ok(3_600_000));
+        assert!(parse_instant("yesterday").is_err());
+        assert!(parse_instant("").is_err());
+        assert!(parse_instant("99999999999999999999999").is_err());
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("1500ms"), Ok(1500));
+        assert_eq!(parse_duration("90"), Ok(90_000));
+        assert_eq!(parse_duration("15m"), Ok(900_000));
+        assert_eq!(parse_duration("7d"), Ok(604_800_000));
+        for bad in ["", "0s", "1.5h", "h", "3w", "-1s", "99999999999999999d"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn spans_and_instants_print_compactly() {
+        assert_eq!(format_span(850), "850ms");
+        assert_eq!(format_span(296_000), "4m56s");
+        assert_eq!(format_span(7_380_000), "2h03m");
+        assert_eq!(format_span(273_600_000), "3d04h");
+        assert_eq!(format_instant(0), "1970-01-01T00:00:00Z");
+        assert_eq!(format_instant(1), "1970-01-01T00:00:00.001Z");
+    }
+}

@@ -1,0 +1,179 @@
+//! Which of a manifest's limits apply to one (entity, resource), as the
+//! reference's `resolve_limits` walks the stored levels (dynamodb.md §10):
+//! entity + resource, entity `_default_`, resource, system — the first level
+//! that defines at least one limit, used as a whole (no merging). `disabled`
+//! is walked separately over the first three levels.
+//!
+//! `apply::fanout` walks the same order over *stored items*; this walks the
+//! validated manifest, so a simulation needs no store and sees the new limit
+//! kinds that stored items do not carry yet.
+
+use indexmap::IndexMap;
+
+use crate::manifest::model::{Disabled, LevelConfig, LimitSpec, Manifest};
+use crate::manifest::names::DEFAULT_RESOURCE;
+
+/// Where the limits came from, in the reference's words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    Entity,
+    EntityDefault,
+    Resource,
+    System,
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Entity => "entity",
+            Source::EntityDefault => "entity_default",
+            Source::Resource => "resource",
+            Source::System => "system",
+        }
+    }
+
+    /// Where in the manifest that level is written, for messages.
+    pub fn manifest_path(self, entity: &str, resource: &str) -> String {
+        match self {
+            Source::Entity => format!("entities.{entity}.resources.{resource}"),
+            Source::EntityDefault => format!("entities.{entity}.resources.{DEFAULT_RESOURCE}"),
+            Source::Resource => format!("resources.{resource}"),
+            Source::System => "system".to_string(),
+        }
+    }
+}
+
+/// The limits in force for one (entity, resource).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resolved<'m> {
+    pub source: Source,
+    pub limits: &'m IndexMap<String, LimitSpec>,
+    /// The first explicit `disabled` along entity → entity default → resource.
+    pub disabled: Option<(Source, Disabled)>,
+}
+
+/// `None` when no level defines a limit (the reference's acquire then fails).
+pub fn resolve<'m>(m: &'m Manifest, entity: &str, resource: &str) -> Option<Resolved<'m>> {
+    let levels = levels(m, entity, resource);
+    let (source, limits) = levels
+        .iter()
+        .find_map(|(src, limits, _)| limits.filter(|l| !l.is_empty()).map(|l| (*src, l)))?;
+    let disabled = levels
+        .iter()
+        .filter(|(src, _, _)| *src != Source::System)
+        .find_map(|(src, _, level)| level.and_then(|l| l.disabled).map(|d| (*src, d)));
+    Some(Resolved {
+        source,
+        limits,
+        disabled,
+    })
+}
+
+type Level<'m> = (
+    Source,
+    Option<&'m IndexMap<String, LimitSpec>>,
+    Option<&'m LevelConfig>,
+);
+
+fn levels<'m>(m: &'m Manifest, entity: &str, resource: &str) -> Vec<Level<'m>> {
+    let of_entity = m.entities.get(entity);
+    let entity_level = |r: &str| of_entity.and_then(|e| e.get(r));
+    let mut out: Vec<Level<'m>> = Vec::with_capacity(4);
+    let own = entity_level(resource);
+    out.push((Source::Entity, own.map(|l| &l.limits), own));
+    if resource != DEFAULT_RESOURCE {
+        let d = entity_level(DEFAULT_RESOURCE);
+        out.push((Source::EntityDefault, d.map(|l| &l.limits), d));
+    }
+    let r = m.resources.get(resource);
+    out.push((Source::Resource, r.map(|l| &l.limits), r));
+    out.push((Source::System, m.system.as_ref().map(|s| &s.limits), None));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest::load_str;
+
+    const MANIFEST: &str = "\
+namespace: default
+system:
+  limits:
+    rpm: {capacity: 1000}
+resources:
+  gpt-4:
+    disabled: bypass
+    limits:
+      rpm: {capacity: 500}
+      tpm: {capacity: 90000}
+  claude:
+    disabled: false
+entities:
+  user-1:
+    resources:
+      _default_:
+        limits:
+          rph: {capacity: 3000, refill_amount: 3000, refill_period: 3600}
+      gpt-4:
+        disabled: true
+        limits:
+          rpm: {capacity: 60}
+  user-2:
+    resources:
+      claude:
+        disabled: true
+";
+
+    fn manifest() -> Manifest {
+        load_str("m.yaml", MANIFEST).unwrap().manifest
+    }
+
+    fn names<'a>(r: &Resolved<'a>) -> Vec<&'a str> {
+        r.limits.keys().map(String::as_str).collect()
+    }
+
+    #[test]
+    fn the_reference_walk() {
+        let m = manifest();
+        let at = |e, r| resolve(&m, e, r).unwrap();
+        // The four observed sources of dynamodb.md §10.
+        let r = at("user-1", "gpt-4");
+        assert_eq!((r.source, names(&r)), (Source::Entity, vec!["rpm"]));
+        assert_eq!(r.disabled, Some((Source::Entity, Disabled::Disabled)));
+        let r = at("user-1", "claude");
+        assert_eq!((r.source, names(&r)), (Source::EntityDefault, vec!["rph"]));
+        assert_eq!(r.disabled, Some((Source::Resource, Disabled::Enforced)));
+        let r = at("user-2", "gpt-4");
+        assert_eq!(
+            (r.source, names(&r)),
+            (Source::Resource, vec!["rpm", "tpm"])
+        );
+        assert_eq!(r.disabled, Some((Source::Resource, Disabled::Bypass)));
+        // A level with flags only is skipped for limits but not for `disabled`.
+        let r = at("user-2", "claude");
+        assert_eq!((r.source, names(&r)), (Source::System, vec!["rpm"]));
+        assert_eq!(r.disabled, Some((Source::Entity, Disabled::Disabled)));
+        let r = at("nobody", "other");
+        assert_eq!((r.source, r.disabled), (Source::System, None));
+    }
+
+    #[test]
+    fn nothing_defined_is_none() {
+        let m = load_str(
+            "m.yaml",
+            "namespace: default\nresources:\n  gpt-4:\n    limits:\n      rpm: {capacity: 5}\n",
+        )
+        .unwrap()
+        .manifest;
+        assert!(resolve(&m, "u", "claude").is_none());
+        assert_eq!(
+            resolve(&m, "u", "gpt-4").map(|r| r.source),
+            Some(Source::Resource)
+        );
+        assert_eq!(
+            Source::EntityDefault.manifest_path("u", "gpt-4"),
+            "entities.u.resources._default_"
+        );
+    }
+}
