@@ -1,6 +1,7 @@
 //! plan / diff / apply: desired items from the manifest, the managed set, the
 //! diff against live items, writes, pending fan-outs.
 
+pub mod counts;
 pub mod detail;
 pub mod diff;
 pub mod fanout;

@@ -14,8 +14,6 @@ use crate::store::{AttrValue, Condition, Item, Key, Store, StoreError, WriteOp};
 
 use crate::items::keys::{self, PENDING_SK_PREFIX as PREFIX};
 const ATTEMPTS: usize = 5;
-/// Most writes in one transaction (DynamoDB's TransactWriteItems limit).
-const TRANSACT_MAX: usize = 100;
 
 /// One apply's claim on a pending item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -254,9 +252,17 @@ fn modify(
     )))
 }
 
-/// [`modify`] for many items: one batched read, then the conditional writes in
-/// transactions of up to 100; a chunk that meets a concurrent change falls back to
-/// [`modify`] item by item.
+/// [`modify`] for many items: one batched read, then the writes. Creating an
+/// item read as absent and deleting one whose last share goes are batched
+/// unconditional writes ([`Store::batch_write`], 25 a call); changing an item
+/// other applies also hold stays a conditional write ([`Store::write_many`]),
+/// redone alone by [`modify`] when it meets a concurrent change.
+///
+/// The batched writes trade a narrow race for one request per 25 items instead
+/// of one each: a share another apply adds in the moment between our read and
+/// our write is lost. That matters only if that apply then dies before its own
+/// fan-out, which it runs anyway; the fan-out is then redone by its next apply
+/// only if the config changes again.
 fn modify_many<E>(
     store: &dyn Store,
     ns: &str,
@@ -272,34 +278,38 @@ where
     }
     let keys: Vec<Key> = owed.iter().map(|o| key(ns, o)).collect();
     let reads = store.batch_get(&keys, true)?;
-    let mut ops = Vec::new();
+    let (mut batched, mut conditional) = (Vec::new(), Vec::new());
     let mut which = Vec::new();
     for (o, read) in owed.iter().zip(&reads) {
-        if let Step::Write(op) = step(ns, o, read, now_ms, &mut make_edit()) {
-            ops.push(op);
-            which.push(o);
+        match step(ns, o, read, now_ms, &mut make_edit()) {
+            Step::Write(WriteOp::Put {
+                item,
+                condition: Some(Condition::NotExists),
+            }) => batched.push(WriteOp::Put {
+                item,
+                condition: None,
+            }),
+            Step::Write(WriteOp::Delete { key, .. }) => batched.push(WriteOp::Delete {
+                key,
+                condition: None,
+            }),
+            Step::Write(op) => {
+                conditional.push(op);
+                which.push(o);
+            }
+            Step::Unchanged | Step::Done => {}
         }
     }
-    // Chunks of up to 100 in one transaction each: one round trip (one commit on
-    // the local store) per chunk. A chunk cancelled by a concurrent change is
-    // retried item by item.
-    let mut ops = ops.into_iter();
-    let mut which = which.into_iter();
-    loop {
-        let chunk: Vec<WriteOp> = ops.by_ref().take(TRANSACT_MAX).collect();
-        if chunk.is_empty() {
-            break;
-        }
-        let items: Vec<&Owed> = which.by_ref().take(chunk.len()).collect();
-        let cancelled = match store.transact(chunk) {
-            Ok(()) => false,
-            Err(StoreError::TransactionCanceled(_)) => true,
-            Err(e) => return Err(e),
-        };
-        if cancelled {
-            for o in items {
+    for r in store.batch_write(batched) {
+        r?;
+    }
+    for (o, result) in which.into_iter().zip(store.write_many(conditional)) {
+        match result {
+            Ok(_) => {}
+            Err(StoreError::ConditionFailed { .. }) => {
                 modify(store, ns, o, now_ms, make_edit())?;
             }
+            Err(e) => return Err(e),
         }
     }
     Ok(())

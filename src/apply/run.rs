@@ -27,7 +27,7 @@ use crate::apply::level::{Action, Level};
 use crate::apply::managed::{self, ManagedSet};
 use crate::apply::pending::{self, Share};
 use crate::apply::prepare::{prepare, BuildFn, PlannedChange};
-use crate::apply::{version, writes};
+use crate::apply::{counts, version, writes};
 use crate::manifest::Manifest;
 use crate::store::{AttrValue, Item, Key, Store};
 
@@ -109,6 +109,9 @@ pub fn apply(store: &dyn Store, req: &ApplyRequest<'_>) -> Result<Applied, Strin
         owed.insert(o);
     }
 
+    // Entity counts a dead apply left half done, settled before the pre-read.
+    let recovered = counts::recover(store, ns, req.now_ms);
+
     // A resumed full apply continues change-only instead of starting over.
     let full = req.full && !resumed;
     let prepared = prepare(store, ns, req.manifest, full, req.build).map_err(|e| e.to_string())?;
@@ -150,48 +153,57 @@ pub fn apply(store: &dyn Store, req: &ApplyRequest<'_>) -> Result<Applied, Strin
         pending: 0,
         errors: Vec::new(),
     };
+    if let Err(e) = recovered {
+        out.errors.push(format!(
+            "settling the entity-config counts of an earlier apply: {e}"
+        ));
+    }
     let changes = &prepared.changes;
-    let mut i = 0;
-    while i < changes.len() {
-        // Consecutive puts go in one transaction (order inside it is invisible);
-        // deletes, unbuildable levels and a cancelled batch go one by one.
-        let run_len = changes[i..]
-            .iter()
-            .take(writes::BATCH_MAX)
-            .take_while(|pc| {
-                pc.change.action != Action::Delete && matches!(pc.desired, Some(Ok(_)))
-            })
-            .count();
-        if run_len > 1 {
-            let batch: Vec<(&Level, &Item, bool)> = changes[i..i + run_len]
-                .iter()
-                .filter_map(|pc| match &pc.desired {
-                    Some(Ok(item)) => Some((&pc.change.level, item, pc.live.is_some())),
-                    _ => None,
-                })
-                .collect();
-            match writes::put_levels(store, ns, &batch) {
-                Ok(()) => {
-                    for pc in &changes[i..i + run_len] {
-                        count(&mut out, pc.change.action);
-                    }
-                    i += run_len;
-                    continue;
-                }
-                Err(_) => {
-                    // Fall through: write this run one level at a time, so each
-                    // failure is attributed to its own change.
-                }
+    // Levels written all at once (order inside one apply is invisible to the
+    // end state); an unbuildable level is reported and skipped.
+    let mut writes_of = Vec::new();
+    let mut outcome: Vec<Option<Result<(), String>>> = Vec::with_capacity(changes.len());
+    for pc in changes {
+        let w = match (&pc.desired, pc.change.action) {
+            (_, Action::Delete) => writes::LevelWrite::Delete {
+                level: &pc.change.level,
+                existed: pc.live.is_some(),
+            },
+            (Some(Ok(item)), _) => writes::LevelWrite::Put {
+                level: &pc.change.level,
+                item,
+                existed: pc.live.is_some(),
+            },
+            (Some(Err(e)), _) => {
+                outcome.push(Some(Err(e.clone())));
+                continue;
             }
-        }
-        let end = i + run_len.max(1);
-        for pc in &changes[i..end] {
-            match write_one(store, ns, pc) {
-                Ok(()) => count(&mut out, pc.change.action),
-                Err(e) => out.errors.push(format!("{}: {e}", pc.change)),
+            (None, _) => {
+                outcome.push(Some(Err("no item to write".into())));
+                continue;
             }
+        };
+        writes_of.push(w);
+        outcome.push(None);
+    }
+    let written = writes::write_levels(store, ns, req.token, lease, &writes_of);
+    let mut results = written.results.into_iter();
+    for (pc, o) in changes.iter().zip(outcome) {
+        let r = o.unwrap_or_else(|| {
+            results
+                .next()
+                .unwrap_or_else(|| Err(crate::store::StoreError::Backend("not written".into())))
+                .map_err(|e| e.to_string())
+        });
+        match r {
+            Ok(()) => count(&mut out, pc.change.action),
+            Err(e) => out.errors.push(format!("{}: {e}", pc.change)),
         }
-        i = end;
+    }
+    if let Some(e) = written.counts {
+        out.errors.push(format!(
+            "updating the entity-config counts: {e} (settled by a later apply)"
+        ));
     }
     out.changes = prepared.changes;
 
@@ -297,24 +309,6 @@ fn count(out: &mut Applied, action: Action) {
         Action::Create => out.created += 1,
         Action::Update => out.updated += 1,
         Action::Delete => out.deleted += 1,
-    }
-}
-
-/// One change's config write (with its registry entry).
-fn write_one(store: &dyn Store, ns: &str, pc: &PlannedChange) -> Result<(), String> {
-    let level = &pc.change.level;
-    match (&pc.desired, pc.change.action) {
-        (_, Action::Delete) => {
-            if pc.live.is_some() {
-                writes::delete_level(store, ns, level).map_err(|e| e.to_string())
-            } else {
-                Ok(()) // already gone: listed and counted, as the reference does
-            }
-        }
-        (Some(Ok(item)), _) => writes::put_level(store, ns, level, item.clone(), pc.live.is_some())
-            .map_err(|e| e.to_string()),
-        (Some(Err(e)), _) => Err(e.clone()),
-        (None, _) => Err("no item to write".to_string()),
     }
 }
 

@@ -1,31 +1,209 @@
-//! One config write, done the way the Python client API does it, so the Python
-//! tool's listings see what apply wrote: a resource write also adds the name to
-//! the `#RESOURCES` set, and an entity write keeps the per-resource reference count
-//! in `#ENTITY_CONFIG_RESOURCES` (spec dynamodb.md §5.5, §5.6).
+//! Config writes, done so the Python tool's listings see what apply wrote: a
+//! resource level also appears in the `#RESOURCES` set, and entity levels are
+//! counted per resource in `#ENTITY_CONFIG_RESOURCES` (spec dynamodb.md §5.5,
+//! §5.6).
 //!
-//! Each write and its registry update go in ONE transaction, so a process killed
-//! between them cannot leave a level without its registry entry (the reference
-//! client uses two calls for resources).
+//! Many levels are written at once, as batched writes ([`Store::batch_write`])
+//! and, for entity creates and deletes, concurrent conditional writes: one
+//! transaction per level (or per 98 levels) costs far more, on DynamoDB and even
+//! more on moto. Crash safety without them:
+//! * the `#RESOURCES` set is updated *before* the config writes; adding or
+//!   removing a name is idempotent, so a later apply redoes it harmlessly;
+//! * the entity counts go through a journal ([`counts`]) that makes each
+//!   increment happen exactly once, even when the process dies mid-apply.
 
+use std::collections::HashSet;
+
+use crate::apply::counts::{self, Entry};
 use crate::apply::level::Level;
-use crate::store::{AttrValue, Condition, Item, Store, StoreError, UpdateAction, WriteOp};
+use crate::store::{Condition, Item, Store, StoreError, UpdateAction, WriteOp};
 
-use crate::items::keys::{
-    entity_config_registry_key as entity_registry_key, resources_registry_key as resources_key,
-};
+use crate::items::keys::resources_registry_key as resources_key;
 
-fn gsi4(ns: &str) -> Vec<UpdateAction> {
-    vec![
-        UpdateAction::SetIfNotExists("GSI4PK".into(), AttrValue::s(ns)),
-        UpdateAction::SetIfNotExists(
-            "GSI4SK".into(),
-            AttrValue::s(crate::items::keys::system_pk(ns)),
-        ),
-    ]
+/// One level write.
+#[derive(Debug, Clone, Copy)]
+pub enum LevelWrite<'a> {
+    /// Full replace. `existed`: the pre-read saw the item (it is not counted again).
+    Put {
+        level: &'a Level,
+        item: &'a Item,
+        existed: bool,
+    },
+    /// `existed: false` writes nothing (already gone).
+    Delete { level: &'a Level, existed: bool },
 }
 
-/// Writes `item` as the level's config (full replace). `existed` is what the
-/// pre-read saw; it only picks the fast path, the conditions decide.
+impl LevelWrite<'_> {
+    fn level(&self) -> &Level {
+        match self {
+            LevelWrite::Put { level, .. } | LevelWrite::Delete { level, .. } => level,
+        }
+    }
+}
+
+/// What [`write_levels`] did.
+#[derive(Debug)]
+pub struct Written {
+    /// One result per write, in order.
+    pub results: Vec<Result<(), StoreError>>,
+    /// Keeping the entity counts failed after the writes; the journal stays and
+    /// a later apply settles it.
+    pub counts: Option<StoreError>,
+}
+
+/// Writes many levels and keeps the registries. `token` and `lease` name and
+/// time-limit this writer's count journal (see [`counts`]).
+pub fn write_levels(
+    store: &dyn Store,
+    ns: &str,
+    token: &str,
+    lease: i64,
+    writes: &[LevelWrite<'_>],
+) -> Written {
+    let mut results: Vec<Option<Result<(), StoreError>>> = writes.iter().map(|_| None).collect();
+
+    // 1. The `#RESOURCES` set, ahead of the writes.
+    let (mut added, mut removed) = (Vec::new(), Vec::new());
+    for w in writes {
+        match w {
+            LevelWrite::Put {
+                level: Level::Resource(r),
+                ..
+            } => added.push(r.clone()),
+            LevelWrite::Delete {
+                level: Level::Resource(r),
+                ..
+            } => removed.push(r.clone()),
+            _ => {}
+        }
+    }
+    if let Err(e) = update_resources_set(store, ns, added, removed) {
+        fail(writes, &mut results, &e, |l| {
+            matches!(l, Level::Resource(_))
+        });
+    }
+
+    // 2. The count journal, ahead of the writes.
+    let entries: Vec<Entry> = writes
+        .iter()
+        .zip(&results)
+        .filter(|(_, r)| r.is_none())
+        .filter_map(|(w, _)| match w {
+            LevelWrite::Put {
+                level: Level::Entity(e, r),
+                existed: false,
+                ..
+            } => Some((e, r, true)),
+            LevelWrite::Delete {
+                level: Level::Entity(e, r),
+                existed: true,
+            } => Some((e, r, false)),
+            _ => None,
+        })
+        .map(|(e, r, create)| Entry {
+            entity: e.clone(),
+            resource: r.clone(),
+            create,
+        })
+        .collect();
+    let journal = match counts::write_ahead(store, ns, token, lease, entries) {
+        Ok(j) => j,
+        Err(e) => {
+            fail(writes, &mut results, &e, |l| matches!(l, Level::Entity(..)));
+            Vec::new()
+        }
+    };
+
+    // 3. The config writes: entity deletes are conditional, so a count never
+    //    drops for a level someone else deleted (a count too low makes the
+    //    Python limiter skip entity configs); every other write is a batched
+    //    unconditional put or delete. A level another writer creates between
+    //    our pre-read and our put is counted twice: too high only costs the
+    //    limiter a read.
+    let mut counted: Vec<usize> = Vec::new();
+    let mut counted_ops = Vec::new();
+    let mut batched: Vec<usize> = Vec::new();
+    let mut batched_ops = Vec::new();
+    for (i, w) in writes.iter().enumerate() {
+        if results[i].is_some() {
+            continue;
+        }
+        match *w {
+            LevelWrite::Put { item, .. } => {
+                batched.push(i);
+                batched_ops.push(WriteOp::Put {
+                    item: item.clone(),
+                    condition: None,
+                });
+            }
+            LevelWrite::Delete { existed: false, .. } => results[i] = Some(Ok(())), // already gone
+            LevelWrite::Delete {
+                level: level @ Level::Entity(..),
+                ..
+            } => {
+                counted.push(i);
+                counted_ops.push(WriteOp::Delete {
+                    key: level.key(ns),
+                    condition: Some(Condition::Exists),
+                });
+            }
+            LevelWrite::Delete { level, .. } => {
+                batched.push(i);
+                batched_ops.push(WriteOp::Delete {
+                    key: level.key(ns),
+                    condition: None,
+                });
+            }
+        }
+    }
+    let mut ours: HashSet<(&str, &str)> = HashSet::new();
+    for (i, r) in counted.into_iter().zip(store.write_many(counted_ops)) {
+        results[i] = Some(match r {
+            Ok(_) => {
+                if let Level::Entity(e, res) = writes[i].level() {
+                    ours.insert((e.as_str(), res.as_str()));
+                }
+                Ok(())
+            }
+            // Deleted meanwhile by someone else (who counted it).
+            Err(StoreError::ConditionFailed { .. }) => Ok(()),
+            Err(e) => Err(e),
+        });
+    }
+    for (i, r) in batched.into_iter().zip(store.batch_write(batched_ops)) {
+        if r.is_ok() {
+            if let LevelWrite::Put {
+                level: Level::Entity(e, res),
+                existed: false,
+                ..
+            } = &writes[i]
+            {
+                ours.insert((e.as_str(), res.as_str()));
+            }
+        }
+        results[i] = Some(r);
+    }
+
+    // 4. Settle the journal with what this apply did.
+    let did = |e: &Entry| ours.contains(&(e.entity.as_str(), e.resource.as_str()));
+    let mut counts_error = None;
+    for chunk in &journal {
+        if let Err(e) = counts::settle(store, ns, chunk, Some(&did)) {
+            counts_error.get_or_insert(e);
+        }
+    }
+    Written {
+        results: results
+            .into_iter()
+            .map(|r| r.unwrap_or_else(|| Err(StoreError::Backend("write was not run".into()))))
+            .collect(),
+        counts: counts_error,
+    }
+}
+
+/// Writes `item` as the level's config (full replace), with its registry entry.
+/// `existed` is what the caller's read saw; `false` is checked with a fresh read,
+/// so a stale "absent" does not count the level twice.
 pub fn put_level(
     store: &dyn Store,
     ns: &str,
@@ -33,207 +211,93 @@ pub fn put_level(
     item: Item,
     existed: bool,
 ) -> Result<(), StoreError> {
-    match level {
-        Level::System => store
-            .write(WriteOp::Put {
-                item,
-                condition: None,
-            })
-            .map(|_| ()),
-        Level::Resource(r) => {
-            let mut actions = vec![UpdateAction::AddToSet("resources".into(), vec![r.clone()])];
-            actions.extend(gsi4(ns));
-            store.transact(vec![
-                WriteOp::Put {
-                    item,
-                    condition: None,
-                },
-                WriteOp::Update {
-                    key: resources_key(ns),
-                    actions,
-                    condition: None,
-                },
-            ])
-        }
-        Level::Entity(_, r) => {
-            if !existed {
-                let mut actions = vec![UpdateAction::AddNumber(r.clone(), "1".into())];
-                actions.extend(gsi4(ns));
-                let first = store.transact(vec![
-                    WriteOp::Put {
-                        item: item.clone(),
-                        condition: Some(Condition::NotExists),
-                    },
-                    WriteOp::Update {
-                        key: entity_registry_key(ns),
-                        actions,
-                        condition: None,
-                    },
-                ]);
-                match first {
-                    Err(StoreError::TransactionCanceled(_)) => {}
-                    other => return other,
-                }
-            }
-            // The item exists: replace it; the reference count already includes it.
-            store
-                .write(WriteOp::Put {
-                    item,
-                    condition: None,
-                })
-                .map(|_| ())
-        }
-    }
-}
-
-/// Most level puts in one [`put_levels`] transaction: DynamoDB's limit of 100
-/// operations, less the two registry updates.
-pub const BATCH_MAX: usize = 98;
-
-/// Writes many levels (full replace) and their registry entries in ONE
-/// transaction: each put as [`put_level`] would, with the `#RESOURCES` additions
-/// merged into one update and the entity counts summed per resource. A level the
-/// pre-read saw absent is put `attribute_not_exists(PK)`, so if it appeared
-/// meanwhile the whole batch is cancelled and nothing is written; the caller then
-/// writes the levels one by one.
-pub fn put_levels(
-    store: &dyn Store,
-    ns: &str,
-    batch: &[(&Level, &Item, bool)],
-) -> Result<(), StoreError> {
-    let mut ops = Vec::new();
-    let mut resources: Vec<String> = Vec::new();
-    let mut counts: std::collections::BTreeMap<String, i64> = Default::default();
-    for (level, item, existed) in batch {
-        let mut condition = None;
-        match level {
-            Level::System => {}
-            Level::Resource(r) => resources.push(r.clone()),
-            Level::Entity(_, r) => {
-                if !existed {
-                    condition = Some(Condition::NotExists);
-                    *counts.entry(r.clone()).or_default() += 1;
-                }
-            }
-        }
-        ops.push(WriteOp::Put {
-            item: (*item).clone(),
-            condition,
-        });
-    }
-    if !resources.is_empty() {
-        let mut actions = vec![UpdateAction::AddToSet("resources".into(), resources)];
-        actions.extend(gsi4(ns));
-        ops.push(WriteOp::Update {
-            key: resources_key(ns),
-            actions,
-            condition: None,
-        });
-    }
-    if !counts.is_empty() {
-        let mut actions: Vec<UpdateAction> = counts
-            .into_iter()
-            .map(|(r, n)| UpdateAction::AddNumber(r, n.to_string()))
-            .collect();
-        actions.extend(gsi4(ns));
-        ops.push(WriteOp::Update {
-            key: entity_registry_key(ns),
-            actions,
-            condition: None,
-        });
-    }
-    store.transact(ops)
+    let existed = existed || store.get(&level.key(ns), true)?.is_some();
+    let w = LevelWrite::Put {
+        level,
+        item: &item,
+        existed,
+    };
+    single(store, ns, w)
 }
 
 /// Deletes the level's config item (and its registry entry).
 pub fn delete_level(store: &dyn Store, ns: &str, level: &Level) -> Result<(), StoreError> {
-    let key = level.key(ns);
-    match level {
-        Level::System => store
-            .write(WriteOp::Delete {
-                key,
-                condition: None,
-            })
-            .map(|_| ()),
-        Level::Resource(r) => store
-            .transact(vec![
-                WriteOp::Delete {
-                    key,
-                    condition: None,
-                },
-                WriteOp::Update {
-                    key: resources_key(ns),
-                    actions: vec![UpdateAction::DeleteFromSet(
-                        "resources".into(),
-                        vec![r.clone()],
-                    )],
-                    condition: Some(Condition::Exists),
-                },
-            ])
-            .or_else(|e| match e {
-                // No registry item at all: delete the level alone.
-                StoreError::TransactionCanceled(_) => store
-                    .write(WriteOp::Delete {
-                        key: level.key(ns),
-                        condition: None,
-                    })
-                    .map(|_| ()),
-                other => Err(other),
-            }),
-        Level::Entity(_, r) => {
-            for _ in 0..3 {
-                let registry = store.get(&entity_registry_key(ns), true)?;
-                let count = registry
-                    .as_ref()
-                    .and_then(|i| i.get(r))
-                    .and_then(|v| v.as_n())
-                    .and_then(|n| n.parse::<i64>().ok());
-                // Decrement, and drop the attribute when it reaches zero — in the
-                // same transaction, conditioned on the count just read.
-                let (actions, condition) = match count {
-                    None => (None, None),
-                    Some(c) if c <= 1 => (
-                        Some(vec![UpdateAction::Remove(r.clone())]),
-                        Some(Condition::AttrEquals(r.clone(), AttrValue::n(c))),
-                    ),
-                    Some(c) => (
-                        Some(vec![UpdateAction::AddNumber(r.clone(), "-1".into())]),
-                        Some(Condition::AttrEquals(r.clone(), AttrValue::n(c))),
-                    ),
-                };
-                let mut ops = vec![WriteOp::Delete {
-                    key: key.clone(),
-                    condition: Some(Condition::Exists),
-                }];
-                if let Some(actions) = actions {
-                    ops.push(WriteOp::Update {
-                        key: entity_registry_key(ns),
-                        actions,
-                        condition,
-                    });
-                }
-                match store.transact(ops) {
-                    Ok(()) => return Ok(()),
-                    Err(StoreError::TransactionCanceled(_)) => {
-                        if store.get(&key, true)?.is_none() {
-                            return Ok(());
-                        }
-                    }
-                    Err(e) => return Err(e),
-                }
-            }
-            Err(StoreError::Backend(format!(
-                "the entity-config registry kept changing while deleting {}",
-                level.target()
-            )))
+    let existed = store.get(&level.key(ns), true)?.is_some();
+    single(store, ns, LevelWrite::Delete { level, existed })
+}
+
+fn single(store: &dyn Store, ns: &str, w: LevelWrite<'_>) -> Result<(), StoreError> {
+    let token = format!("single-{}-{}", std::process::id(), now_ms());
+    let mut out = write_levels(
+        store,
+        ns,
+        &token,
+        now_ms() + crate::apply::run::LEASE_MS,
+        &[w],
+    );
+    match (out.results.pop(), out.counts) {
+        (Some(Err(e)), _) | (_, Some(e)) => Err(e),
+        _ => Ok(()),
+    }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// Marks every not-yet-decided write on a level `which` accepts as failed with `e`.
+fn fail(
+    writes: &[LevelWrite<'_>],
+    results: &mut [Option<Result<(), StoreError>>],
+    e: &StoreError,
+    which: impl Fn(&Level) -> bool,
+) {
+    for (w, r) in writes.iter().zip(results.iter_mut()) {
+        if r.is_none() && which(w.level()) {
+            *r = Some(Err(e.clone()));
         }
     }
+}
+
+/// Adds and removes resource names in the `#RESOURCES` set (idempotent). A
+/// removal from a registry that does not exist is nothing to do.
+fn update_resources_set(
+    store: &dyn Store,
+    ns: &str,
+    added: Vec<String>,
+    removed: Vec<String>,
+) -> Result<(), StoreError> {
+    if !added.is_empty() {
+        let mut actions = vec![UpdateAction::AddToSet("resources".into(), added)];
+        actions.extend(counts::gsi4(ns));
+        store.write(WriteOp::Update {
+            key: resources_key(ns),
+            actions,
+            condition: None,
+        })?;
+    }
+    if !removed.is_empty() {
+        let op = WriteOp::Update {
+            key: resources_key(ns),
+            actions: vec![UpdateAction::DeleteFromSet("resources".into(), removed)],
+            condition: Some(Condition::Exists),
+        };
+        match store.write(op) {
+            Ok(_) | Err(StoreError::ConditionFailed { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::apply::memstore::MemStore;
+    use crate::store::AttrValue;
 
     fn item(level: &Level) -> Item {
         let k = level.key("ns");
@@ -267,7 +331,7 @@ mod tests {
     }
 
     #[test]
-    fn a_batch_of_puts_equals_the_same_puts_one_by_one() {
+    fn a_batch_of_writes_equals_the_same_writes_one_by_one() {
         let levels = [
             Level::System,
             Level::Resource("a".into()),
@@ -282,28 +346,46 @@ mod tests {
             put_level(&one, "ns", l, item(l), false).unwrap();
         }
         let items: Vec<Item> = levels.iter().map(item).collect();
-        let batch: Vec<(&Level, &Item, bool)> = levels
+        let batch: Vec<LevelWrite<'_>> = levels
             .iter()
             .zip(&items)
-            .map(|(l, i)| (l, i, false))
+            .map(|(level, item)| LevelWrite::Put {
+                level,
+                item,
+                existed: false,
+            })
             .collect();
-        put_levels(&many, "ns", &batch).unwrap();
+        let out = write_levels(&many, "ns", "t", 0, &batch);
+        assert!(out.results.iter().all(Result::is_ok) && out.counts.is_none());
         assert_eq!(one.snapshot(), many.snapshot());
-        // An entity that exists although the pre-read said absent cancels the batch.
+        // Marked as existing, they are replaced without counting them again.
         let before = many.snapshot();
-        assert!(matches!(
-            put_levels(&many, "ns", &batch),
-            Err(StoreError::TransactionCanceled(_))
-        ));
-        assert_eq!(many.snapshot(), before);
-        // Marked as existing, it is replaced without counting it again.
-        let batch: Vec<(&Level, &Item, bool)> = levels
+        let batch: Vec<LevelWrite<'_>> = levels
             .iter()
             .zip(&items)
-            .map(|(l, i)| (l, i, true))
+            .map(|(level, item)| LevelWrite::Put {
+                level,
+                item,
+                existed: true,
+            })
             .collect();
-        put_levels(&many, "ns", &batch).unwrap();
+        write_levels(&many, "ns", "t", 0, &batch);
         assert_eq!(many.snapshot(), before);
+        // Deleting them all, in one batch, empties the registries.
+        let batch: Vec<LevelWrite<'_>> = levels
+            .iter()
+            .map(|level| LevelWrite::Delete {
+                level,
+                existed: true,
+            })
+            .collect();
+        write_levels(&many, "ns", "t", 0, &batch);
+        for l in &levels {
+            delete_level(&one, "ns", l).unwrap();
+        }
+        assert_eq!(one.snapshot(), many.snapshot());
+        let counts = many.item("ns/SYSTEM#", "#ENTITY_CONFIG_RESOURCES");
+        assert!(counts.is_some_and(|c| !c.contains_key("a") && !c.contains_key("_default_")));
     }
 
     #[test]

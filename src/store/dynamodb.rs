@@ -10,6 +10,7 @@
 //! on top of that, unprocessed BatchGetItem keys and transaction conflicts are
 //! retried here. Every other failure becomes a one-line [`StoreError`].
 
+mod batch_write;
 mod convert;
 mod errors;
 mod expr;
@@ -537,6 +538,10 @@ impl Store for DynamoStore {
 
     fn write_many(&self, ops: Vec<WriteOp>) -> Vec<Result<Option<Item>, StoreError>> {
         self.timed("write_many", || self.write_many_concurrent(ops))
+    }
+
+    fn batch_write(&self, ops: Vec<WriteOp>) -> Vec<Result<(), StoreError>> {
+        self.timed("batch_write", || self.batch_write_untimed(ops))
     }
 
     fn transact(&self, ops: Vec<WriteOp>) -> Result<(), StoreError> {
