@@ -217,14 +217,31 @@ fn a_changed_rolling_window_or_hold_ttl_is_a_planned_update() {
     let before = env.write("before.yaml", BEFORE);
     let (code, out, err) = env.run(&["limits", "apply", "-f", &before]);
     assert_eq!(code, 0, "{out}{err}");
-    for (from, to) in [
-        ("window: day", "window: hour"),
-        ("{concurrency: 3}", "{concurrency: 3, hold_ttl_seconds: 60}"),
-        ("{concurrency: 3}", "{concurrency: 3, soft: true}"),
+    for (from, to, detail) in [
+        (
+            "window: day",
+            "window: hour",
+            "~ update entity: user-1/gpt-4\n      rpd.window: day → hour\n",
+        ),
+        (
+            "{concurrency: 3}",
+            "{concurrency: 3, hold_ttl_seconds: 60}",
+            "~ update resource: gpt-4\n      jobs.hold_ttl_seconds: 300 → 60\n",
+        ),
+        (
+            "{concurrency: 3}",
+            "{concurrency: 3, soft: true}",
+            "~ update resource: gpt-4\n      jobs.soft: false → true\n",
+        ),
+        (
+            "rpm: {capacity: 100}",
+            "rpm: {capacity: 100, window: minute, rolling: true}",
+            "~ update resource: gpt-4\n      rpm - capacity 100, refill_amount 100, refill_period 60\n      rpm + capacity 100, window minute\n",
+        ),
     ] {
         let changed = env.write("changed.yaml", &BEFORE.replace(from, to));
         let (code, out, err) = env.run(&["limits", "plan", "-f", &changed, "--detailed-exitcode"]);
         assert_eq!(code, 2, "{to}: {out}{err}");
-        assert!(out.contains("~ update"), "{to}: {out}");
+        assert!(out.contains(detail), "{to}: {out}");
     }
 }

@@ -91,7 +91,9 @@ pub fn prepare(
         let mut d = if matches!(desired, Some(Err(_))) {
             Vec::new()
         } else {
-            details(live.as_ref(), new_item)
+            let mut d = details(live.as_ref(), new_item);
+            kinds::merge_details(&mut d, kinds::details(live.as_ref(), new_item));
+            d
         };
         if let Some(Err(e)) = &desired {
             d.push(Detail::error(e.clone()));
