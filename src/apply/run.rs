@@ -20,7 +20,7 @@
 //! * A delete of an item that is already gone writes nothing (it is still listed
 //!   and counted, as in the reference).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use crate::apply::fanout::{self, FanOutKind, LevelKind, Owed};
 use crate::apply::level::{Action, Level};
@@ -188,6 +188,8 @@ pub fn apply(store: &dyn Store, req: &ApplyRequest<'_>) -> Result<Applied, Strin
     }
     let written = writes::write_levels(store, ns, req.token, lease, &writes_of);
     let mut results = written.results.into_iter();
+    // What this apply just wrote: the fan-outs' first "before" image.
+    let mut wrote: HashMap<Key, Option<Item>> = HashMap::new();
     for (pc, o) in changes.iter().zip(outcome) {
         let r = o.unwrap_or_else(|| {
             results
@@ -196,7 +198,14 @@ pub fn apply(store: &dyn Store, req: &ApplyRequest<'_>) -> Result<Applied, Strin
                 .map_err(|e| e.to_string())
         });
         match r {
-            Ok(()) => count(&mut out, pc.change.action),
+            Ok(()) => {
+                count(&mut out, pc.change.action);
+                let item = match &pc.desired {
+                    Some(Ok(item)) if pc.change.action != Action::Delete => Some(item.clone()),
+                    _ => None,
+                };
+                wrote.insert(pc.change.level.key(ns), item);
+            }
             Err(e) => out.errors.push(format!("{}: {e}", pc.change)),
         }
     }
@@ -240,7 +249,10 @@ pub fn apply(store: &dyn Store, req: &ApplyRequest<'_>) -> Result<Applied, Strin
             .iter()
             .map(|o| Level::from_parts(o.level.as_str(), &o.target).map(|l| l.key(ns)))
             .collect();
-        let before = read_levels(store, &keys);
+        // The first round starts from what step 5 wrote; only the levels it did
+        // not write are read. Later rounds read everything again.
+        let before = read_levels_except(store, &keys, &wrote);
+        wrote.clear();
         let results = run_fanouts(store, ns, &remaining, req.now_ms);
         let after = read_levels(store, &keys);
         let mut next = Vec::new();
@@ -325,6 +337,29 @@ fn run_fanouts(store: &dyn Store, ns: &str, owed: &[Owed], now_ms: i64) -> Vec<R
         Ok(msg) if !msg.is_empty() => owed.iter().map(|_| Err(msg.clone())).collect(),
         _ => fanout::run_many(store, ns, owed, now_ms),
     }
+}
+
+/// [`read_levels`], taking the items in `known` as they are instead of reading them.
+fn read_levels_except(
+    store: &dyn Store,
+    keys: &[Option<Key>],
+    known: &HashMap<Key, Option<Item>>,
+) -> Result<Vec<Option<Item>>, String> {
+    let unknown: Vec<Option<Key>> = keys
+        .iter()
+        .map(|k| k.clone().filter(|k| !known.contains_key(k)))
+        .collect();
+    let mut read = read_levels(store, &unknown)?.into_iter();
+    Ok(keys
+        .iter()
+        .map(|k| {
+            let fresh = read.next().flatten();
+            match k.as_ref().and_then(|k| known.get(k)) {
+                Some(item) => item.clone(),
+                None => fresh,
+            }
+        })
+        .collect())
 }
 
 /// The config items behind the fan-outs, in one batched consistent read

@@ -211,7 +211,8 @@ pub fn put_level(
     item: Item,
     existed: bool,
 ) -> Result<(), StoreError> {
-    let existed = existed || store.get(&level.key(ns), true)?.is_some();
+    let counted = matches!(level, Level::Entity(..));
+    let existed = existed || (counted && store.get(&level.key(ns), true)?.is_some());
     let w = LevelWrite::Put {
         level,
         item: &item,
