@@ -608,6 +608,45 @@ impl Store for LocalStore {
         })
     }
 
+    /// All in one SQLite transaction (one commit, not one per write); each op's
+    /// condition is still its own, so a failed one does not stop the others.
+    /// A storage error fails every op: nothing is committed then.
+    fn write_many(&self, ops: Vec<WriteOp>) -> Vec<Result<Option<Item>, StoreError>> {
+        if ops.is_empty() {
+            return Vec::new();
+        }
+        let n = ops.len();
+        let outcome = self.with_write(|tx| {
+            let mut out = Vec::with_capacity(n);
+            for op in &ops {
+                let key = match op_key(op) {
+                    Ok(k) => k,
+                    Err(e) => {
+                        out.push(Err(e));
+                        continue;
+                    }
+                };
+                let old = self.load(tx, &key)?;
+                if let Some(cond) = condition_of(op) {
+                    if !evaluate(cond, old.as_ref())? {
+                        out.push(Err(StoreError::ConditionFailed {
+                            pk: key.pk,
+                            sk: key.sk,
+                        }));
+                        continue;
+                    }
+                }
+                self.apply(tx, op, old.as_ref())?;
+                out.push(Ok(old));
+            }
+            Ok(out)
+        });
+        match outcome {
+            Ok(out) => out,
+            Err(e) => (0..n).map(|_| Err(e.clone())).collect(),
+        }
+    }
+
     fn transact(&self, ops: Vec<WriteOp>) -> Result<(), StoreError> {
         if ops.is_empty() {
             return Ok(());
@@ -971,6 +1010,35 @@ mod tests {
             s.get(&Key::new("p", "s"), true).unwrap().unwrap().get("v"),
             Some(&AttrValue::n(1))
         );
+    }
+
+    #[test]
+    fn write_many_keeps_each_condition_its_own() {
+        let (_d, s) = store();
+        put(&s, item("p", "exists", &[("v", AttrValue::n(1))]));
+        let out = s.write_many(vec![
+            WriteOp::Put {
+                item: item("p", "new", &[]),
+                condition: Some(Condition::NotExists),
+            },
+            WriteOp::Put {
+                item: item("p", "exists", &[("v", AttrValue::n(2))]),
+                condition: Some(Condition::NotExists),
+            },
+            WriteOp::Update {
+                key: Key::new("p", "counter"),
+                actions: vec![UpdateAction::AddNumber("c".into(), "1".into())],
+                condition: None,
+            },
+        ]);
+        assert!(matches!(out[0], Ok(None)));
+        assert!(matches!(out[1], Err(StoreError::ConditionFailed { .. })));
+        assert!(matches!(out[2], Ok(None)));
+        let get = |sk: &str| s.get(&Key::new("p", sk), true).unwrap();
+        assert!(get("new").is_some());
+        assert_eq!(get("exists").unwrap().get("v"), Some(&AttrValue::n(1)));
+        assert_eq!(get("counter").unwrap().get("c"), Some(&AttrValue::n(1)));
+        assert!(s.write_many(Vec::new()).is_empty());
     }
 
     #[test]
