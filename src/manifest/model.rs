@@ -84,6 +84,11 @@ pub struct LimitSpec {
 
 /// The kind of a limit (issue #7). Python 0.17 knows only [`LimitKind::Bucket`];
 /// the other kinds are stored under attribute names it ignores.
+///
+/// For [`LimitKind::Rolling`] and [`LimitKind::Concurrency`] the loader leaves
+/// the bucket fields inert: `refill_amount` 0, `refill_period` 60, no
+/// `schedule`, `reset_schedule` or `reset_after_seconds` (the manifest refuses
+/// them there); `soft` applies to every kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum LimitKind {
     /// A token bucket or a quota (calendar or session): the 0.17 model.
