@@ -1155,4 +1155,76 @@ mod tests {
         )
         .contains("not a boolean"));
     }
+
+    fn kind_strategy() -> impl proptest::strategy::Strategy<Value = (LimitKind, u64)> {
+        use proptest::prelude::*;
+        prop_oneof![
+            (1..=MAX_TOKENS).prop_map(|c| (LimitKind::Bucket, c)),
+            (
+                prop_oneof![
+                    Just(RollingWindow::Minute),
+                    Just(RollingWindow::Hour),
+                    Just(RollingWindow::Day)
+                ],
+                1..=MAX_TOKENS
+            )
+                .prop_map(|(window, c)| (LimitKind::Rolling { window }, c)),
+            (1..=MAX_SLOTS, 1u64..=3600).prop_map(|(slots, ttl)| (
+                LimitKind::Concurrency {
+                    hold_ttl_seconds: ttl
+                },
+                slots
+            )),
+        ]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(128))]
+        /// Any mix of kinds decodes to what was built, and the 0.17 reading
+        /// rule (`_cp` under `l_`/`w_`) finds exactly the buckets.
+        #[test]
+        fn every_mix_of_kinds_round_trips(
+            limits in proptest::collection::btree_map("[a-z][a-z0-9_]{0,8}", (kind_strategy(), proptest::bool::ANY), 0..6)
+        ) {
+            let level = LevelConfig {
+                limits: limits
+                    .iter()
+                    .map(|(name, ((kind, cap), soft))| {
+                        let mut l = limit(*cap, if *kind == LimitKind::Bucket { *cap } else { 0 }, 60);
+                        l.kind = *kind;
+                        l.soft = *soft;
+                        (name.clone(), l)
+                    })
+                    .collect(),
+                ..Default::default()
+            };
+            let item = build_entity("ns", "e", "r", &level).unwrap();
+            let back = decode_level(&item).unwrap();
+            let got: Vec<(String, LimitKind, u64, bool)> = back
+                .limits
+                .iter()
+                .map(|l| (l.name.clone(), l.kind, l.capacity, l.soft))
+                .collect();
+            let want: Vec<(String, LimitKind, u64, bool)> = limits
+                .iter()
+                .map(|(n, ((k, c), s))| (n.clone(), *k, *c, *s))
+                .collect();
+            proptest::prop_assert_eq!(got, want);
+            let mut python_sees: Vec<String> = item
+                .keys()
+                .filter_map(|a| a.strip_suffix("_cp"))
+                .filter_map(|b| b.strip_prefix("l_").or_else(|| b.strip_prefix("w_")))
+                .map(str::to_string)
+                .collect();
+            let buckets: Vec<String> = limits
+                .iter()
+                .filter(|(_, ((k, _), _))| *k == LimitKind::Bucket)
+                .map(|(n, _)| n.clone())
+                .collect();
+            python_sees.sort();
+            proptest::prop_assert_eq!(python_sees, buckets);
+            let kinds = counted_kinds(&item);
+            proptest::prop_assert_eq!(kinds.len(), limits.len());
+        }
+    }
 }
