@@ -488,4 +488,59 @@ mod tests {
             r#"{"namespace": "d", "system": {"limits": {"jobs": {"concurrency": 3, "hold_ttl_seconds": 300}, "rpd": {"capacity": 1000, "rolling": true, "soft": true, "window": "day"}, "rpm": {"capacity": 10, "refill_amount": 10, "refill_period": 60}}}}"#
         );
     }
+
+    /// Each limit key with a valid value of its own.
+    const KEYS: [&str; 12] = [
+        "capacity: 10",
+        "burst: 20",
+        "refill_amount: 5",
+        "refill_period: 30",
+        "schedule: [{cron: \"* 9 * * *\", scale: 2}]",
+        "reset_schedule: [{cron: \"0 0 * * *\"}]",
+        "reset_after_seconds: 60",
+        "soft: true",
+        "window: hour",
+        "rolling: true",
+        "concurrency: 3",
+        "hold_ttl_seconds: 60",
+    ];
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+        /// Any combination of limit keys is either one kind, as its kind keys
+        /// say, or refused with every error at one of the written keys.
+        #[test]
+        fn any_combination_of_keys_is_one_kind_or_located_errors(
+            picked in proptest::collection::btree_set(0..KEYS.len(), 0..=KEYS.len())
+        ) {
+            let body: Vec<&str> = picked.iter().map(|i| KEYS[*i]).collect();
+            let has = |k: &str| body.iter().any(|b| b.starts_with(&format!("{k}:")));
+            match limit(&format!("{{{}}}", body.join(", "))) {
+                Ok(l) => {
+                    let want = if has("concurrency") {
+                        LimitKind::Concurrency { hold_ttl_seconds: if has("hold_ttl_seconds") { 60 } else { 300 } }
+                    } else if has("window") {
+                        LimitKind::Rolling { window: RollingWindow::Hour }
+                    } else {
+                        LimitKind::Bucket
+                    };
+                    proptest::prop_assert_eq!(l.kind, want);
+                    proptest::prop_assert_eq!(l.soft, has("soft"));
+                    if l.kind != LimitKind::Bucket {
+                        proptest::prop_assert!(l.schedule.is_empty() && !l.resets() && l.refill_amount == 0);
+                    }
+                }
+                Err(diags) => {
+                    for (path, message, _) in diags {
+                        let key = path.trim_start_matches("resources.r.limits.x").trim_start_matches('.');
+                        let key = key.split(['.', '[']).next().unwrap_or_default();
+                        proptest::prop_assert!(
+                            key.is_empty() || has(key),
+                            "{} at {} for {:?}", message, path, body
+                        );
+                    }
+                }
+            }
+        }
+    }
 }
