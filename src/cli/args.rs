@@ -243,6 +243,9 @@ pub struct SimulateArgs {
     /// Also write a chart of capacity, availability and refusals over time
     #[arg(long, value_name = "OUT.svg")]
     pub svg: Option<PathBuf>,
+    /// Time zone of the chart's time axis
+    #[arg(long, value_name = "ZONE", default_value = "UTC")]
+    pub tz: String,
     /// Output format (the JSON document is versioned: "version": 1)
     #[arg(long, value_enum, default_value_t)]
     pub format: TextOrJson,

@@ -30,6 +30,8 @@ const CHART_BUCKETS: usize = 720;
 const PROGRESS_EVERY: u64 = 16_384;
 
 pub fn run(args: SimulateArgs) -> Result<i32, CliError> {
+    let tz = zae_limiter_engine::zone::zone(&args.tz)
+        .map_err(|e| CliError::Usage(format!("--tz {:?}: {e}", args.tz)))?;
     let manifest = match manifest::load_file(&args.file) {
         Ok(loaded) => loaded.manifest,
         Err(diags) => {
@@ -125,7 +127,7 @@ pub fn run(args: SimulateArgs) -> Result<i32, CliError> {
             crate::display::numbers::thousands(replay.tally.requests),
             crate::display::numbers::thousands(replay.tally.refused)
         );
-        let svg = render_svg(&replay.series, &title, &panels)
+        let svg = render_svg(&replay.series, &title, &panels, tz)
             .map_err(|e| CliError::Failed(e.to_string()))?;
         write_whole(path, svg.as_bytes())
             .map_err(|e| CliError::Failed(format!("cannot write {}: {e}", path.display())))?;

@@ -3,7 +3,9 @@
 //! effective capacity (schedules show as steps), the least available to a
 //! request in each time bucket, and its refusals on a second axis.
 
-use chrono::DateTime;
+use chrono::{DateTime, Offset, TimeZone};
+use chrono_tz::Tz;
+use plotters::coord::combinators::BindKeyPoints;
 use plotters::prelude::*;
 
 use super::series::Series;
@@ -31,27 +33,96 @@ pub struct Panel<'a> {
     pub description: String,
 }
 
-fn time_label(ms: &i64) -> String {
-    DateTime::from_timestamp_millis(*ms)
-        .map(|t| t.format("%a %H:%M").to_string())
+/// Tick spacings for the time axis, shortest first.
+const TICK_STEPS_MS: [i64; 14] = [
+    1_000,
+    10_000,
+    60_000,
+    300_000,
+    900_000,
+    1_800_000,
+    3_600_000,
+    10_800_000,
+    21_600_000,
+    43_200_000,
+    86_400_000,
+    172_800_000,
+    604_800_000,
+    2_419_200_000,
+];
+
+/// At most ~10 ticks on round local times (whole minutes, hours, midnights)
+/// in `tz`, using the zone's offset at the start of the range.
+fn ticks(start: i64, end: i64, tz: Tz) -> (i64, Vec<i64>) {
+    let span = (end - start).max(1);
+    let step = TICK_STEPS_MS
+        .iter()
+        .copied()
+        .find(|&s| span / s <= 10)
+        .unwrap_or_else(|| span / 10 + 1);
+    let offset = DateTime::from_timestamp_millis(start)
+        .map(|t| {
+            i64::from(
+                tz.offset_from_utc_datetime(&t.naive_utc())
+                    .fix()
+                    .local_minus_utc(),
+            ) * 1000
+        })
+        .unwrap_or(0);
+    let first = (start + offset).div_euclid(step) * step - offset;
+    let mut out = Vec::new();
+    let mut t = if first < start { first + step } else { first };
+    while t <= end && out.len() < 64 {
+        out.push(t);
+        t += step;
+    }
+    (step, out)
+}
+
+fn time_label(ms: i64, step: i64, tz: Tz) -> String {
+    let fmt = if step >= 86_400_000 {
+        "%a %d %b"
+    } else if step >= 60_000 {
+        "%a %H:%M"
+    } else {
+        "%H:%M:%S"
+    };
+    DateTime::from_timestamp_millis(ms)
+        .map(|t| t.with_timezone(&tz).format(fmt).to_string())
         .unwrap_or_default()
 }
 
-fn width_label(ms: i64) -> String {
-    super::clock::format_span(ms)
+/// `1,500`, `25k`, `2.0M`: short labels for the value axes.
+fn value_label(v: &f64) -> String {
+    let a = v.abs();
+    if a >= 1e9 {
+        format!("{:.1}G", v / 1e9)
+    } else if a >= 1e6 {
+        format!("{:.1}M", v / 1e6)
+    } else if a >= 1e4 {
+        format!("{:.0}k", v / 1e3)
+    } else if a >= 10.0 || *v == v.trunc() {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.1}")
+    }
 }
 
-/// Draw the series as an SVG document.
+/// Draw the series as an SVG document; times on the axis are read in `tz`.
 pub fn render_svg(
     series: &Series,
     title: &str,
     panels: &[Panel<'_>],
+    tz: Tz,
 ) -> Result<String, ChartError> {
     let buckets = series.buckets();
     let origin = series.origin_ms().unwrap_or(0);
     let width = series.width_ms();
     let x_of = |i: usize| origin.saturating_add((i as i64).saturating_mul(width));
-    let x_range = origin..x_of(buckets.len().max(1));
+    let x_end = x_of(buckets.len().max(1));
+    let (step, keys) = ticks(origin, x_end, tz);
+    let x_range = || (origin..x_end).with_key_points(keys.clone());
+    let x_fmt = |ms: &i64| time_label(*ms, step, tz);
     let height = TITLE_HEIGHT + PANEL_HEIGHT * (1 + panels.len() as u32);
     let mut svg = String::new();
     {
@@ -70,18 +141,22 @@ pub fn render_svg(
             .max(1) as f64;
         let mut chart = ChartBuilder::on(&areas[0])
             .caption(
-                format!("requests per {} (UTC)", width_label(width)),
+                format!(
+                    "requests per {} (times in {})",
+                    super::clock::format_span(width),
+                    tz.name()
+                ),
                 ("sans-serif", 14),
             )
             .margin(8)
             .x_label_area_size(24)
             .y_label_area_size(64)
-            .build_cartesian_2d(x_range.clone(), 0f64..peak * 1.1)
+            .build_cartesian_2d(x_range(), 0f64..peak * 1.1)
             .map_err(err)?;
         chart
             .configure_mesh()
-            .x_labels(12)
-            .x_label_formatter(&time_label)
+            .x_label_formatter(&x_fmt)
+            .y_label_formatter(&value_label)
             .light_line_style(WHITE.mix(0.0))
             .draw()
             .map_err(err)?;
@@ -127,19 +202,20 @@ pub fn render_svg(
                 .x_label_area_size(24)
                 .y_label_area_size(64)
                 .right_y_label_area_size(56)
-                .build_cartesian_2d(x_range.clone(), lo..hi)
+                .build_cartesian_2d(x_range(), lo..hi)
                 .map_err(err)?
-                .set_secondary_coord(x_range.clone(), 0f64..max_refused * 1.1);
+                .set_secondary_coord(x_range(), 0f64..max_refused * 1.1);
             chart
                 .configure_mesh()
-                .x_labels(12)
-                .x_label_formatter(&time_label)
+                .x_label_formatter(&x_fmt)
+                .y_label_formatter(&value_label)
                 .y_desc("capacity / available")
                 .light_line_style(WHITE.mix(0.0))
                 .draw()
                 .map_err(err)?;
             chart
                 .configure_secondary_axes()
+                .y_label_formatter(&value_label)
                 .y_desc("refused")
                 .draw()
                 .map_err(err)?;
@@ -184,7 +260,7 @@ pub fn render_svg(
                 .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], AVAILABLE));
             chart
                 .configure_series_labels()
-                .position(SeriesLabelPosition::UpperLeft)
+                .position(SeriesLabelPosition::LowerLeft)
                 .background_style(WHITE.mix(0.85))
                 .border_style(BLACK.mix(0.3))
                 .draw()
@@ -215,6 +291,26 @@ fn steps(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ticks_fall_on_round_local_times() {
+        // 2026-12-07T00:00:02Z + 7 days, read in New York (UTC-5): midnights there.
+        let start = 1_796_601_602_000;
+        let (step, keys) = ticks(start, start + 7 * 86_400_000, chrono_tz::America::New_York);
+        assert_eq!(step, 86_400_000);
+        assert_eq!(keys[0], 1_796_619_600_000, "2026-12-07T05:00:00Z");
+        assert_eq!(
+            time_label(keys[0], step, chrono_tz::America::New_York),
+            "Mon 07 Dec"
+        );
+        let (step, keys) = ticks(start, start + 3_600_000, chrono_tz::UTC);
+        assert_eq!((step, keys.len()), (900_000, 4));
+        assert_eq!(time_label(keys[0], step, chrono_tz::UTC), "Mon 00:15");
+        assert_eq!(value_label(&2_000_000.0), "2.0M");
+        assert_eq!(value_label(&25_000.0), "25k");
+        assert_eq!(value_label(&500.0), "500");
+        assert_eq!(value_label(&0.5), "0.5");
+    }
 
     #[test]
     fn steps_hold_each_value_for_its_bucket() {
@@ -257,6 +353,7 @@ mod tests {
                     description: "3 at once".into(),
                 },
             ],
+            chrono_tz::UTC,
         )
         .unwrap();
         assert!(svg.starts_with("<svg"), "{}", &svg[..50.min(svg.len())]);
@@ -270,6 +367,6 @@ mod tests {
             assert!(svg.contains(text), "missing {text}");
         }
         // An empty series still draws.
-        assert!(render_svg(&Series::new(0, 8), "empty", &[]).is_ok());
+        assert!(render_svg(&Series::new(0, 8), "empty", &[], chrono_tz::UTC).is_ok());
     }
 }

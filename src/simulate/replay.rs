@@ -95,6 +95,12 @@ impl Replay {
                 ev.op.as_str()
             )));
         }
+        if !ev.op.is_request() && !ev.costs.is_empty() {
+            return Err(fail(format!(
+                "a {} takes no costs: costs are counted by the consume or reserve line",
+                ev.op.as_str()
+            )));
+        }
         match ev.op {
             Op::Consume | Op::Reserve => self.request(ev, now).map_err(|e| fail(e.to_string())),
             Op::Release | Op::Commit => {

@@ -41,11 +41,10 @@ fn percent(part: u64, whole: u64) -> String {
 }
 
 fn streak_text(s: &Streak) -> String {
-    let word = if s.requests == 1 {
-        "request"
-    } else {
-        "requests"
-    };
+    if s.requests == 1 {
+        return format!("1 request at {}", format_instant(s.from_ms));
+    }
+    let word = "requests";
     format!(
         "{} {word} from {} to {} ({})",
         thousands(s.requests),
@@ -181,7 +180,7 @@ pub fn render_text(ctx: &Context<'_>, t: &Tally, counters: &[Counter]) -> String
     }
     if t.out_of_order > 0 {
         notes.push(format!(
-            "{} earlier than a line before them; evaluated at the latest time seen",
+            "{} stamped earlier than a line before; evaluated at the latest time seen (the clock never goes back)",
             word(t.out_of_order, "line was", "lines were")
         ));
     }

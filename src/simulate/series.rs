@@ -3,8 +3,10 @@
 //!
 //! The trace's length is unknown while it streams, so buckets start one
 //! second wide and, whenever there would be more than `max_buckets`,
-//! neighbours are merged in pairs and the width doubles. Memory stays at
-//! `max_buckets × limits` points for any trace.
+//! neighbours are merged and the width steps up a ladder of widths people
+//! read easily (1 s, 2 s, 10 s, 30 s, 1 min, 5 min, 15 min, 30 min, 1 h, 2 h,
+//! 6 h, 12 h, 1 d, 7 d, then doubling), each a whole multiple of the last.
+//! Memory stays at `max_buckets × limits` points for any trace.
 
 /// One limit in one bucket.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -77,7 +79,7 @@ impl Series {
         let offset = at_ms.saturating_sub(origin).max(0);
         let mut index = offset / self.width_ms;
         while index >= self.max_buckets as i64 {
-            self.halve();
+            self.widen();
             index = offset / self.width_ms;
         }
         let index = index as usize;
@@ -91,20 +93,23 @@ impl Series {
         &mut self.buckets[index]
     }
 
-    fn halve(&mut self) {
+    /// Step up the ladder, merging each run of `factor` buckets into one.
+    fn widen(&mut self) {
+        let next = next_width(self.width_ms);
+        let factor = (next / self.width_ms).max(1) as usize;
         let old = std::mem::take(&mut self.buckets);
-        let mut it = old.into_iter();
-        while let Some(mut a) = it.next() {
-            if let Some(b) = it.next() {
+        for chunk in old.chunks(factor) {
+            let mut a = chunk[0].clone();
+            for b in &chunk[1..] {
                 a.admitted += b.admitted;
                 a.refused += b.refused;
-                for (p, q) in a.limits.iter_mut().zip(b.limits) {
-                    *p = p.merge(q);
+                for (p, q) in a.limits.iter_mut().zip(&b.limits) {
+                    *p = p.merge(*q);
                 }
             }
             self.buckets.push(a);
         }
-        self.width_ms = self.width_ms.saturating_mul(2);
+        self.width_ms = next;
     }
 
     /// Count one request and what each limit saw: (capacity, available, refused).
@@ -128,6 +133,32 @@ impl Series {
     }
 }
 
+/// Bucket widths, each a whole multiple of the one before.
+const LADDER_MS: [i64; 14] = [
+    1_000,
+    2_000,
+    10_000,
+    30_000,
+    60_000,
+    300_000,
+    900_000,
+    1_800_000,
+    3_600_000,
+    7_200_000,
+    21_600_000,
+    43_200_000,
+    86_400_000,
+    604_800_000,
+];
+
+fn next_width(width_ms: i64) -> i64 {
+    LADDER_MS
+        .iter()
+        .copied()
+        .find(|&w| w > width_ms)
+        .unwrap_or_else(|| width_ms.saturating_mul(2))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -139,7 +170,7 @@ mod tests {
             s.record(i * 1000, i != 2, [(10, 10 - i as i128, i == 2)].into_iter());
         }
         assert_eq!((s.width_ms(), s.buckets().len()), (1000, 4));
-        // A fifth second forces one merge: two-second buckets.
+        // A fifth second forces one merge: two-second buckets (the ladder's next).
         s.record(4000, true, [(20, 1, false)].into_iter());
         assert_eq!((s.width_ms(), s.buckets().len()), (2000, 3));
         let b = &s.buckets()[1];
@@ -152,11 +183,32 @@ mod tests {
                 refused: 1
             }
         );
-        // A long jump keeps halving until it fits; the total count survives.
+        // A long jump keeps widening until it fits; the total count survives.
         s.record(1_000_000, true, [(5, 5, false)].into_iter());
         assert!(s.buckets().len() <= 4);
+        assert_eq!(
+            s.width_ms(),
+            300_000,
+            "1000 s over at most 4 buckets: 5 minutes"
+        );
         let total: u64 = s.buckets().iter().map(|b| b.admitted + b.refused).sum();
         assert_eq!(total, 6);
         assert_eq!(s.origin_ms(), Some(0));
+        assert_eq!(s.buckets()[0].limits[0].capacity, Some(20));
+    }
+}
+
+#[cfg(test)]
+mod ladder_tests {
+    use super::*;
+
+    #[test]
+    fn every_width_divides_the_next() {
+        let mut w = 1000;
+        for _ in 0..40 {
+            let n = next_width(w);
+            assert!(n > w && n % w == 0, "{w} -> {n}");
+            w = n;
+        }
     }
 }
