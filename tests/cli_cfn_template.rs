@@ -209,6 +209,33 @@ resources:
     assert_eq!(out, "");
 }
 
+#[test]
+fn limits_the_reference_provisioner_cannot_express_are_refused() {
+    let (code, out, err) = run(&[
+        "limits",
+        "cfn-template",
+        "-n",
+        "s",
+        "-f",
+        "fixtures/manifests/valid/every-kind.yaml",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(out, "", "no template on stdout");
+    assert!(err.contains("limits apply"), "{err}");
+    assert!(err.contains("limit 'in_flight'"), "{err}");
+    // A bucket-only manifest still gets its template.
+    let (code, out, err) = run(&[
+        "limits",
+        "cfn-template",
+        "-n",
+        "s",
+        "-f",
+        "fixtures/manifests/valid/quickstart.yaml",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("Custom::ZaeLimiterLimits"));
+}
+
 /// assert_eq with a readable line diff.
 fn similar_asserts(expected: &str, actual: &str) {
     if expected != actual {

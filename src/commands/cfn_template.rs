@@ -577,6 +577,32 @@ fn is_timestamp(v: &str) -> bool {
     false
 }
 
+/// Rolling windows and concurrency limits (issue #7), as `level: limit` names,
+/// in manifest order. The 0.17 provisioner behind the template cannot express
+/// them, so a template must not carry them.
+fn non_bucket_limits(m: &Manifest) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut scan = |level: String, limits: &indexmap::IndexMap<String, LimitSpec>| {
+        for (name, l) in limits {
+            if l.kind != crate::manifest::model::LimitKind::Bucket {
+                out.push(format!("{level} limit '{name}'"));
+            }
+        }
+    };
+    if let Some(sys) = &m.system {
+        scan("system".into(), &sys.limits);
+    }
+    for (r, c) in &m.resources {
+        scan(format!("resource '{r}'"), &c.limits);
+    }
+    for (e, rs) in &m.entities {
+        for (r, c) in rs {
+            scan(format!("entity '{e}' resource '{r}'"), &c.limits);
+        }
+    }
+    out
+}
+
 pub fn run(args: CfnTemplateArgs) -> Result<i32, CliError> {
     let loaded = match load_file(&args.file) {
         Ok(l) => l,
@@ -590,6 +616,14 @@ pub fn run(args: CfnTemplateArgs) -> Result<i32, CliError> {
         std::io::stderr()
             .lock()
             .write_all(render_text(&loaded.warnings).as_bytes())?;
+    }
+    let foreign = non_bucket_limits(&loaded.manifest);
+    if !foreign.is_empty() {
+        return Err(CliError::Failed(format!(
+            "{}: the reference's provisioner knows only token buckets and quotas, and would apply {} as broken buckets. Apply this manifest with 'zae-limiter limits apply' instead, or remove those limits from the template's manifest",
+            args.file.display(),
+            foreign.join(", ")
+        )));
     }
     let yaml = emit(&template(&loaded.manifest, &args.name, args.full));
     let mut out = std::io::stdout().lock();
