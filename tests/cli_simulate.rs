@@ -469,3 +469,61 @@ fn help_teaches_with_examples() {
         );
     }
 }
+
+#[test]
+fn the_shared_every_kind_manifest_simulates() {
+    // fixtures/manifests/valid/every-kind.yaml (validated, planned, applied and
+    // rendered by the other suites): user-1 on gpt-4 resolves every kind.
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.csv");
+    let (code, _, err) = run(&[
+        "limits",
+        "gen-trace",
+        "--shape",
+        "bursty",
+        "--rate",
+        "2/s",
+        "--duration",
+        "10m",
+        "--start",
+        "2026-12-07T14:00:00Z",
+        "--costs",
+        "rpm=1,session=1..20,burst_guard=1",
+        "-o",
+        trace.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let manifest =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/manifests/valid/every-kind.yaml");
+    let (code, out, err) = run(&[
+        "limits",
+        "simulate",
+        "-f",
+        manifest.to_str().unwrap(),
+        "-e",
+        "user-1",
+        "-r",
+        "gpt-4",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let doc = json(&out);
+    let kinds: Vec<&str> = doc["limits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["bucket", "quota", "rolling", "concurrency"]);
+    // 60 requests a minute against rpm 60 and a rolling 30 a minute: the
+    // rolling guard binds first.
+    assert!(
+        limit(&doc, "burst_guard")["refused"].as_u64().unwrap() > 0,
+        "{doc}"
+    );
+    let checked = doc["requests"].as_u64().unwrap();
+    assert_eq!(limit(&doc, "in_flight")["checked"].as_u64(), Some(checked));
+}

@@ -431,8 +431,9 @@ mod tests {
         p.rate_per_s = 1.0;
         let mut in_hours = 0u64;
         let mut off_hours = 0u64;
+        let probe = Generator::new(p.clone());
         for e in Generator::new(p.clone()) {
-            let f = Generator::new(p.clone()).business_factor((e.at_ms - p.start_ms) as f64);
+            let f = probe.business_factor((e.at_ms - p.start_ms) as f64);
             if f == 1.0 {
                 in_hours += 1;
             } else {
