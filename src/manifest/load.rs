@@ -40,6 +40,7 @@ fn read_bounded(path: &Path) -> Result<String, (String, Option<String>)> {
     };
     let file =
         std::fs::File::open(path).map_err(|e| (format!("cannot read the file: {e}"), None))?;
+    let mut bytes = Vec::new();
     if let Ok(meta) = file.metadata() {
         if meta.is_dir() {
             return Err((
@@ -50,8 +51,9 @@ fn read_bounded(path: &Path) -> Result<String, (String, Option<String>)> {
         if meta.len() > MAX_FILE_BYTES {
             return Err(too_big());
         }
+        // One allocation for the usual file whose size does not change while read.
+        bytes.reserve_exact(usize::try_from(meta.len()).unwrap_or(0).saturating_add(1));
     }
-    let mut bytes = Vec::new();
     file.take(MAX_FILE_BYTES + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| (format!("cannot read the file: {e}"), None))?;

@@ -12,6 +12,7 @@
 pub mod diagnostic;
 pub mod model;
 
+mod block_scan;
 mod convert;
 mod entries;
 mod fields;

@@ -1,31 +1,39 @@
 //! Collects located diagnostics for one file while the checks run, so every
 //! problem is reported (not just the first) with the source line it is on.
 
+use std::cell::OnceCell;
+
 use super::diagnostic::{Diagnostic, Severity};
 use super::yaml::{Node, Pos};
 
 pub(crate) struct Reporter<'a> {
     file: &'a str,
-    lines: Vec<&'a str>,
+    text: &'a str,
+    /// The text split into lines, on the first diagnostic (a valid manifest
+    /// never needs it).
+    lines: OnceCell<Vec<&'a str>>,
     pub diags: Vec<Diagnostic>,
 }
 
 impl<'a> Reporter<'a> {
     pub fn new(file: &'a str, text: &'a str) -> Self {
-        let lines = text
-            .split('\n')
-            .map(|l| l.strip_suffix('\r').unwrap_or(l))
-            .collect();
         Reporter {
             file,
-            lines,
+            text,
+            lines: OnceCell::new(),
             diags: Vec::new(),
         }
     }
 
     pub fn source_line(&self, line: usize) -> &str {
+        let lines = self.lines.get_or_init(|| {
+            self.text
+                .split('\n')
+                .map(|l| l.strip_suffix('\r').unwrap_or(l))
+                .collect()
+        });
         line.checked_sub(1)
-            .and_then(|i| self.lines.get(i))
+            .and_then(|i| lines.get(i))
             .copied()
             .unwrap_or("")
     }

@@ -17,10 +17,13 @@ pub fn is_yaml11_bool(s: &Scalar) -> Option<bool> {
     if s.style != Style::Plain {
         return None;
     }
-    match s.text.to_ascii_lowercase().as_str() {
-        "yes" | "on" | "y" => Some(true),
-        "no" | "off" | "n" => Some(false),
-        _ => None,
+    let is = |word: &str| s.text.eq_ignore_ascii_case(word);
+    if is("yes") || is("on") || is("y") {
+        Some(true)
+    } else if is("no") || is("off") || is("n") {
+        Some(false)
+    } else {
+        None
     }
 }
 
@@ -72,13 +75,15 @@ pub fn whole(
         Unit::Tokens => "whole tokens",
         Unit::Seconds => "whole seconds",
     };
-    let range_help = format!("{name} is in {unit_word}, from {min} to {max}");
+    // Help texts are built only when a problem is reported: valid manifests
+    // carry hundreds of thousands of numbers.
+    let range_help = || format!("{name} is in {unit_word}, from {min} to {max}");
     let Kind::Scalar(s) = &node.kind else {
         r.error(
             node,
             path,
             format!("{name} must be a whole number, got {}", describe(node)),
-            Some(range_help),
+            Some(range_help()),
         );
         return None;
     };
@@ -108,7 +113,7 @@ pub fn whole(
                 } else {
                     format!("{name} must be positive, got {v}")
                 };
-                r.error(node, path, msg, Some(range_help));
+                r.error(node, path, msg, Some(range_help()));
                 return None;
             }
             if v > i128::from(max) {
@@ -116,7 +121,7 @@ pub fn whole(
                     node,
                     path,
                     format!("{name} must be at most {max}, got {v}"),
-                    Some(range_help),
+                    Some(range_help()),
                 );
                 return None;
             }
@@ -127,7 +132,7 @@ pub fn whole(
                 node,
                 path,
                 format!("{name} must be at most {max}, got {}", s.text),
-                Some(range_help),
+                Some(range_help()),
             );
             None
         }
@@ -154,7 +159,7 @@ pub fn whole(
                 node,
                 path,
                 format!("{name} must be a whole number, got the boolean {b}"),
-                Some(range_help),
+                Some(range_help()),
             );
             None
         }
@@ -163,7 +168,7 @@ pub fn whole(
                 node,
                 path,
                 format!("{name} has no value"),
-                Some(format!("give a number: {range_help}")),
+                Some(format!("give a number: {}", range_help())),
             );
             None
         }
@@ -183,7 +188,7 @@ pub fn whole(
             } else if unit == Unit::Seconds && looks_like_duration(&s.text) {
                 "durations are plain numbers of seconds (no units): 60 = 1 minute, 3600 = 1 hour, 86400 = 1 day".to_string()
             } else {
-                range_help
+                range_help()
             };
             r.error(
                 node,
@@ -285,7 +290,7 @@ pub fn string_or<'n>(
     name: &str,
     help: Option<&str>,
 ) -> Option<&'n str> {
-    let help = help.map(str::to_string);
+    let help = || help.map(str::to_string);
     match &node.kind {
         Kind::Scalar(Scalar {
             text,
@@ -295,7 +300,7 @@ pub fn string_or<'n>(
         Kind::Scalar(Scalar {
             value: Value::Null, ..
         }) => {
-            r.error(node, path, format!("{name} has no value"), help);
+            r.error(node, path, format!("{name} has no value"), help());
             None
         }
         Kind::Scalar(s) => {
@@ -303,7 +308,7 @@ pub fn string_or<'n>(
                 node,
                 path,
                 format!("{name} must be a string, got {}", describe_scalar(s)),
-                help.or_else(|| Some(format!("quote it: {name}: \"{}\"", s.text))),
+                help().or_else(|| Some(format!("quote it: {name}: \"{}\"", s.text))),
             );
             None
         }
@@ -312,7 +317,7 @@ pub fn string_or<'n>(
                 node,
                 path,
                 format!("{name} must be a string, got {}", describe(node)),
-                help,
+                help(),
             );
             None
         }
@@ -321,16 +326,18 @@ pub fn string_or<'n>(
 
 /// A positive, finite number (int or float) at most `max`.
 pub fn scale(r: &mut Reporter, node: &Node, path: &str) -> Option<f64> {
-    let help = Some(format!(
+    let help = || {
+        Some(format!(
         "scale multiplies the limit's base parameters: a number above 0 and at most {}, e.g. 0.5 or 2",
         MAX_SCALE as u64
-    ));
+    ))
+    };
     let Kind::Scalar(s) = &node.kind else {
         r.error(
             node,
             path,
             format!("scale must be a number, got {}", describe(node)),
-            help,
+            help(),
         );
         return None;
     };
@@ -352,7 +359,7 @@ pub fn scale(r: &mut Reporter, node: &Node, path: &str) -> Option<f64> {
                 node,
                 path,
                 format!("scale must be a number, got {}", describe_scalar(s)),
-                help,
+                help(),
             );
             return None;
         }
@@ -362,7 +369,7 @@ pub fn scale(r: &mut Reporter, node: &Node, path: &str) -> Option<f64> {
             node,
             path,
             format!("scale must be a finite number, got {}", s.text),
-            help,
+            help(),
         );
         return None;
     }
@@ -371,7 +378,7 @@ pub fn scale(r: &mut Reporter, node: &Node, path: &str) -> Option<f64> {
             node,
             path,
             format!("scale must be positive, got {}", s.text),
-            help,
+            help(),
         );
         return None;
     }

@@ -10,6 +10,8 @@
 
 use saphyr_parser::{Event, Parser, ScalarStyle, ScanError, Span, Tag};
 
+use super::block_scan;
+
 /// Largest manifest read (bytes). Larger files are refused before parsing.
 pub const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
 /// Most nodes alias expansion may copy in one document (a "billion laughs" guard).
@@ -127,7 +129,31 @@ pub struct Document {
 }
 
 /// Parse one YAML document. `Err` is a problem that stopped parsing.
+///
+/// Plain block YAML, what manifests are made of, goes through the fast
+/// [`block_scan`] event source; anything else (and any error) through saphyr.
+/// Both feed the same [`Builder`], and the fast path emits exactly saphyr's
+/// events, so the result does not depend on which path ran.
 pub fn parse(text: &str) -> Result<Document, YamlProblem> {
+    match parse_block_subset(text) {
+        Some(doc) => Ok(doc),
+        None => parse_full(text),
+    }
+}
+
+/// The fast path; `None` when the text leaves the subset or building failed
+/// (the full parser then reports the problem at the same place).
+fn parse_block_subset(text: &str) -> Option<Document> {
+    let mut builder = Builder::default();
+    block_scan::scan(text, &mut |event, span| builder.event(event, span).is_ok()).ok()?;
+    Some(Document {
+        root: builder.root,
+        problems: builder.problems,
+    })
+}
+
+/// Every YAML construct, through saphyr's parser.
+fn parse_full(text: &str) -> Result<Document, YamlProblem> {
     let mut builder = Builder::default();
     let mut parser = Parser::new_from_str(text);
     let mut documents = 0usize;
@@ -178,23 +204,29 @@ fn scan_problem(e: ScanError) -> YamlProblem {
     }
 }
 
+/// An open collection; its finished children sit on `Builder::children` from
+/// index `base` on (keys and values alternating for a mapping).
 enum Frame {
     Seq {
         start: Pos,
         anchor: usize,
-        items: Vec<Node>,
+        base: usize,
     },
     Map {
         start: Pos,
         anchor: usize,
-        entries: Vec<(Node, Node)>,
-        pending_key: Option<Node>,
+        base: usize,
     },
 }
 
+/// Events → tree. Children are collected on one shared stack and moved into an
+/// exactly sized `Vec` when their collection ends: a large manifest has hundreds
+/// of thousands of small mappings, and growing each one's `Vec` entry by entry
+/// doubled the tree's memory.
 #[derive(Default)]
 struct Builder {
     stack: Vec<Frame>,
+    children: Vec<Node>,
     anchors: Vec<Option<Node>>,
     alias_budget_used: usize,
     root: Option<Node>,
@@ -217,23 +249,24 @@ impl Builder {
             }
             Event::SequenceStart(anchor, tag) => {
                 check_collection_tag(tag.as_deref(), "seq", start)?;
+                let base = self.children.len();
                 self.push(
                     Frame::Seq {
                         start,
                         anchor,
-                        items: Vec::new(),
+                        base,
                     },
                     start,
                 )
             }
             Event::MappingStart(anchor, tag) => {
                 check_collection_tag(tag.as_deref(), "map", start)?;
+                let base = self.children.len();
                 self.push(
                     Frame::Map {
                         start,
                         anchor,
-                        entries: Vec::new(),
-                        pending_key: None,
+                        base,
                     },
                     start,
                 )
@@ -242,24 +275,32 @@ impl Builder {
                 Some(Frame::Seq {
                     start,
                     anchor,
-                    items,
-                }) => self.finish(
-                    Node {
-                        kind: Kind::Seq(items),
-                        start,
-                        end,
-                    },
-                    anchor,
-                ),
+                    base,
+                }) => {
+                    let items: Vec<Node> = self.children.drain(base..).collect();
+                    self.finish(
+                        Node {
+                            kind: Kind::Seq(items),
+                            start,
+                            end,
+                        },
+                        anchor,
+                    )
+                }
                 _ => Err(internal(start)),
             },
             Event::MappingEnd => match self.stack.pop() {
                 Some(Frame::Map {
                     start,
                     anchor,
-                    entries,
-                    ..
+                    base,
                 }) => {
+                    let mut entries = Vec::with_capacity((self.children.len() - base) / 2);
+                    let mut children = self.children.drain(base..);
+                    while let (Some(key), Some(value)) = (children.next(), children.next()) {
+                        entries.push((key, value));
+                    }
+                    drop(children);
                     let entries = self.merge_and_check(entries)?;
                     self.finish(
                         Node {
@@ -332,19 +373,10 @@ impl Builder {
             }
             self.anchors[anchor] = Some(node.clone());
         }
-        match self.stack.last_mut() {
-            None => {
-                self.root = Some(node);
-            }
-            Some(Frame::Seq { items, .. }) => items.push(node),
-            Some(Frame::Map {
-                entries,
-                pending_key,
-                ..
-            }) => match pending_key.take() {
-                None => *pending_key = Some(node),
-                Some(key) => entries.push((key, node)),
-            },
+        if self.stack.is_empty() {
+            self.root = Some(node);
+        } else {
+            self.children.push(node);
         }
         Ok(())
     }
@@ -734,6 +766,39 @@ mod tests {
         assert!(parse("a: !foo 3\n").is_err());
         let r = root("a: !!str 5\n");
         assert_eq!(map_get(&r, "a").scalar().unwrap().value, Value::Str);
+    }
+
+    /// The fast path builds the very document saphyr's events build (duplicate
+    /// keys and merge keys included); Debug text so NaN compares equal.
+    #[test]
+    fn fast_and_full_paths_build_the_same_document() {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/manifests");
+        let mut texts = vec![
+            crate::manifest::block_scan::tests::generated_manifest(5),
+            "a: 1\nb:\n  c: 2\n  c: 3\na: 4\n".to_string(),
+            "<<: 1\nm:\n  - <<: x\n    y: .nan\n".to_string(),
+        ];
+        for dir in ["valid", "invalid"] {
+            for entry in std::fs::read_dir(format!("{root}/{dir}")).unwrap() {
+                let path = entry.unwrap().path();
+                if path.extension().is_some_and(|e| e == "yaml") {
+                    texts.push(std::fs::read_to_string(path).unwrap());
+                }
+            }
+        }
+        let mut fast = 0;
+        for text in &texts {
+            if let Some(doc) = parse_block_subset(text) {
+                fast += 1;
+                let full = parse_full(text).map(|d| format!("{:?} {:?}", d.root, d.problems));
+                assert_eq!(
+                    Ok(format!("{:?} {:?}", doc.root, doc.problems)),
+                    full,
+                    "{text}"
+                );
+            }
+        }
+        assert!(fast * 4 > texts.len() * 3, "{fast} of {}", texts.len());
     }
 
     #[test]

@@ -1,0 +1,726 @@
+//! A fast event source for the plain block YAML that manifests are written in.
+//!
+//! saphyr's scanner is general (flow collections, multi-line scalars, anchors,
+//! tags, directives) and spends most of a large manifest's parse time on that
+//! generality. Real manifests use a small subset, one construct per line:
+//!
+//! ```yaml
+//! # comment
+//! key: plain value      # comment
+//! key: "quoted" | 'quoted'
+//! key:                  (a nested block follows, or the value is null)
+//!   - item
+//!   - key: value        (a compact mapping inside a sequence entry)
+//!   - - nested
+//! ```
+//!
+//! [`scan`] recognises exactly that subset and emits the same events, with the
+//! same spans, as `saphyr_parser::Parser` does on it. On the first line outside
+//! the subset (anything with tabs, CR, flow collections, block scalars, anchors,
+//! aliases, tags, document markers, escapes, quoted keys, multi-line scalars, or
+//! indentation that YAML would reject) it stops with [`Unsupported`] and the
+//! caller parses the whole text again with saphyr, so errors, their messages and
+//! every construct outside the subset keep saphyr's behaviour. Equivalence on the
+//! subset is checked by differential tests against saphyr (below, on every
+//! fixture, generated manifests and random block YAML; and in `yaml.rs` on the
+//! built documents).
+//!
+//! Positions: the subset is ASCII outside comments, so before a comment a byte
+//! offset is also the character column saphyr reports; markers carry line and
+//! column only (the tree builder reads nothing else).
+
+use std::borrow::Cow;
+
+use saphyr_parser::{Event, Marker, ScalarStyle, Span};
+
+/// The text uses YAML outside the subset (or the sink refused an event): parse
+/// it with the full parser instead.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Unsupported;
+
+type Step = Result<(), Unsupported>;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Block {
+    Map,
+    Seq,
+}
+
+/// An open block collection: its kind, the column of its keys or dashes, and
+/// whether it is a sequence at its parent key's own column (`key:\n- item`).
+#[derive(Clone, Copy)]
+struct Open {
+    block: Block,
+    indent: usize,
+    indentless: bool,
+}
+
+/// A `key:` or `-` whose value is not on its line: the next line decides
+/// between a nested block and null.
+#[derive(Clone, Copy)]
+enum Pending {
+    /// `key:` at column `indent`; a null value is placed at the colon.
+    Key { indent: usize, colon: Marker },
+    /// `-` at column `dash`; a null item is placed at `null`.
+    Dash { dash: usize, null: Marker },
+}
+
+/// Emit the events of `text` to `sink` (which returns `false` to stop), or
+/// return [`Unsupported`] as soon as the text leaves the subset. Events already
+/// emitted then belong to an abandoned parse and must be discarded.
+pub fn scan<'a>(text: &'a str, sink: &mut dyn FnMut(Event<'a>, Span) -> bool) -> Step {
+    // Where a text without a final newline ends depends on its last token in
+    // saphyr; such files are rare enough to leave to it.
+    let unusual = text.starts_with('\u{feff}') || !(text.is_empty() || text.ends_with('\n'));
+    if unusual || text.bytes().any(|b| b == b'\t' || b == b'\r') {
+        return Err(Unsupported);
+    }
+    let mut s = Scanner {
+        sink,
+        stack: Vec::new(),
+        pending: None,
+        started: false,
+    };
+    let mut lines = 0;
+    for (i, line) in text.split_terminator('\n').enumerate() {
+        lines = i + 1;
+        s.line(i + 1, line)?;
+    }
+    // saphyr puts the end of the stream at column 0 of the line after the last.
+    let eof = Marker::new(0, lines + 1, 0);
+    match s.pending.take() {
+        Some(Pending::Key { colon: at, .. } | Pending::Dash { null: at, .. }) => s.null(at)?,
+        None => {}
+    }
+    while !s.stack.is_empty() {
+        s.close(eof)?;
+    }
+    Ok(())
+}
+
+struct Scanner<'a, 's> {
+    sink: &'s mut dyn FnMut(Event<'a>, Span) -> bool,
+    stack: Vec<Open>,
+    pending: Option<Pending>,
+    started: bool,
+}
+
+/// A byte that may appear anywhere in a plain scalar of the subset.
+fn plain_safe(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"-_./+~()$^=<;".contains(&b)
+}
+
+/// Column (in characters, as saphyr counts) of byte offset `at` in `line`.
+fn col(line: &str, at: usize) -> usize {
+    let head = &line.as_bytes()[..at];
+    if head.is_ascii() {
+        at
+    } else {
+        line[..at].chars().count()
+    }
+}
+
+fn mark(line_no: usize, col: usize) -> Marker {
+    Marker::new(0, line_no, col)
+}
+
+/// The end of `line` after optional spaces and an optional comment starting at
+/// byte `at`; `None` if anything else follows. A comment needs a space before it
+/// unless it starts the line's content (`start_of_content`).
+fn rest_is_blank(line: &str, at: usize, start_of_content: bool) -> Option<()> {
+    let bytes = line.as_bytes();
+    let mut i = at;
+    while i < bytes.len() && bytes[i] == b' ' {
+        i += 1;
+    }
+    if i == bytes.len() {
+        return Some(());
+    }
+    if bytes[i] == b'#' && (i > at || start_of_content) {
+        let comment = &line[i..];
+        let printable = comment
+            .chars()
+            .all(|c| !c.is_control() && !matches!(c, '\u{feff}' | '\u{fffe}' | '\u{ffff}'));
+        return printable.then_some(());
+    }
+    None
+}
+
+/// A plain scalar starting at byte `at`: its end (after the last non-space
+/// character) and the byte where scanning stopped (end of line, `#`, or a `:`
+/// followed by a space or the end of the line).
+fn plain(line: &str, at: usize) -> Option<(usize, usize)> {
+    let bytes = line.as_bytes();
+    let first = *bytes.get(at)?;
+    if !plain_safe(first) {
+        return None;
+    }
+    if first == b'-' && !bytes.get(at + 1).is_some_and(|&b| plain_safe(b)) {
+        return None;
+    }
+    let (mut i, mut end) = (at, at);
+    while i < bytes.len() {
+        match bytes[i] {
+            b if plain_safe(b) => {
+                i += 1;
+                end = i;
+            }
+            b':' if bytes.get(i + 1).is_some_and(|&b| plain_safe(b)) => {
+                i += 1;
+                end = i;
+            }
+            b' ' => i += 1,
+            _ => break,
+        }
+    }
+    Some((end, i))
+}
+
+/// Whether a `-` at byte `at` starts a block sequence entry.
+fn is_dash(bytes: &[u8], at: usize) -> bool {
+    bytes[at] == b'-' && bytes.get(at + 1).is_none_or(|&b| b == b' ')
+}
+
+/// First byte at or after `at` that is not a space.
+fn skip_spaces(bytes: &[u8], mut at: usize) -> usize {
+    while at < bytes.len() && bytes[at] == b' ' {
+        at += 1;
+    }
+    at
+}
+
+impl<'a> Scanner<'a, '_> {
+    fn emit(&mut self, event: Event<'a>, start: Marker, end: Marker) -> Step {
+        if (self.sink)(event, Span::new(start, end)) {
+            Ok(())
+        } else {
+            Err(Unsupported)
+        }
+    }
+
+    fn open(&mut self, block: Block, at: Marker, indent: usize, indentless: bool) -> Step {
+        self.stack.push(Open {
+            block,
+            indent,
+            indentless,
+        });
+        self.started = true;
+        let event = match block {
+            Block::Map => Event::MappingStart(0, None),
+            Block::Seq => Event::SequenceStart(0, None),
+        };
+        self.emit(event, at, at)
+    }
+
+    fn close(&mut self, at: Marker) -> Step {
+        let event = match self.stack.pop() {
+            Some(Open {
+                block: Block::Map, ..
+            }) => Event::MappingEnd,
+            Some(Open {
+                block: Block::Seq, ..
+            }) => Event::SequenceEnd,
+            None => return Err(Unsupported),
+        };
+        self.emit(event, at, at)
+    }
+
+    fn null(&mut self, at: Marker) -> Step {
+        self.emit(
+            Event::Scalar(Cow::Borrowed(""), ScalarStyle::Plain, 0, None),
+            at,
+            at,
+        )
+    }
+
+    /// One line: settle a pending value, close the blocks it dedents out of,
+    /// then read its entry.
+    fn line(&mut self, n: usize, line: &'a str) -> Step {
+        let bytes = line.as_bytes();
+        let indent = skip_spaces(bytes, 0);
+        if indent == bytes.len() || bytes[indent] == b'#' {
+            return rest_is_blank(line, indent, true).ok_or(Unsupported);
+        }
+        if indent == 0 && (line.starts_with("---") || line.starts_with("...")) {
+            return Err(Unsupported);
+        }
+        let block = if is_dash(bytes, indent) {
+            Block::Seq
+        } else {
+            Block::Map
+        };
+        let here = mark(n, indent);
+        let nested = match self.pending.take() {
+            None => false,
+            Some(Pending::Key { indent: key, colon }) => {
+                if indent > key {
+                    self.open(block, here, indent, false)?;
+                    true
+                } else if indent == key && block == Block::Seq {
+                    // saphyr starts an indentless sequence at its first item's content.
+                    let content = skip_spaces(bytes, indent + 1);
+                    let start = if content == bytes.len() || bytes[content] == b'#' {
+                        bytes.len()
+                    } else {
+                        content
+                    };
+                    self.open(block, mark(n, col(line, start)), indent, true)?;
+                    true
+                } else {
+                    self.null(colon)?;
+                    false
+                }
+            }
+            Some(Pending::Dash { dash, null }) => {
+                if indent > dash {
+                    self.open(block, here, indent, false)?;
+                    true
+                } else {
+                    self.null(null)?;
+                    false
+                }
+            }
+        };
+        if !nested {
+            while let Some(top) = self.stack.last() {
+                let dedent = top.indent > indent
+                    || (top.indent == indent && top.indentless && block == Block::Map);
+                if !dedent {
+                    break;
+                }
+                self.close(here)?;
+            }
+            match self.stack.last() {
+                Some(top) if top.indent == indent && top.block == block => {}
+                None if !self.started => self.open(block, here, indent, false)?,
+                _ => return Err(Unsupported),
+            }
+        }
+        self.entry(n, line, indent)
+    }
+
+    /// The entry at byte `at`, inside the block on top of the stack.
+    fn entry(&mut self, n: usize, line: &'a str, at: usize) -> Step {
+        let bytes = line.as_bytes();
+        if is_dash(bytes, at) {
+            let content = skip_spaces(bytes, at + 1);
+            if content == bytes.len() || bytes[content] == b'#' {
+                rest_is_blank(line, at + 1, false).ok_or(Unsupported)?;
+                self.pending = Some(Pending::Dash {
+                    dash: at,
+                    null: mark(n, col(line, bytes.len())),
+                });
+                return Ok(());
+            }
+            let c = col(line, content);
+            if is_dash(bytes, content) {
+                self.open(Block::Seq, mark(n, c), c, false)?;
+                return self.entry(n, line, content);
+            }
+            if self.key_at(line, content).is_some() {
+                self.open(Block::Map, mark(n, c), c, false)?;
+                return self.entry(n, line, content);
+            }
+            return self.scalar(n, line, content);
+        }
+        let (end, colon) = self.key_at(line, at).ok_or(Unsupported)?;
+        self.emit(
+            Event::Scalar(Cow::Borrowed(&line[at..end]), ScalarStyle::Plain, 0, None),
+            mark(n, col(line, at)),
+            mark(n, col(line, end)),
+        )?;
+        let value = skip_spaces(bytes, colon + 1);
+        if value == bytes.len() || bytes[value] == b'#' {
+            rest_is_blank(line, colon + 1, false).ok_or(Unsupported)?;
+            self.pending = Some(Pending::Key {
+                indent: at,
+                colon: mark(n, col(line, colon)),
+            });
+            return Ok(());
+        }
+        self.scalar(n, line, value)
+    }
+
+    /// `key:` at byte `at`: the key's end and the colon's byte, if this is one.
+    fn key_at(&self, line: &str, at: usize) -> Option<(usize, usize)> {
+        let bytes = line.as_bytes();
+        let (end, stop) = plain(line, at)?;
+        let is_key = end == stop
+            && bytes.get(stop) == Some(&b':')
+            && bytes.get(stop + 1).is_none_or(|&b| b == b' ');
+        // saphyr limits implicit keys to 1024 characters.
+        (is_key && end - at < 1000).then_some((end, stop))
+    }
+
+    /// A single-line scalar value at byte `at`, then nothing but a comment.
+    fn scalar(&mut self, n: usize, line: &'a str, at: usize) -> Step {
+        let bytes = line.as_bytes();
+        let start = mark(n, col(line, at));
+        let quote = bytes[at];
+        if quote == b'"' || quote == b'\'' {
+            let len = bytes[at + 1..]
+                .iter()
+                .position(|&b| b == quote)
+                .ok_or(Unsupported)?;
+            let text = &line[at + 1..at + 1 + len];
+            let close = at + 1 + len;
+            let plain_text = text
+                .bytes()
+                .all(|b| (b' '..=b'~').contains(&b) && b != b'\\');
+            if !plain_text || bytes.get(close + 1) == Some(&quote) {
+                return Err(Unsupported);
+            }
+            rest_is_blank(line, close + 1, false).ok_or(Unsupported)?;
+            let style = if quote == b'"' {
+                ScalarStyle::DoubleQuoted
+            } else {
+                ScalarStyle::SingleQuoted
+            };
+            // saphyr ends a quoted scalar's span after the rest of its line.
+            let end = mark(n, col(line, bytes.len()));
+            return self.emit(
+                Event::Scalar(Cow::Borrowed(text), style, 0, None),
+                start,
+                end,
+            );
+        }
+        let (end, _) = plain(line, at).ok_or(Unsupported)?;
+        rest_is_blank(line, end, false).ok_or(Unsupported)?;
+        self.emit(
+            Event::Scalar(Cow::Borrowed(&line[at..end]), ScalarStyle::Plain, 0, None),
+            start,
+            mark(n, col(line, end)),
+        )
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    //! Differential tests: on every input the fast path accepts, its events and
+    //! spans must be exactly saphyr's.
+    use super::*;
+    use saphyr_parser::Parser;
+
+    fn show(event: &Event, span: &Span) -> String {
+        let (s, e) = (span.start, span.end);
+        format!(
+            "{event:?} {}:{}-{}:{}",
+            s.line(),
+            s.col(),
+            e.line(),
+            e.col()
+        )
+    }
+
+    /// saphyr's events between the document's start and end, or its error.
+    fn saphyr_events(text: &str) -> Result<Vec<String>, String> {
+        let mut parser = Parser::new_from_str(text);
+        let mut out = Vec::new();
+        while let Some(next) = parser.next_event() {
+            let (event, span) = next.map_err(|e| e.to_string())?;
+            match event {
+                Event::StreamEnd => break,
+                Event::StreamStart | Event::DocumentStart(_) | Event::DocumentEnd => {}
+                _ => out.push(show(&event, &span)),
+            }
+        }
+        Ok(out)
+    }
+
+    fn fast_events(text: &str) -> Option<Vec<String>> {
+        let mut out = Vec::new();
+        scan(text, &mut |event, span| {
+            out.push(show(&event, &span));
+            true
+        })
+        .ok()?;
+        Some(out)
+    }
+
+    /// `true` when the fast path took `text`; panics if it disagrees with saphyr.
+    fn check(name: &str, text: &str) -> bool {
+        let Some(fast) = fast_events(text) else {
+            return false;
+        };
+        match saphyr_events(text) {
+            Ok(full) if full == fast => true,
+            Ok(full) => {
+                let at = full.iter().zip(&fast).position(|(a, b)| a != b);
+                panic!(
+                    "{name}: events differ at {at:?}\nsaphyr: {:?}\nfast:   {:?}\n--- text ---\n{text}",
+                    at.map(|i| &full[i]),
+                    at.map(|i| &fast[i]),
+                )
+            }
+            Err(e) => panic!("{name}: saphyr refuses what the fast path accepted: {e}\n{text}"),
+        }
+    }
+
+    /// A manifest shaped like bench/gen_manifest.py's, with `entities` entities.
+    pub(crate) fn generated_manifest(entities: usize) -> String {
+        let mut m = String::from(
+            "# generated\nnamespace: bench\nsystem:\n  on_unavailable: allow\n  limits:\n    rpm:\n      capacity: 100000\nresources:\n",
+        );
+        for r in 0..3 {
+            m += &format!("  model-{r}:\n    limits:\n      rpm:\n        capacity: 5000\n");
+            m += "        schedule:\n          - cron: \"* 9-17 * * MON-FRI\"\n            tz: Europe/Berlin\n            scale: 0.5\n";
+        }
+        m += "entities:\n";
+        for e in 0..entities {
+            m += &format!("  user-{e:06}:\n    resources:\n");
+            for r in 0..3 {
+                m += &format!(
+                    "      model-{r}:\n        limits:\n          rpm:\n            capacity: {}\n",
+                    100 + e % 900
+                );
+                m += "            schedule:\n              - cron: \"* 9-17 * * MON-FRI\"\n                tz: America/New_York\n";
+                m += "              - cron: '* * * * SAT,SUN'\n                capacity: 2000\n";
+                m += &format!("          rpd:\n            capacity: {}\n            reset_schedule:\n              - cron: \"0 0 * * *\"\n", 10000 + e);
+            }
+        }
+        m
+    }
+
+    #[test]
+    fn generated_manifests_take_the_fast_path_exactly() {
+        assert!(check("generated", &generated_manifest(20)));
+    }
+
+    #[test]
+    fn every_fixture_matches_saphyr() {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/manifests");
+        let (mut total, mut fast) = (0, 0);
+        for dir in ["valid", "invalid"] {
+            let entries = std::fs::read_dir(format!("{root}/{dir}")).unwrap();
+            for entry in entries {
+                let path = entry.unwrap().path();
+                if path.extension().and_then(|e| e.to_str()) != Some("yaml") {
+                    continue;
+                }
+                let text = std::fs::read_to_string(&path).unwrap();
+                total += 1;
+                fast += usize::from(check(&path.display().to_string(), &text));
+            }
+        }
+        // Most fixtures are plain block YAML; if this drops, the subset shrank.
+        assert!(total > 100 && fast * 4 > total * 3, "{fast} of {total}");
+    }
+
+    /// Constructs inside the subset that must stay exact (positions included).
+    #[test]
+    fn edge_cases_inside_the_subset_are_exact() {
+        let cases = [
+            "",
+            "# only a comment\n",
+            "a: 1\n",
+            "a:\n",
+            "a:   # null, commented\nb: 2\n",
+            "a:\n  b:\n    c: x y   \n  d: 'q'  # é\n",
+            "k:\n- a\n-\n- - x\n  - y\n-   b: 1\n    c:\n- 'z'   \n",
+            "  indented: root\n  b: 2\n",
+            "a:\n   b: 3-space\n   c:\n    - one\n",
+            "- top\n-\n  nested: map\n- - deep\n",
+            "a: 1\nb: 2\na: 3\n",
+            "<<: x\nk: v\n",
+            "x-y.z/w: (a)$b^c=d<e;f~\n",
+            "url: a:b:c\nt: 1:30\n",
+            "n: -5\nf: -.inf\nh: 0x1F\no: 0o17\nnul: ~\nb: True\n",
+            "a: \"x # not a comment\"\nb: 'it\"s'\n",
+            "\n\n# é — ünïcode\n\na: 1\n\n# trailing\n\n",
+            "a:\n  - x\n\n  # between\n\n  - y\nb: 1\n",
+        ];
+        for (i, text) in cases.iter().enumerate() {
+            assert!(
+                check(&format!("case {i}"), text),
+                "case {i} fell back:\n{text}"
+            );
+        }
+    }
+
+    /// Everything outside the subset goes to saphyr.
+    #[test]
+    fn constructs_outside_the_subset_fall_back() {
+        let cases = [
+            "a: &x 1\nb: *x\n",
+            "a: {b: 1}\n",
+            "a: [1, 2]\n",
+            "a: |\n  text\n",
+            "a: >\n  text\n",
+            "a: 1\r\nb: 2\r\n",
+            "\u{feff}a: 1\n",
+            "a:\n\tb: 1\n",
+            "a: 1\n\t# tab in a comment line\n",
+            "a: multi\n  line\n",
+            "a: \"multi\n  line\"\n",
+            "a: \"esc\\n\"\n",
+            "a: 'it''s'\n",
+            "---\na: 1\n",
+            "a: 1\n...\n",
+            "%YAML 1.2\n---\na: 1\n",
+            "a: !!str 1\n",
+            "\"quoted key\": 1\n",
+            "? complex\n: key\n",
+            "a: 1",
+            "a: b: c\n",
+            "a:\n    b: 1\n  c: 2\n",
+            "a: 1\n  b: 2\n",
+            "a: x#y\n",
+            "a: */5 * * * *\n",
+            "- a\nb: 1\n",
+            "a: 1\n- b\n",
+            "a : 1\n",
+        ];
+        for text in cases {
+            assert_eq!(fast_events(text), None, "should fall back:\n{text}");
+        }
+    }
+
+    /// A small deterministic generator of block YAML (xorshift), near the subset
+    /// and often just outside it.
+    struct Gen(u64);
+
+    impl Gen {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+        fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+            items[self.below(items.len())]
+        }
+        fn scalar(&mut self) -> &'static str {
+            self.pick(&[
+                "a",
+                "x y",
+                "1",
+                "-5",
+                "1.5",
+                "true",
+                "no",
+                "~",
+                "a:b",
+                "-x",
+                "<<",
+                "'q'",
+                "\"q r\"",
+                "'a # b'",
+                "\"* 9-17 * * MON-FRI\"",
+                "",
+                "a: b",
+                "x#y",
+                "-",
+                "--",
+                "?x",
+                ":x",
+                "[a]",
+                "&a",
+                "*a",
+                "!t",
+                "|",
+                "é",
+                "'it''s'",
+                "\"a\\\"b\"",
+                "'x",
+                "a,b",
+                "%x",
+                "@x",
+                "a ",
+            ])
+        }
+        fn key(&mut self) -> &'static str {
+            self.pick(&[
+                "a", "b", "k1", "long key", "x-y", "<<", "1", "-a", "'q'", "a ", "?",
+            ])
+        }
+        fn tail(&mut self) -> &'static str {
+            self.pick(&["", "", "", " ", "  # c", " # é", "#x"])
+        }
+        fn node(
+            &mut self,
+            out: &mut Vec<String>,
+            indent: usize,
+            lead: Option<String>,
+            depth: usize,
+        ) {
+            let is_map = self.below(2) == 0;
+            let step = self
+                .pick(&["2", "2", "4", "1", "3"])
+                .parse::<usize>()
+                .unwrap_or(2);
+            for i in 0..1 + self.below(3) {
+                let prefix = match (&lead, i) {
+                    (Some(l), 0) => l.clone(),
+                    _ => " ".repeat(indent),
+                };
+                let nested = depth < 3 && self.below(3) == 0;
+                if is_map {
+                    let key = self.key();
+                    if nested {
+                        out.push(format!("{prefix}{key}:{}", self.tail()));
+                        let same = self.below(2) == 0;
+                        self.node(
+                            out,
+                            if same { indent } else { indent + step },
+                            None,
+                            depth + 1,
+                        );
+                    } else {
+                        out.push(format!("{prefix}{key}: {}{}", self.scalar(), self.tail()));
+                    }
+                } else if nested && self.below(2) == 0 {
+                    let lead = format!("{prefix}- ");
+                    self.node(out, indent + 2, Some(lead), depth + 1);
+                } else if nested {
+                    out.push(format!("{prefix}-{}", self.tail()));
+                    self.node(out, indent + step, None, depth + 1);
+                } else {
+                    out.push(format!("{prefix}- {}{}", self.scalar(), self.tail()));
+                }
+                if self.below(8) == 0 {
+                    out.push(self.pick(&["", "  # c", "# é"]).to_string());
+                }
+            }
+        }
+        fn document(&mut self) -> String {
+            let mut lines = Vec::new();
+            let indent = self.pick(&["0", "0", "0", "1", "2"]).parse().unwrap_or(0);
+            self.node(&mut lines, indent, None, 0);
+            if self.below(5) == 0 {
+                let i = self.below(lines.len());
+                let at = self.below(lines[i].len() + 1);
+                if lines[i].is_char_boundary(at) {
+                    let c = self.pick(&[" ", ":", "#", "-", "'", "\"", "\t", "[", "\r"]);
+                    lines[i].insert_str(at, c);
+                }
+            }
+            let mut text = lines.join("\n");
+            if self.below(10) > 0 {
+                text.push('\n');
+            }
+            text
+        }
+    }
+
+    #[test]
+    fn random_block_yaml_matches_saphyr() {
+        let cases: usize = std::env::var("ZAEL_BLOCK_SCAN_CASES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(3000);
+        let mut gen = Gen(0x9e37_79b9_7f4a_7c15);
+        let mut fast = 0;
+        for i in 0..cases {
+            let text = gen.document();
+            fast += usize::from(check(&format!("random #{i}"), &text));
+        }
+        // The generator must keep exercising the fast path, not only the fallback.
+        assert!(
+            fast * 10 > cases,
+            "only {fast} of {cases} took the fast path"
+        );
+    }
+}
