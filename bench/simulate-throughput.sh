@@ -18,11 +18,11 @@ cargo build --release --quiet --no-default-features --bin zae-limiter
 bin="${CARGO_TARGET_DIR:-target}/release/zae-limiter"
 
 # A steady trace at 50/s lasting REQUESTS/50 seconds; every request reserves a
-# slot held 1-20 s, so the file has ~2 lines per request.
+# slot held 0.1-2 s, so the file has ~2 lines per request.
 seconds=$(( requests / 50 ))
 "$bin" limits gen-trace --shape steady --rate 50/s --duration "${seconds}s" \
   --start 2026-12-07T00:00:00Z --seed 1 \
-  --costs rpm=1,requests_per_hour=1,tpm=200..1500,tpd=200..1500 --hold 1s..20s \
+  --costs rpm=1,requests_per_hour=1,tpm=200..1500,tpd=200..1500 --hold 100ms..2s \
   -o "$work/trace.csv"
 lines=$(wc -l < "$work/trace.csv")
 echo "trace: $lines lines, $(wc -c < "$work/trace.csv") bytes"

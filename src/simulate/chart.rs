@@ -151,7 +151,7 @@ pub fn render_svg(
             .margin(8)
             .x_label_area_size(24)
             .y_label_area_size(64)
-            .build_cartesian_2d(x_range(), 0f64..peak * 1.1)
+            .build_cartesian_2d(x_range(), 0f64..peak * 1.6)
             .map_err(err)?;
         chart
             .configure_mesh()
@@ -170,8 +170,19 @@ pub fn render_svg(
         chart
             .draw_series(AreaSeries::new(refused, 0.0, REFUSED.mix(0.45)).border_style(REFUSED))
             .map_err(err)?
-            .label("refused")
+            .label("refused (right axis below)")
             .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], REFUSED.filled()));
+        // The limit panels' lines, explained once here (no data in this panel).
+        chart
+            .draw_series(LineSeries::new(std::iter::empty::<(i64, f64)>(), CAPACITY))
+            .map_err(err)?
+            .label("effective capacity (schedules applied)")
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], CAPACITY.stroke_width(2)));
+        chart
+            .draw_series(LineSeries::new(std::iter::empty::<(i64, f64)>(), AVAILABLE))
+            .map_err(err)?
+            .label("least available to a request")
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], AVAILABLE));
         chart
             .configure_series_labels()
             .position(SeriesLabelPosition::UpperRight)
@@ -231,9 +242,7 @@ pub fn render_svg(
                     )
                     .border_style(REFUSED),
                 )
-                .map_err(err)?
-                .label("refused")
-                .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], REFUSED.filled()));
+                .map_err(err)?;
             chart
                 .draw_series(LineSeries::new(
                     steps(
@@ -242,11 +251,7 @@ pub fn render_svg(
                     ),
                     CAPACITY.stroke_width(2),
                 ))
-                .map_err(err)?
-                .label("effective capacity")
-                .legend(|(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 14, y)], CAPACITY.stroke_width(2))
-                });
+                .map_err(err)?;
             chart
                 .draw_series(LineSeries::new(
                     steps(
@@ -255,15 +260,6 @@ pub fn render_svg(
                     ),
                     AVAILABLE,
                 ))
-                .map_err(err)?
-                .label("least available")
-                .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], AVAILABLE));
-            chart
-                .configure_series_labels()
-                .position(SeriesLabelPosition::LowerLeft)
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK.mix(0.3))
-                .draw()
                 .map_err(err)?;
         }
         root.present().map_err(err)?;

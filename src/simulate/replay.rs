@@ -8,6 +8,8 @@
 //! release and commit give it back; extend is a heartbeat. With the level
 //! `disabled: true` every request is admitted and nothing is counted.
 
+use std::collections::HashSet;
+
 use zae_limiter_engine::concurrency::ConcurrencyError;
 
 use super::counters::{Counter, HoldOutcome, Verdict};
@@ -23,6 +25,9 @@ pub struct ReplayError {
     pub message: String,
 }
 
+/// Refused reservations remembered at most, whatever the trace.
+pub const REFUSED_HOLDS_TRACKED: usize = 1 << 16;
+
 /// The replay's state: the limits, the clock and what was counted.
 pub struct Replay {
     counters: Vec<Counter>,
@@ -33,6 +38,10 @@ pub struct Replay {
     by_name: Vec<Option<usize>>,
     costs: Vec<u64>,
     verdicts: Vec<Verdict>,
+    /// Holds whose reservation was refused and not yet released, so that
+    /// their release is not reported as a mistake (bounded: a trace that
+    /// never releases them cannot grow it past [`REFUSED_HOLDS_TRACKED`]).
+    refused_holds: HashSet<String>,
     pub tally: Tally,
     pub series: Series,
 }
@@ -49,6 +58,7 @@ impl Replay {
             by_name: Vec::new(),
             costs: vec![0; n],
             verdicts: Vec::with_capacity(n),
+            refused_holds: HashSet::new(),
             tally: Tally::new(n),
             series: Series::new(n, chart_buckets),
         }
@@ -103,6 +113,14 @@ impl Replay {
         }
         match ev.op {
             Op::Consume | Op::Reserve => self.request(ev, now).map_err(|e| fail(e.to_string())),
+            Op::Release | Op::Commit | Op::Extend if self.refused_holds.contains(&ev.hold) => {
+                self.tally.hold_ops += 1;
+                self.tally.hold_ops_for_refused += 1;
+                if ev.op != Op::Extend {
+                    self.refused_holds.remove(&ev.hold);
+                }
+                Ok(())
+            }
             Op::Release | Op::Commit => {
                 self.tally.hold_ops += 1;
                 let mut not_open = false;
@@ -157,6 +175,13 @@ impl Replay {
                 }
             } else {
                 c.rollback();
+            }
+        }
+        if ev.op == Op::Reserve && self.has_holds {
+            if admitted {
+                self.refused_holds.remove(&ev.hold);
+            } else if self.refused_holds.len() < REFUSED_HOLDS_TRACKED {
+                self.refused_holds.insert(ev.hold.clone());
             }
         }
         let t = &mut self.tally;
@@ -291,6 +316,10 @@ mod tests {
         assert_eq!((t.requests, t.admitted, t.refused), (5, 3, 2));
         assert_eq!(t.limits[1].refused, 2);
         assert_eq!((t.hold_ops, t.hold_ops_not_open), (4, 1));
+        assert_eq!(
+            t.hold_ops_for_refused, 0,
+            "\"c\" was reserved again after its refusal"
+        );
         assert_eq!(r.counters()[1].peak_holds(), Some(2));
         // A hold id still open cannot be reserved twice.
         r.step(&ev(10, 90_000, Op::Reserve, "d", &[]), &n).unwrap();

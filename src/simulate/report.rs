@@ -186,7 +186,7 @@ pub fn render_text(ctx: &Context<'_>, t: &Tally, counters: &[Counter]) -> String
     }
     if t.hold_ops_not_open > 0 {
         notes.push(format!(
-            "{} named a hold that was not open (refused, expired or already closed)",
+            "{} named a hold that was not open (expired, already closed or never reserved)",
             word(
                 t.hold_ops_not_open,
                 "release/commit/extend",
@@ -250,6 +250,7 @@ pub fn render_json(ctx: &Context<'_>, t: &Tally, counters: &[Counter]) -> Value 
         "refused": t.refused,
         "longest_refusal_streak": streak_json(t.streak.longest()),
         "hold_ops": t.hold_ops,
+        "hold_ops_for_refused": t.hold_ops_for_refused,
         "hold_ops_not_open": t.hold_ops_not_open,
         "limits": limits,
     })

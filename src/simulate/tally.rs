@@ -80,8 +80,11 @@ pub struct Tally {
     pub limits: Vec<LimitTally>,
     /// Release, commit and extend lines.
     pub hold_ops: u64,
-    /// Hold operations on a hold that was not open (its reservation was
-    /// refused, it expired, or it was already closed).
+    /// Hold operations on a hold whose reservation was refused (expected:
+    /// a trace recorded without the limits releases what it reserved).
+    pub hold_ops_for_refused: u64,
+    /// Hold operations on a hold that was not open: it expired, was already
+    /// closed, or was never reserved.
     pub hold_ops_not_open: u64,
     /// Lines whose timestamp was before an earlier line's; evaluated at the
     /// latest time seen (the virtual clock never goes back).
