@@ -179,7 +179,9 @@ Replays every request of a trace, in time order on a virtual clock, against the 
 manifest gives one entity on one resource (entity+resource, else the entity's _default_, else
 the resource's defaults, else the system's: the first level with limits, as a limiter resolves
 them), with their schedules, quotas, rolling windows and concurrency holds. A request is
-admitted only when every limit admits it. Nothing is read from or written to a store.
+admitted only when every limit admits it. Each limit is charged the cost in the column (or
+`cost` key) named after it; a limit with none is checked at cost 0. Soft limits and
+`disabled: bypass` count but never refuse. Nothing is read from or written to a store.
 
 Trace (CSV with a header, or JSON lines; see `limits gen-trace`):
   timestamp,op,hold,rpm,tpm
