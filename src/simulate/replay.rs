@@ -352,4 +352,33 @@ mod tests {
         }
         assert_eq!((d.tally.admitted, d.tally.limits[0].checked), (5, 0));
     }
+
+    proptest::proptest! {
+        /// Any sequence of events: no panic, every request is admitted or
+        /// refused, no limit refuses more than it checked, and holds never
+        /// exceed the slots.
+        #[test]
+        fn any_trace_keeps_the_books(
+            events in proptest::collection::vec((0i64..200_000, 0u8..5, 0u8..4, 0u64..4), 0..200)
+        ) {
+            let mut rolling = bucket(5, 0, 1);
+            rolling.kind = LimitKind::Rolling { window: zae_limiter_engine::rolling::RollingWindow::Minute };
+            let mut r = replay(&[("rpm", bucket(3, 3, 60)), ("tpm", rolling), ("jobs", slots(2, 5))]);
+            let n = names();
+            for (i, (at, op, hold, cost)) in events.into_iter().enumerate() {
+                let op = [Op::Consume, Op::Reserve, Op::Release, Op::Commit, Op::Extend][op as usize];
+                let costs: Vec<(usize, u64)> = if op.is_request() { vec![(0, cost), (1, cost)] } else { vec![] };
+                // Only a duplicate reservation of an open hold may fail.
+                if let Err(e) = r.step(&ev(i as u64 + 1, at, op, &format!("h{hold}"), &costs), &n) {
+                    proptest::prop_assert!(e.message.contains("already open"), "{e}");
+                }
+            }
+            let t = &r.tally;
+            proptest::prop_assert_eq!(t.admitted + t.refused, t.requests);
+            for lt in &t.limits {
+                proptest::prop_assert!(lt.refused <= lt.checked && lt.refused_alone <= lt.refused);
+            }
+            proptest::prop_assert!(r.counters()[2].peak_holds().unwrap_or(0) <= 2);
+        }
+    }
 }

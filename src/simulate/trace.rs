@@ -138,6 +138,10 @@ enum Column {
     Cost(usize),
 }
 
+/// Different cost names a trace may use: names are limits, so a trace with
+/// more is not one (and the name table must stay bounded).
+pub const MAX_COST_NAMES: usize = 1024;
+
 /// Reads events from any buffered source, keeping only the current line.
 pub struct TraceReader<R> {
     src: R,
@@ -229,14 +233,19 @@ impl<R: BufRead> TraceReader<R> {
         self.line
     }
 
-    fn id(&mut self, name: &str) -> usize {
+    fn id(&mut self, name: &str) -> Result<usize, String> {
         if let Some(&id) = self.ids.get(name) {
-            return id;
+            return Ok(id);
+        }
+        if self.names.len() >= MAX_COST_NAMES {
+            return Err(format!(
+                "more than {MAX_COST_NAMES} different cost names: costs are named after limits"
+            ));
         }
         let id = self.names.len();
         self.names.push(name.to_string());
         self.ids.insert(name.to_string(), id);
-        id
+        Ok(id)
     }
 
     /// Fill `ev` with the next event; `false` at the end of the trace.
@@ -291,7 +300,7 @@ impl<R: BufRead> TraceReader<R> {
                     "hold" => Column::Hold,
                     "ttl" => Column::Ttl,
                     "" => return Err("the header has an empty column name".into()),
-                    other => Column::Cost(self.id(other)),
+                    other => Column::Cost(self.id(other)?),
                 });
             }
             if !cols.iter().any(|c| matches!(c, Column::Timestamp)) {
@@ -356,7 +365,7 @@ impl<R: BufRead> TraceReader<R> {
         ev.ttl_seconds = parsed.ttl;
         ev.costs.clear();
         for (name, cost) in parsed.cost.0 {
-            let id = self.id(&name);
+            let id = self.id(&name)?;
             ev.costs.push((id, cost));
         }
         Ok(true)
@@ -495,6 +504,35 @@ mod tests {
                 err.starts_with(line) && err.contains(what),
                 "{text:?}: {err}"
             );
+        }
+    }
+
+    #[test]
+    fn cost_names_are_bounded() {
+        let mut text = String::new();
+        for i in 0..=MAX_COST_NAMES {
+            text.push_str(&format!(
+                "{{\"timestamp\": 1, \"cost\": {{\"n{i}\": 1}}}}\n"
+            ));
+        }
+        let err = read_all(&text, TraceFormat::Jsonl).unwrap_err().to_string();
+        assert!(
+            err.starts_with(&format!("line {}:", MAX_COST_NAMES + 1)),
+            "{err}"
+        );
+    }
+
+    proptest::proptest! {
+        /// Whatever the bytes, reading ends in events or a located error.
+        #[test]
+        fn arbitrary_text_never_panics(text in "(timestamp,op,hold,ttl,rpm\n)?[ -~\n{}\":,]{0,300}") {
+            for format in [TraceFormat::Csv, TraceFormat::Jsonl] {
+                match read_all(&text, format) {
+                    Ok(_) => {}
+                    Err(ReadError::Line(e)) => proptest::prop_assert!(e.line as usize <= text.lines().count().max(1)),
+                    Err(ReadError::Io(e)) => proptest::prop_assert!(false, "{e}"),
+                }
+            }
         }
     }
 
