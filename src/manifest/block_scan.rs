@@ -65,44 +65,174 @@ enum Pending {
     Dash { dash: usize, null: Marker },
 }
 
-/// Emit the events of `text` to `sink` (which returns `false` to stop), or
-/// return [`Unsupported`] as soon as the text leaves the subset. Events already
-/// emitted then belong to an abandoned parse and must be discarded.
-pub fn scan<'a>(text: &'a str, sink: &mut dyn FnMut(Event<'a>, Span) -> bool) -> Step {
+/// Where events go; `false` stops the scan.
+pub type Sink<'a, 'b> = dyn FnMut(Event<'a>, Span) -> bool + 'b;
+
+/// Emit the events of `text` to `sink`, or return [`Unsupported`] as soon as
+/// the text leaves the subset. Events already emitted then belong to an
+/// abandoned parse and must be discarded.
+pub fn scan<'a>(text: &'a str, sink: &mut Sink<'a, '_>) -> Step {
+    precheck(text)?;
+    let mut s = Scanner::default();
+    s.lines(text, 1, sink)?;
+    s.settle(end_of_stream(text), 0, sink)
+}
+
+/// Whole-text conditions of the subset.
+pub fn precheck(text: &str) -> Step {
     // Where a text without a final newline ends depends on its last token in
     // saphyr; such files are rare enough to leave to it.
     let unusual = text.starts_with('\u{feff}') || !(text.is_empty() || text.ends_with('\n'));
     if unusual || text.bytes().any(|b| b == b'\t' || b == b'\r') {
         return Err(Unsupported);
     }
-    let mut s = Scanner {
-        sink,
-        stack: Vec::new(),
-        pending: None,
-        started: false,
-    };
-    let mut lines = 0;
-    for (i, line) in text.split_terminator('\n').enumerate() {
-        lines = i + 1;
-        s.line(i + 1, line)?;
-    }
-    // saphyr puts the end of the stream at column 0 of the line after the last.
-    let eof = Marker::new(0, lines + 1, 0);
-    match s.pending.take() {
-        Some(Pending::Key { colon: at, .. } | Pending::Dash { null: at, .. }) => s.null(at)?,
-        None => {}
-    }
-    while !s.stack.is_empty() {
-        s.close(eof)?;
-    }
     Ok(())
 }
 
-struct Scanner<'a, 's> {
-    sink: &'s mut dyn FnMut(Event<'a>, Span) -> bool,
+/// saphyr puts the end of the stream at column 0 of the line after the last.
+pub fn end_of_stream(text: &str) -> Marker {
+    mark(text.bytes().filter(|&b| b == b'\n').count() + 1, 0)
+}
+
+/// Where a large manifest's `entities:` mapping is cut in two, so that two
+/// threads can scan and build the halves (see `yaml::parse_in_two`).
+///
+/// The rule: the text is in the subset (checked by the scans themselves, which
+/// fall back on anything else), so every line stands alone: no scalar, flow
+/// collection or comment spans lines. `entities:` is a top-level key written
+/// alone on its line at column 0, and its value is a block mapping whose keys
+/// sit at the column `indent` of its first content line. Any later content
+/// line at exactly that column that is not a `-` item, before the first line
+/// less indented (the mapping's end), starts an entity and is a safe cut: the
+/// first half's blocks deeper than the mapping end there, and the second half
+/// starts at a key of the mapping. (The first entity is no cut: the mapping
+/// opens there.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Split {
+    /// Column of the entity keys.
+    pub indent: usize,
+    /// Byte offset of the first line of the second half, and its position.
+    pub at: usize,
+    pub at_mark: Marker,
+    /// Byte offset of the first line after the mapping (the text's length if
+    /// none), and where saphyr ends the blocks that line closes.
+    pub end: usize,
+    pub end_mark: Marker,
+}
+
+/// The cut described at [`Split`], if the text has one, at the first entity
+/// that starts at byte `from` or later (the middle of the text, but the tests
+/// try every entity).
+pub fn entities_split(text: &str, from: usize) -> Option<Split> {
+    let (mut offset, mut lines) = (0, 0);
+    let mut indent = None;
+    let mut cut: Option<(usize, Marker)> = None;
+    let mut seen_entities = false;
+    for (i, line) in text.split_inclusive('\n').enumerate() {
+        let (start, n) = (offset, i + 1);
+        offset += line.len();
+        lines = n;
+        let content = line.strip_suffix('\n').unwrap_or(line);
+        let spaces = skip_spaces(content.as_bytes(), 0);
+        if spaces == content.len() || content.as_bytes()[spaces] == b'#' {
+            continue;
+        }
+        match indent {
+            None if seen_entities => {
+                if spaces == 0 || is_dash(content.as_bytes(), spaces) {
+                    return None;
+                }
+                indent = Some(spaces);
+            }
+            None => seen_entities = content.trim_end() == "entities:",
+            Some(k) if spaces < k => {
+                let (at, at_mark) = cut?;
+                return Some(Split {
+                    indent: k,
+                    at,
+                    at_mark,
+                    end: start,
+                    end_mark: mark(n, spaces),
+                });
+            }
+            Some(k)
+                if spaces == k
+                    && cut.is_none()
+                    && start >= from
+                    && !is_dash(content.as_bytes(), k) =>
+            {
+                cut = Some((start, mark(n, k)));
+            }
+            Some(_) => {}
+        }
+    }
+    let (at, at_mark) = cut?;
+    Some(Split {
+        indent: indent?,
+        at,
+        at_mark,
+        end: text.len(),
+        end_mark: mark(lines + 1, 0),
+    })
+}
+
+/// The scanner's state between lines. Chunks of whole lines can be fed in
+/// turn, and a scan can start inside a mapping ([`Scanner::inside_map`]).
+#[derive(Default)]
+pub struct Scanner {
     stack: Vec<Open>,
     pending: Option<Pending>,
     started: bool,
+}
+
+impl Scanner {
+    /// A scan that starts at a key of a block mapping whose keys are at column
+    /// `indent` (the mapping's own events are the caller's business).
+    pub fn inside_map(indent: usize) -> Scanner {
+        Scanner {
+            stack: vec![Open {
+                block: Block::Map,
+                indent,
+                indentless: false,
+            }],
+            pending: None,
+            started: true,
+        }
+    }
+
+    /// Whether the innermost open block is a mapping at column `indent`,
+    /// `depth` blocks deep, with no value pending.
+    pub fn is_in_map(&self, depth: usize, indent: usize) -> bool {
+        let top = self.stack.last();
+        self.stack.len() == depth
+            && self.pending.is_none()
+            && top.is_some_and(|o| o.block == Block::Map && o.indent == indent && !o.indentless)
+    }
+
+    /// Scan `chunk` (whole lines, each ending in a newline) whose first line is
+    /// line `first` of the file.
+    pub fn lines<'a>(&mut self, chunk: &'a str, first: usize, sink: &mut Sink<'a, '_>) -> Step {
+        for (i, line) in chunk.split_terminator('\n').enumerate() {
+            self.line(sink, first + i, line)?;
+        }
+        Ok(())
+    }
+
+    /// What a line less indented than every open block above the outermost
+    /// `keep` does at `at`: a pending value becomes null and those blocks end.
+    /// With `keep` 0 at the end of the stream, this ends the scan.
+    pub fn settle<'a>(&mut self, at: Marker, keep: usize, sink: &mut Sink<'a, '_>) -> Step {
+        match self.pending.take() {
+            Some(Pending::Key { colon: null, .. } | Pending::Dash { null, .. }) => {
+                self.null(sink, null)?
+            }
+            None => {}
+        }
+        while self.stack.len() > keep {
+            self.close(sink, at)?;
+        }
+        Ok(())
+    }
 }
 
 /// A byte that may appear anywhere in a plain scalar of the subset.
@@ -189,16 +319,29 @@ fn skip_spaces(bytes: &[u8], mut at: usize) -> usize {
     at
 }
 
-impl<'a> Scanner<'a, '_> {
-    fn emit(&mut self, event: Event<'a>, start: Marker, end: Marker) -> Step {
-        if (self.sink)(event, Span::new(start, end)) {
+impl Scanner {
+    fn emit<'a>(
+        &mut self,
+        sink: &mut Sink<'a, '_>,
+        event: Event<'a>,
+        start: Marker,
+        end: Marker,
+    ) -> Step {
+        if sink(event, Span::new(start, end)) {
             Ok(())
         } else {
             Err(Unsupported)
         }
     }
 
-    fn open(&mut self, block: Block, at: Marker, indent: usize, indentless: bool) -> Step {
+    fn open<'a>(
+        &mut self,
+        sink: &mut Sink<'a, '_>,
+        block: Block,
+        at: Marker,
+        indent: usize,
+        indentless: bool,
+    ) -> Step {
         self.stack.push(Open {
             block,
             indent,
@@ -209,10 +352,10 @@ impl<'a> Scanner<'a, '_> {
             Block::Map => Event::MappingStart(0, None),
             Block::Seq => Event::SequenceStart(0, None),
         };
-        self.emit(event, at, at)
+        self.emit(sink, event, at, at)
     }
 
-    fn close(&mut self, at: Marker) -> Step {
+    fn close<'a>(&mut self, sink: &mut Sink<'a, '_>, at: Marker) -> Step {
         let event = match self.stack.pop() {
             Some(Open {
                 block: Block::Map, ..
@@ -222,11 +365,12 @@ impl<'a> Scanner<'a, '_> {
             }) => Event::SequenceEnd,
             None => return Err(Unsupported),
         };
-        self.emit(event, at, at)
+        self.emit(sink, event, at, at)
     }
 
-    fn null(&mut self, at: Marker) -> Step {
+    fn null<'a>(&mut self, sink: &mut Sink<'a, '_>, at: Marker) -> Step {
         self.emit(
+            sink,
             Event::Scalar(Cow::Borrowed(""), ScalarStyle::Plain, 0, None),
             at,
             at,
@@ -235,7 +379,7 @@ impl<'a> Scanner<'a, '_> {
 
     /// One line: settle a pending value, close the blocks it dedents out of,
     /// then read its entry.
-    fn line(&mut self, n: usize, line: &'a str) -> Step {
+    fn line<'a>(&mut self, sink: &mut Sink<'a, '_>, n: usize, line: &'a str) -> Step {
         let bytes = line.as_bytes();
         let indent = skip_spaces(bytes, 0);
         if indent == bytes.len() || bytes[indent] == b'#' {
@@ -254,7 +398,7 @@ impl<'a> Scanner<'a, '_> {
             None => false,
             Some(Pending::Key { indent: key, colon }) => {
                 if indent > key {
-                    self.open(block, here, indent, false)?;
+                    self.open(sink, block, here, indent, false)?;
                     true
                 } else if indent == key && block == Block::Seq {
                     // saphyr starts an indentless sequence at its first item's content.
@@ -264,19 +408,19 @@ impl<'a> Scanner<'a, '_> {
                     } else {
                         content
                     };
-                    self.open(block, mark(n, col(line, start)), indent, true)?;
+                    self.open(sink, block, mark(n, col(line, start)), indent, true)?;
                     true
                 } else {
-                    self.null(colon)?;
+                    self.null(sink, colon)?;
                     false
                 }
             }
             Some(Pending::Dash { dash, null }) => {
                 if indent > dash {
-                    self.open(block, here, indent, false)?;
+                    self.open(sink, block, here, indent, false)?;
                     true
                 } else {
-                    self.null(null)?;
+                    self.null(sink, null)?;
                     false
                 }
             }
@@ -288,19 +432,19 @@ impl<'a> Scanner<'a, '_> {
                 if !dedent {
                     break;
                 }
-                self.close(here)?;
+                self.close(sink, here)?;
             }
             match self.stack.last() {
                 Some(top) if top.indent == indent && top.block == block => {}
-                None if !self.started => self.open(block, here, indent, false)?,
+                None if !self.started => self.open(sink, block, here, indent, false)?,
                 _ => return Err(Unsupported),
             }
         }
-        self.entry(n, line, indent)
+        self.entry(sink, n, line, indent)
     }
 
     /// The entry at byte `at`, inside the block on top of the stack.
-    fn entry(&mut self, n: usize, line: &'a str, at: usize) -> Step {
+    fn entry<'a>(&mut self, sink: &mut Sink<'a, '_>, n: usize, line: &'a str, at: usize) -> Step {
         let bytes = line.as_bytes();
         if is_dash(bytes, at) {
             let content = skip_spaces(bytes, at + 1);
@@ -314,17 +458,18 @@ impl<'a> Scanner<'a, '_> {
             }
             let c = col(line, content);
             if is_dash(bytes, content) {
-                self.open(Block::Seq, mark(n, c), c, false)?;
-                return self.entry(n, line, content);
+                self.open(sink, Block::Seq, mark(n, c), c, false)?;
+                return self.entry(sink, n, line, content);
             }
             if self.key_at(line, content).is_some() {
-                self.open(Block::Map, mark(n, c), c, false)?;
-                return self.entry(n, line, content);
+                self.open(sink, Block::Map, mark(n, c), c, false)?;
+                return self.entry(sink, n, line, content);
             }
-            return self.scalar(n, line, content);
+            return self.scalar(sink, n, line, content);
         }
         let (end, colon) = self.key_at(line, at).ok_or(Unsupported)?;
         self.emit(
+            sink,
             Event::Scalar(Cow::Borrowed(&line[at..end]), ScalarStyle::Plain, 0, None),
             mark(n, col(line, at)),
             mark(n, col(line, end)),
@@ -338,7 +483,7 @@ impl<'a> Scanner<'a, '_> {
             });
             return Ok(());
         }
-        self.scalar(n, line, value)
+        self.scalar(sink, n, line, value)
     }
 
     /// `key:` at byte `at`: the key's end and the colon's byte, if this is one.
@@ -353,7 +498,7 @@ impl<'a> Scanner<'a, '_> {
     }
 
     /// A single-line scalar value at byte `at`, then nothing but a comment.
-    fn scalar(&mut self, n: usize, line: &'a str, at: usize) -> Step {
+    fn scalar<'a>(&mut self, sink: &mut Sink<'a, '_>, n: usize, line: &'a str, at: usize) -> Step {
         let bytes = line.as_bytes();
         let start = mark(n, col(line, at));
         let quote = bytes[at];
@@ -379,6 +524,7 @@ impl<'a> Scanner<'a, '_> {
             // saphyr ends a quoted scalar's span after the rest of its line.
             let end = mark(n, col(line, bytes.len()));
             return self.emit(
+                sink,
                 Event::Scalar(Cow::Borrowed(text), style, 0, None),
                 start,
                 end,
@@ -387,6 +533,7 @@ impl<'a> Scanner<'a, '_> {
         let (end, _) = plain(line, at).ok_or(Unsupported)?;
         rest_is_blank(line, end, false).ok_or(Unsupported)?;
         self.emit(
+            sink,
             Event::Scalar(Cow::Borrowed(&line[at..end]), ScalarStyle::Plain, 0, None),
             start,
             mark(n, col(line, end)),

@@ -141,14 +141,77 @@ pub fn parse(text: &str) -> Result<Document, YamlProblem> {
     }
 }
 
+/// Below this size a second thread costs more than it saves.
+const PARALLEL_MIN_BYTES: usize = 1 << 20;
+
 /// The fast path; `None` when the text leaves the subset or building failed
 /// (the full parser then reports the problem at the same place).
 fn parse_block_subset(text: &str) -> Option<Document> {
+    block_scan::precheck(text).ok()?;
+    if text.len() >= PARALLEL_MIN_BYTES {
+        if let Some(doc) =
+            block_scan::entities_split(text, text.len() / 2).and_then(|s| parse_in_two(text, &s))
+        {
+            return Some(doc);
+        }
+    }
     let mut builder = Builder::default();
     block_scan::scan(text, &mut |event, span| builder.event(event, span).is_ok()).ok()?;
-    Some(Document {
-        root: builder.root,
-        problems: builder.problems,
+    Some(builder.into_document())
+}
+
+/// The fast path on two threads, one per half of the `entities` mapping (the
+/// cut is explained at [`block_scan::Split`]). The second half's entries are
+/// appended to the mapping the first half built, before the mapping ends, so
+/// the document, duplicate keys across the halves included, is the one a
+/// single pass builds. `None` if anything is not as the cut expects.
+fn parse_in_two(text: &str, split: &block_scan::Split) -> Option<Document> {
+    let (head, body, rest) = (
+        &text[..split.at],
+        &text[split.at..split.end],
+        &text[split.end..],
+    );
+    // The root mapping and `entities`: the depth the second half starts at.
+    const DEPTH: usize = 2;
+    std::thread::scope(|scope| {
+        let second = std::thread::Builder::new()
+            .spawn_scoped(scope, || {
+                let mut b = Builder::default();
+                for _ in 0..DEPTH {
+                    let (start, anchor, base) = (Pos::default(), 0, 0);
+                    b.stack.push(Frame::Map {
+                        start,
+                        anchor,
+                        base,
+                    });
+                }
+                let mut sink = |event, span| b.event(event, span).is_ok();
+                let mut s = block_scan::Scanner::inside_map(split.indent);
+                s.lines(body, split.at_mark.line(), &mut sink).ok()?;
+                s.settle(split.end_mark, 1, &mut sink).ok()?;
+                (b.stack.len() == DEPTH).then_some((b.children, b.problems))
+            })
+            .ok()?;
+        let mut b = Builder::default();
+        let mut s = block_scan::Scanner::default();
+        s.lines(head, 1, &mut |e, span| b.event(e, span).is_ok())
+            .ok()?;
+        // What the cut line does to the first half: close its deeper blocks.
+        s.settle(split.at_mark, DEPTH, &mut |e, span| {
+            b.event(e, span).is_ok()
+        })
+        .ok()?;
+        let (children, problems) = second.join().ok()??;
+        if !s.is_in_map(DEPTH, split.indent) || b.stack.len() != DEPTH {
+            return None;
+        }
+        b.children.extend(children);
+        b.problems.extend(problems);
+        let mut sink = |event, span| b.event(event, span).is_ok();
+        s.lines(rest, split.end_mark.line(), &mut sink).ok()?;
+        s.settle(block_scan::end_of_stream(text), 0, &mut sink)
+            .ok()?;
+        Some(b.into_document())
     })
 }
 
@@ -234,6 +297,13 @@ struct Builder {
 }
 
 impl Builder {
+    fn into_document(self) -> Document {
+        Document {
+            root: self.root,
+            problems: self.problems,
+        }
+    }
+
     fn event(&mut self, event: Event<'_>, span: Span) -> Result<(), YamlProblem> {
         let start = Pos::from_marker(&span.start);
         let end = Pos::from_marker(&span.end);
@@ -799,6 +869,46 @@ mod tests {
             }
         }
         assert!(fast * 4 > texts.len() * 3, "{fast} of {}", texts.len());
+    }
+
+    /// Two threads build the document one pass builds, wherever the cut falls.
+    #[test]
+    fn parse_in_two_builds_the_single_pass_document() {
+        let generated = crate::manifest::block_scan::tests::generated_manifest(20);
+        let texts = [
+            generated.clone(),
+            // More after the mapping, nulls and an indentless list before cuts,
+            // a duplicate entity across the halves, comments at odd columns.
+            format!(
+                "{generated}  user-000001:\n    x:\n  e:\n  - a\n  -\n# c\n    # c\n\nafter: 1\n"
+            ),
+            "entities:\n   a: 1\n   b:\n     - x\n   c:\n   a:\n     d: 2\nz:\n".to_string(),
+            "namespace: n\nentities:\n  a:\n    b: 1\n  c:\n    - - d\n  e: f\n".to_string(),
+        ];
+        let mut cuts = 0;
+        for text in &texts {
+            let full = parse_full(text).map(|d| format!("{:?} {:?}", d.root, d.problems));
+            let mut tried = Vec::new();
+            for (from, _) in text.match_indices('\n') {
+                let Some(split) = block_scan::entities_split(text, from) else {
+                    continue;
+                };
+                if tried.contains(&split) {
+                    continue;
+                }
+                tried.push(split);
+                let doc = parse_in_two(text, &split)
+                    .unwrap_or_else(|| panic!("cut {split:?} not taken:\n{text}"));
+                let two = format!("{:?} {:?}", doc.root, doc.problems);
+                assert_eq!(Ok(two), full, "cut {split:?}:\n{text}");
+                cuts += 1;
+            }
+        }
+        assert!(cuts > 40, "only {cuts} cuts tried");
+        // A second half outside the subset: no document from the fast path.
+        let bad = "entities:\n  a: 1\n  b: {c: 1}\n";
+        let split = block_scan::entities_split(bad, 0).unwrap();
+        assert!(parse_in_two(bad, &split).is_none());
     }
 
     #[test]
