@@ -41,8 +41,18 @@ def best_of_3(cmd):
         best = t if best is None else min(best, t)
     return best
 
+def load():
+    try:
+        return open("/proc/loadavg").read().split()[0]
+    except OSError:
+        return "?"
+
+# Both sides slow down alike when other work shares the machine; the load
+# average shows how busy it was.
+load_before = load()
 ours = best_of_3([ours_bin, "limits", "validate", manifest])
 ref = best_of_3([ref_python, "-c", ref_code, manifest])
+print(f"load average (1 min)        : {load_before} before, {load()} after")
 print(f"zae-limiter limits validate : {ours:8.3f} s")
 print(f"reference from_yaml         : {ref:8.3f} s")
 print(f"speed-up                    : {ref / ours:8.1f}x")

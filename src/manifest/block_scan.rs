@@ -83,7 +83,8 @@ pub fn precheck(text: &str) -> Step {
     // Where a text without a final newline ends depends on its last token in
     // saphyr; such files are rare enough to leave to it.
     let unusual = text.starts_with('\u{feff}') || !(text.is_empty() || text.ends_with('\n'));
-    if unusual || text.bytes().any(|b| b == b'\t' || b == b'\r') {
+    let bytes = text.as_bytes();
+    if unusual || bytes.contains(&b'\t') || bytes.contains(&b'\r') {
         return Err(Unsupported);
     }
     Ok(())

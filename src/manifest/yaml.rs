@@ -148,7 +148,8 @@ const PARALLEL_MIN_BYTES: usize = 1 << 20;
 /// (the full parser then reports the problem at the same place).
 fn parse_block_subset(text: &str) -> Option<Document> {
     block_scan::precheck(text).ok()?;
-    if text.len() >= PARALLEL_MIN_BYTES {
+    let two_cores = std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
+    if two_cores && text.len() >= PARALLEL_MIN_BYTES {
         if let Some(doc) =
             block_scan::entities_split(text, text.len() / 2).and_then(|s| parse_in_two(text, &s))
         {
