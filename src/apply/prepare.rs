@@ -66,6 +66,19 @@ pub fn prepare(
     build: &BuildFn<'_>,
 ) -> Result<Prepared, PrepareError> {
     let record = managed::read(store, ns)?;
+    prepare_with_record(store, ns, manifest, full, build, record)
+}
+
+/// [`prepare`] with the `#PROVISIONER` record already read (apply reads it
+/// first; on a large manifest it is a large item).
+pub fn prepare_with_record(
+    store: &dyn Store,
+    ns: &str,
+    manifest: &Manifest,
+    full: bool,
+    build: &BuildFn<'_>,
+    record: crate::apply::managed::ProvisionerRecord,
+) -> Result<Prepared, PrepareError> {
     let declared = compute_diff(manifest, &record.managed);
     let live = read_live(store, ns, &declared)?;
     let total = declared.len();

@@ -26,7 +26,7 @@ use crate::apply::fanout::{self, FanOutKind, LevelKind, Owed};
 use crate::apply::level::{Action, Level};
 use crate::apply::managed::{self, ManagedSet};
 use crate::apply::pending::{self, Share};
-use crate::apply::prepare::{prepare, BuildFn, PlannedChange};
+use crate::apply::prepare::{prepare_with_record, BuildFn, PlannedChange};
 use crate::apply::{counts, version, writes};
 use crate::manifest::Manifest;
 use crate::store::{AttrValue, Item, Key, Store};
@@ -114,7 +114,16 @@ pub fn apply(store: &dyn Store, req: &ApplyRequest<'_>) -> Result<Applied, Strin
 
     // A resumed full apply continues change-only instead of starting over.
     let full = req.full && !resumed;
-    let prepared = prepare(store, ns, req.manifest, full, req.build).map_err(|e| e.to_string())?;
+    let prepared = match prepare_with_record(store, ns, req.manifest, full, req.build, record) {
+        Ok(p) => p,
+        Err(e) => {
+            // Refused (or unreadable): hand what this apply took over back at once.
+            for o in &owed {
+                let _ = pending::expire(store, ns, o, req.token, req.now_ms);
+            }
+            return Err(e.to_string());
+        }
+    };
 
     // 4. Write ahead every fan-out the changes make necessary (one batch).
     let mut ahead = Vec::new();
