@@ -7,6 +7,11 @@
 //! and nesting depth are bounded, scalars keep their text and quoting style (so a
 //! YAML 1.1 `yes` or a quoted `'100'` can be explained), and `<<` merge keys work
 //! as they do in PyYAML, which the reference uses.
+//!
+//! Speed: the plain block YAML manifests are written in is scanned by
+//! `block_scan`, which emits saphyr's exact events several times faster, and
+//! a large manifest's `entities` are scanned and built on two threads
+//! (`parse_in_two`). Everything else, and every error, goes through saphyr.
 
 use saphyr_parser::{Event, Parser, ScalarStyle, ScanError, Span, Tag};
 
@@ -131,8 +136,8 @@ pub struct Document {
 /// Parse one YAML document. `Err` is a problem that stopped parsing.
 ///
 /// Plain block YAML, what manifests are made of, goes through the fast
-/// [`block_scan`] event source; anything else (and any error) through saphyr.
-/// Both feed the same [`Builder`], and the fast path emits exactly saphyr's
+/// `block_scan` event source; anything else (and any error) through saphyr.
+/// Both feed the same `Builder`, and the fast path emits exactly saphyr's
 /// events, so the result does not depend on which path ran.
 pub fn parse(text: &str) -> Result<Document, YamlProblem> {
     match parse_block_subset(text) {
