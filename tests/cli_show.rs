@@ -51,16 +51,7 @@ fn put_raw(store: &LocalStore, ns: &str, json: &str) {
 }
 
 fn limit(capacity: u64, refill: u64, period: u64) -> LimitSpec {
-    LimitSpec {
-        capacity,
-        refill_amount: refill,
-        refill_period: period,
-        schedule: vec![],
-        reset_schedule: vec![],
-        reset_after_seconds: None,
-        soft: false,
-        kind: Default::default(),
-    }
+    LimitSpec::bucket(capacity, refill, period)
 }
 
 /// Example 2 of manifest-cli.md §1.9 (the normalised levels).

@@ -10,7 +10,7 @@ mod interop_support;
 
 use std::collections::BTreeMap;
 
-use interop_support::{interop, Interop};
+use interop_support::interop;
 use serde_json::Value;
 
 const FIXTURE: &str = include_str!("../scripts/interop/manifests/fixture.yaml");
@@ -27,19 +27,6 @@ const PAIRS: &[&str] = &[
     "user-2/claude-3",
     "nobody/unknown",
 ];
-
-fn apply(it: &Interop, manifest: &std::path::Path) -> String {
-    it.ours_ok(&[
-        "limits",
-        "apply",
-        "-n",
-        &it.table,
-        "-f",
-        &manifest.to_string_lossy(),
-        "--endpoint-url",
-        &it.endpoint,
-    ])
-}
 
 /// Items keyed by (PK, SK) with the namespace id replaced by `{ns}`.
 fn keyed(items: &[Value], ns: &str) -> BTreeMap<(String, String), Value> {
@@ -75,7 +62,7 @@ fn apply_matches_the_reference_provisioner_and_resolution() {
     let manifest = ours.write_file("fixture.yaml", FIXTURE);
     let m = manifest.to_string_lossy();
     ours.create_table();
-    apply(&ours, &manifest);
+    ours.apply(&manifest);
 
     let (o, t) = (ours.table.as_str(), theirs.table.as_str());
     let mut resolve_o: Vec<&str> = vec!["resolve", o, "default"];
@@ -193,14 +180,14 @@ fn a_running_python_limiter_enforces_a_lowered_entity_limit_at_once() {
     );
     let lowered = it.write_file("lowered.yaml", &lowered_text);
     it.create_table();
-    apply(&it, &manifest);
+    it.apply(&manifest);
 
     let mut limiter = it.limiter("default");
     // The first acquire creates user-1's gpt-4 bucket with rpm 60.
     assert!(limiter.acquire("user-1", "gpt-4", "rpm", 5));
     assert!(limiter.acquire("user-1", "gpt-4", "rpm", 5));
 
-    let out = apply(&it, &lowered);
+    let out = it.apply(&lowered);
     assert!(out.contains("user-1/gpt-4"), "{out}");
     // The limiter's config cache (60 s) still holds rpm 60; the bucket does not.
     assert!(

@@ -11,7 +11,7 @@
 
 mod interop_support;
 
-use interop_support::{interop, Interop};
+use interop_support::interop;
 use serde_json::Value;
 use zae_limiter::manifest::model::LimitKind;
 
@@ -111,19 +111,6 @@ fn the_bucket_manifest_is_the_kinds_manifest_without_the_new_kinds() {
     assert_eq!(kinds, buckets);
 }
 
-fn apply(it: &Interop, manifest: &std::path::Path) -> String {
-    it.ours_ok(&[
-        "limits",
-        "apply",
-        "-n",
-        &it.table,
-        "-f",
-        &manifest.to_string_lossy(),
-        "--endpoint-url",
-        &it.endpoint,
-    ])
-}
-
 #[test]
 fn python_resolves_exactly_the_bucket_limits_of_our_items() {
     let Some(ours) = interop("kinds") else { return };
@@ -133,7 +120,7 @@ fn python_resolves_exactly_the_bucket_limits_of_our_items() {
     let kinds = ours.write_file("kinds.yaml", KINDS);
     let buckets = theirs.write_file("buckets.yaml", BUCKETS);
     ours.create_table();
-    apply(&ours, &kinds);
+    ours.apply(&kinds);
 
     let (o, t) = (ours.table.as_str(), theirs.table.as_str());
     let mut resolve_o: Vec<&str> = vec!["resolve", o, "default"];
@@ -198,7 +185,7 @@ fn buckets_get_bucket_limits_only_and_python_keeps_enforcing() {
     };
     let manifest = it.write_file("kinds.yaml", KINDS);
     it.create_table();
-    apply(&it, &manifest);
+    it.apply(&manifest);
 
     // A Python limiter creates user-1's gpt-4 bucket from our items.
     let mut limiter = it.limiter("default");
@@ -218,7 +205,7 @@ fn buckets_get_bucket_limits_only_and_python_keeps_enforcing() {
         "both replacements happened"
     );
     let lowered = it.write_file("lowered.yaml", &lowered_text);
-    apply(&it, &lowered);
+    it.apply(&lowered);
     let bucket = it
         .dump()
         .into_iter()

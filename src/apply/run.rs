@@ -633,19 +633,9 @@ mod tests {
             entities: Default::default(),
         };
         let mut level = LevelConfig::default();
-        level.limits.insert(
-            "rpm".into(),
-            LimitSpec {
-                capacity: 5,
-                refill_amount: 5,
-                refill_period: 60,
-                schedule: vec![],
-                reset_schedule: vec![],
-                reset_after_seconds: None,
-                soft: false,
-                kind: Default::default(),
-            },
-        );
+        level
+            .limits
+            .insert("rpm".into(), LimitSpec::bucket(5, 5, 60));
         m.resources.insert("r".into(), level.clone());
         m.entities
             .entry("u".into())

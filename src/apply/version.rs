@@ -190,16 +190,7 @@ mod tests {
     }
 
     fn limit() -> LimitSpec {
-        LimitSpec {
-            capacity: 10,
-            refill_amount: 10,
-            refill_period: 60,
-            schedule: vec![],
-            reset_schedule: vec![],
-            reset_after_seconds: None,
-            soft: false,
-            kind: Default::default(),
-        }
+        LimitSpec::bucket(10, 10, 60)
     }
 
     fn manifest(cascade: bool, session: bool, soft: bool) -> Manifest {

@@ -710,16 +710,7 @@ mod tests {
     use indexmap::IndexMap;
 
     fn limit(capacity: u64, refill: u64, period: u64) -> LimitSpec {
-        LimitSpec {
-            capacity,
-            refill_amount: refill,
-            refill_period: period,
-            schedule: vec![],
-            reset_schedule: vec![],
-            reset_after_seconds: None,
-            soft: false,
-            kind: Default::default(),
-        }
+        LimitSpec::bucket(capacity, refill, period)
     }
 
     fn sched(cron: &str, tz: &str, modifier: M) -> ScheduleEntry {

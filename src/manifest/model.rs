@@ -102,6 +102,21 @@ pub enum LimitKind {
 }
 
 impl LimitSpec {
+    /// A plain token bucket: no schedule, no reset, not soft. Callers that need
+    /// more set the fields after.
+    pub fn bucket(capacity: u64, refill_amount: u64, refill_period: u64) -> LimitSpec {
+        LimitSpec {
+            capacity,
+            refill_amount,
+            refill_period,
+            schedule: Vec::new(),
+            reset_schedule: Vec::new(),
+            reset_after_seconds: None,
+            soft: false,
+            kind: LimitKind::Bucket,
+        }
+    }
+
     /// A quota resets (calendar or session) instead of dripping.
     pub fn resets(&self) -> bool {
         !self.reset_schedule.is_empty() || self.reset_after_seconds.is_some()

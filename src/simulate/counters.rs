@@ -433,16 +433,7 @@ mod tests {
     use zae_limiter_engine::rolling::RollingWindow;
 
     fn spec(capacity: u64, refill: u64, period: u64) -> LimitSpec {
-        LimitSpec {
-            capacity,
-            refill_amount: refill,
-            refill_period: period,
-            schedule: vec![],
-            reset_schedule: vec![],
-            reset_after_seconds: None,
-            soft: false,
-            kind: LimitKind::Bucket,
-        }
+        LimitSpec::bucket(capacity, refill, period)
     }
 
     /// Check then commit or roll back, as the replay does for one limit.

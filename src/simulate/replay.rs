@@ -226,16 +226,7 @@ mod tests {
     use crate::manifest::model::{LimitKind, LimitSpec};
 
     fn bucket(capacity: u64, refill: u64, period: u64) -> LimitSpec {
-        LimitSpec {
-            capacity,
-            refill_amount: refill,
-            refill_period: period,
-            schedule: vec![],
-            reset_schedule: vec![],
-            reset_after_seconds: None,
-            soft: false,
-            kind: LimitKind::Bucket,
-        }
+        LimitSpec::bucket(capacity, refill, period)
     }
 
     fn slots(n: u64, ttl: u64) -> LimitSpec {

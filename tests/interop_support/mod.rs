@@ -100,6 +100,20 @@ impl Interop {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// `limits apply -f MANIFEST` on this table, which must succeed; returns stdout.
+    pub fn apply(&self, manifest: &Path) -> String {
+        self.ours_ok(&[
+            "limits",
+            "apply",
+            "-n",
+            &self.table,
+            "-f",
+            &manifest.to_string_lossy(),
+            "--endpoint-url",
+            &self.endpoint,
+        ])
+    }
+
     /// A Python command line with the same environment.
     pub fn python_cmd(&self, script: &str, args: &[&str]) -> Command {
         let mut cmd = Command::new(&self.python);
