@@ -397,15 +397,11 @@ impl DynamoStore {
     ) -> Result<Vec<HashMap<String, Av>>, ChunkError> {
         let mut found = vec![];
         let mut todo: Vec<HashMap<String, Av>> = keys.iter().map(key_to_wire).collect();
-        let mut round = 0;
+        let mut rounds = Rounds::default();
         while !todo.is_empty() {
-            if round >= MAX_ROUNDS {
+            if !rounds.next().await {
                 return Err(ChunkError::Exhausted(todo.len()));
             }
-            if round > 0 {
-                tokio::time::sleep(backoff(round)).await;
-            }
-            round += 1;
             let ka = KeysAndAttributes::builder()
                 .set_keys(Some(std::mem::take(&mut todo)))
                 .consistent_read(consistent)
@@ -486,6 +482,25 @@ fn wire_values(p: &Placeholders) -> Result<Option<HashMap<String, Av>>, StoreErr
         .map(|(ph, v)| Ok((ph, to_av(v)?)))
         .collect::<Result<HashMap<_, _>, StoreError>>()
         .map(Some)
+}
+
+/// The rounds of a batch call and the retries of its unprocessed part: the first
+/// goes at once, each later one after [`backoff`], at most [`MAX_ROUNDS`].
+#[derive(Default)]
+struct Rounds(u32);
+
+impl Rounds {
+    /// Waits for the next round; `false` once they are used up.
+    async fn next(&mut self) -> bool {
+        if self.0 >= MAX_ROUNDS {
+            return false;
+        }
+        if self.0 > 0 {
+            tokio::time::sleep(backoff(self.0)).await;
+        }
+        self.0 += 1;
+        true
+    }
 }
 
 /// Jittered exponential backoff for round `n` (1-based): up to 25 ms × 2^n, capped at 2 s.

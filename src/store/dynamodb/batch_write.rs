@@ -13,7 +13,7 @@ use aws_sdk_dynamodb::types::{DeleteRequest, PutRequest, WriteRequest};
 use aws_sdk_dynamodb::Client;
 
 use super::convert::{item_to_wire, key_to_wire};
-use super::{backoff, DynamoStore, CONCURRENCY, MAX_ROUNDS};
+use super::{DynamoStore, Rounds, CONCURRENCY, MAX_ROUNDS};
 use crate::store::{Key, StoreError, WriteOp};
 
 /// DynamoDB's limit of requests in one BatchWriteItem call.
@@ -143,15 +143,11 @@ async fn write_chunk(
     reqs: Vec<WriteRequest>,
 ) -> Result<(), ChunkError> {
     let mut todo = reqs;
-    let mut round = 0;
+    let mut rounds = Rounds::default();
     while !todo.is_empty() {
-        if round >= MAX_ROUNDS {
+        if !rounds.next().await {
             return Err(ChunkError::Exhausted(todo.len()));
         }
-        if round > 0 {
-            tokio::time::sleep(backoff(round)).await;
-        }
-        round += 1;
         let mut request: HashMap<String, Vec<WriteRequest>> = HashMap::new();
         request.insert(table.clone(), std::mem::take(&mut todo));
         let out = client
