@@ -23,7 +23,17 @@ fn run(args: &[&str]) -> (i32, String, String) {
 }
 
 fn simulate(entity: &str, trace: &Path, extra: &[&str]) -> (i32, String, String) {
-    let manifest = fixture("every-kind.yaml");
+    simulate_with(&fixture("every-kind.yaml"), entity, "gpt-4", trace, extra)
+}
+
+/// `limits simulate` of `manifest` for (entity, resource) over `trace`.
+fn simulate_with(
+    manifest: &Path,
+    entity: &str,
+    resource: &str,
+    trace: &Path,
+    extra: &[&str],
+) -> (i32, String, String) {
     let mut args = vec![
         "limits",
         "simulate",
@@ -32,7 +42,7 @@ fn simulate(entity: &str, trace: &Path, extra: &[&str]) -> (i32, String, String)
         "--entity",
         entity,
         "--resource",
-        "gpt-4",
+        resource,
         "--trace",
         trace.to_str().unwrap(),
     ];
@@ -314,18 +324,7 @@ fn bad_input_is_a_located_error_and_writes_nothing() {
         "namespace: default\nresources:\n  gpt-4:\n    limits:\n      rpm: {capacity: 5}\n",
     )
     .unwrap();
-    let (code, _, err) = run(&[
-        "limits",
-        "simulate",
-        "-f",
-        manifest.to_str().unwrap(),
-        "-e",
-        "u",
-        "-r",
-        "claude",
-        "--trace",
-        fixture("every-kind.csv").to_str().unwrap(),
-    ]);
+    let (code, _, err) = simulate_with(&manifest, "u", "claude", &fixture("every-kind.csv"), &[]);
     assert_eq!(code, 1);
     assert!(
         err.contains("no limits apply to entity 'u' on resource 'claude'"),
@@ -338,18 +337,7 @@ fn bad_input_is_a_located_error_and_writes_nothing() {
         "namespace: default\nresources:\n  gpt-4:\n    limits:\n      rpm: {capacity: -5}\n",
     )
     .unwrap();
-    let (code, _, err) = run(&[
-        "limits",
-        "simulate",
-        "-f",
-        manifest.to_str().unwrap(),
-        "-e",
-        "u",
-        "-r",
-        "gpt-4",
-        "--trace",
-        fixture("every-kind.csv").to_str().unwrap(),
-    ]);
+    let (code, _, err) = simulate_with(&manifest, "u", "gpt-4", &fixture("every-kind.csv"), &[]);
     assert_eq!(code, 1);
     assert!(err.contains("m.yaml:5:"), "{err}");
 }
@@ -500,20 +488,8 @@ fn the_shared_every_kind_manifest_simulates() {
     assert_eq!(code, 0, "{err}");
     let manifest =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/manifests/valid/every-kind.yaml");
-    let (code, out, err) = run(&[
-        "limits",
-        "simulate",
-        "-f",
-        manifest.to_str().unwrap(),
-        "-e",
-        "user-1",
-        "-r",
-        "gpt-4",
-        "--trace",
-        trace.to_str().unwrap(),
-        "--format",
-        "json",
-    ]);
+    let (code, out, err) =
+        simulate_with(&manifest, "user-1", "gpt-4", &trace, &["--format", "json"]);
     assert_eq!(code, 0, "{err}");
     let doc = json(&out);
     let kinds: Vec<&str> = doc["limits"]
