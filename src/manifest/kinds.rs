@@ -31,7 +31,7 @@ pub enum Declared {
 }
 
 /// Bucket keys a rolling window refuses, with why.
-const NOT_ON_ROLLING: [(&str, &str); 6] = [
+pub(crate) const NOT_ON_ROLLING: [(&str, &str); 6] = [
     ("burst", "a rolling window's amount is `capacity`"),
     (
         "refill_amount",
@@ -56,7 +56,7 @@ const NOT_ON_ROLLING: [(&str, &str); 6] = [
 ];
 
 /// Keys a concurrency limit refuses, with why.
-const NOT_ON_CONCURRENCY: [(&str, &str); 9] = [
+pub(crate) const NOT_ON_CONCURRENCY: [(&str, &str); 9] = [
     (
         "capacity",
         "its amount is `concurrency`, the number of slots",

@@ -45,31 +45,10 @@ fn seconds(description: &str) -> Value {
 /// The windows that can roll.
 const ROLLING_WINDOWS: [&str; 3] = ["minute", "hour", "day"];
 
-/// Bucket keys a rolling window refuses.
-const NOT_ON_ROLLING: [&str; 6] = [
-    "burst",
-    "refill_amount",
-    "refill_period",
-    "schedule",
-    "reset_schedule",
-    "reset_after_seconds",
-];
-
-/// Keys a concurrency limit refuses.
-const NOT_ON_CONCURRENCY: [&str; 9] = [
-    "capacity",
-    "burst",
-    "refill_amount",
-    "refill_period",
-    "schedule",
-    "reset_schedule",
-    "reset_after_seconds",
-    "window",
-    "rolling",
-];
-
-fn none_of(keys: &[&str]) -> Value {
-    let any: Vec<Value> = keys.iter().map(|k| json!({"required": [k]})).collect();
+/// The schema's side of a refusal list in `kinds` (key, why): the keys only, so
+/// the schema refuses exactly what the loader refuses.
+fn none_of(keys: &[(&str, &str)]) -> Value {
+    let any: Vec<Value> = keys.iter().map(|(k, _)| json!({"required": [k]})).collect();
     json!({"not": {"anyOf": any}})
 }
 
@@ -78,14 +57,14 @@ fn kind_rules() -> Value {
     let rolling = json!({"required": ["rolling"], "properties": {"rolling": {"const": true}}});
     json!([
         // A concurrency limit: no key that counts use.
-        {"if": {"required": ["concurrency"]}, "then": none_of(&NOT_ON_CONCURRENCY)},
+        {"if": {"required": ["concurrency"]}, "then": none_of(&super::kinds::NOT_ON_CONCURRENCY)},
         // Anything else needs `capacity` and has no hold TTL.
         {
             "if": {"not": {"required": ["concurrency"]}},
             "then": {"required": ["capacity"], "not": {"required": ["hold_ttl_seconds"]}},
         },
         // `rolling: true` needs a window and refuses refill, schedules and resets.
-        {"if": rolling.clone(), "then": {"required": ["window"], "allOf": [none_of(&NOT_ON_ROLLING)]}},
+        {"if": rolling.clone(), "then": {"required": ["window"], "allOf": [none_of(&super::kinds::NOT_ON_ROLLING)]}},
         // A window is only for a rolling window.
         {"if": {"required": ["window"]}, "then": rolling},
     ])
