@@ -21,6 +21,7 @@
 pub mod config;
 pub mod keys;
 pub mod namespace;
+pub mod source;
 pub mod version;
 
 #[cfg(test)]

@@ -13,25 +13,9 @@ use indexmap::IndexMap;
 use crate::manifest::model::{Disabled, LevelConfig, LimitSpec, Manifest};
 use crate::manifest::names::DEFAULT_RESOURCE;
 
-/// Where the limits came from, in the reference's words.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
-    Entity,
-    EntityDefault,
-    Resource,
-    System,
-}
+pub use crate::items::source::Source;
 
 impl Source {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Source::Entity => "entity",
-            Source::EntityDefault => "entity_default",
-            Source::Resource => "resource",
-            Source::System => "system",
-        }
-    }
-
     /// Where in the manifest that level is written, for messages.
     pub fn manifest_path(self, entity: &str, resource: &str) -> String {
         match self {

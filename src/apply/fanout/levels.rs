@@ -31,21 +31,7 @@ pub struct LevelConfig {
     pub cascade: Option<bool>,
 }
 
-/// Where a bucket's limits resolve from (dynamodb.md §10).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
-    Entity,
-    EntityDefault,
-    Resource,
-    System,
-}
-
-impl Source {
-    /// Entity-level limits keep buckets alive; defaults give them a TTL.
-    pub fn is_entity(self) -> bool {
-        matches!(self, Source::Entity | Source::EntityDefault)
-    }
-}
+pub use crate::items::source::Source;
 
 /// Reads a config item. Like the reference, a limit under both prefixes or a
 /// `w_` limit without `rsa` makes the whole item unreadable.
