@@ -11,6 +11,8 @@ Usage (from the repository root):
 Without ZAEL_TEST_DYNAMODB_ENDPOINT it starts its own moto_server (and stops it).
 Levels = 1 system + 10 resources + 2 per entity. Steps, each on a fresh table
 per side: first apply, no-op plan, apply after changing 10% of the entity levels.
+Ours also runs the no-op plan and a 10% apply (changing those levels back) with
+--no-refresh, which reads only the levels the manifest changes.
 Our request counts come from the binary (ZAEL_REQUEST_STATS=1), the
 reference's from a counter on botocore's HTTP send.
 """
@@ -135,7 +137,10 @@ def main():
         subprocess.run([a.bin, "table", "create", "-n", t_ours, "--endpoint-url", endpoint], check=True, capture_output=True)
         rows.append(("ours", "apply (first)") + ours(a.bin, endpoint, ["limits", "apply", "-q", "-n", t_ours, "-f", first]))
         rows.append(("ours", "plan (no-op)") + ours(a.bin, endpoint, ["limits", "plan", "-q", "-n", t_ours, "-f", first]))
+        rows.append(("ours", "plan --no-refresh") + ours(a.bin, endpoint, ["limits", "plan", "-q", "--no-refresh", "-n", t_ours, "-f", first]))
         rows.append(("ours", f"apply ({changed} changed)") + ours(a.bin, endpoint, ["limits", "apply", "-q", "-n", t_ours, "-f", second]))
+        # Back to the first manifest: the same number of levels change.
+        rows.append(("ours", f"apply --no-refresh ({changed})") + ours(a.bin, endpoint, ["limits", "apply", "-q", "--no-refresh", "-n", t_ours, "-f", first]))
 
         if not a.skip_reference:
             counter = Counter()
@@ -147,9 +152,9 @@ def main():
             rows.append(("reference", "plan (no-op)") + reference(counter, t_ref, ns_id, "plan", m1))
             rows.append(("reference", f"apply ({changed} changed)") + reference(counter, t_ref, ns_id, "apply", m2))
 
-        print(f"{'side':<10} {'step':<22} {'seconds':>9} {'requests':>9}  result")
+        print(f"{'side':<10} {'step':<28} {'seconds':>9} {'requests':>9}  result")
         for side, step, secs, reqs, summary in rows:
-            print(f"{side:<10} {step:<22} {secs:>9.2f} {reqs if reqs is not None else '?':>9}  {json.dumps(summary)}")
+            print(f"{side:<10} {step:<28} {secs:>9.2f} {reqs if reqs is not None else '?':>9}  {json.dumps(summary)}")
     finally:
         if moto_pid:
             os.kill(moto_pid, 15)

@@ -338,9 +338,13 @@ fn pending_fanout_transcript_replays_on_the_local_store() {
 }
 
 /// The dump without what legitimately differs between two runs of the same apply.
+/// The dump without what differs between two equal applies: the record's
+/// timestamp, and the digests' generation (the apply's token) and stamp.
 fn comparable(mut d: BTreeMap<Key, Item>) -> BTreeMap<Key, Item> {
     for item in d.values_mut() {
-        item.remove("last_applied");
+        for volatile in ["last_applied", "generation", "provisioner"] {
+            item.remove(volatile);
+        }
     }
     d
 }
@@ -417,26 +421,133 @@ fn a_kill_after_any_write_is_repaired_by_the_next_apply() {
             text(&out.stderr)
         );
         crashes += 1;
-        // The next apply runs after the dead apply's leases ran out.
-        let repair = env.run(
-            &["limits", "apply", "-f", "crash-b.yaml"],
-            &[("ZAEL_TEST_CLOCK_OFFSET_MS", "2000000")],
-        );
-        assert_eq!(
-            repair.status.code(),
-            Some(0),
-            "write {n}: repair failed\n{}{}",
-            text(&repair.stdout),
-            text(&repair.stderr)
-        );
-        let got = comparable(env.dump(&ns));
-        assert_eq!(got, want, "after a kill at write {n}");
-        for k in [keys::resource_config_key(&ns, "legacy"), key.clone()] {
-            assert_eq!(got.get(&k), before.get(&k), "unmanaged {k:?} touched");
+        // The next apply runs after the dead apply's leases ran out. With
+        // --no-refresh it must end the same, whether it finishes the manifest or
+        // goes back to the previous one (where digests the dead apply left would
+        // lie about the levels it wrote).
+        let copy = |tag: &str| {
+            let e = Env::new(&format!("crash-{n}-{tag}"));
+            copy_store(&env, &e);
+            e
+        };
+        let (trusting, back, back_trusting) = (copy("nr"), copy("back"), copy("back-nr"));
+        let repair = |env: &Env, manifest: &str, flags: &[&str]| {
+            let mut args = vec!["limits", "apply", "-f", manifest];
+            args.extend(flags);
+            let out = env.run(&args, &[("ZAEL_TEST_CLOCK_OFFSET_MS", "2000000")]);
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "write {n}: apply {manifest} {flags:?} failed\n{}{}",
+                text(&out.stdout),
+                text(&out.stderr)
+            );
+            comparable(env.dump(&ns))
+        };
+        for (env, flags) in [(&env, &[][..]), (&trusting, &["--no-refresh"][..])] {
+            let got = repair(env, "crash-b.yaml", flags);
+            assert_eq!(
+                got, want,
+                "after a kill at write {n}, repaired with {flags:?}"
+            );
+            for k in [keys::resource_config_key(&ns, "legacy"), key.clone()] {
+                assert_eq!(got.get(&k), before.get(&k), "unmanaged {k:?} touched");
+            }
         }
+        assert_eq!(
+            repair(&back_trusting, "crash-a.yaml", &["--no-refresh"]),
+            repair(&back, "crash-a.yaml", &[]),
+            "after a kill at write {n}, going back to crash-a with --no-refresh"
+        );
     }
     // Gate, write-ahead, batched puts, each delete, releases, record: at least 5.
     assert!(crashes >= 5, "only {crashes} write points exercised");
+}
+
+/// `--no-refresh` reads only what the manifest changes: drift made behind the
+/// manifest's back is found by a normal plan only, and when the recorded digests
+/// cannot be trusted every level is read and a warning says why.
+#[test]
+fn no_refresh_trusts_the_last_apply_and_says_when_it_cannot() {
+    let env = Env::new("no-refresh");
+    let out = env.run(&["limits", "apply", "-f", "m1.yaml"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let ns = env.ns_id("default");
+    put_resource(&env.store(), &ns, "gpt-4", 7);
+
+    let plan = |flags: &[&str]| {
+        let mut args = vec!["limits", "plan", "-q", "-f", "m1.yaml"];
+        args.extend(flags);
+        let out = env.run(&args, &[]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        (text(&out.stdout), text(&out.stderr))
+    };
+    assert_eq!(plan(&[]).0, "Plan: 1 change(s) (3 unchanged)\n");
+    assert_eq!(
+        plan(&["--no-refresh"]),
+        (
+            "No changes. Infrastructure is up-to-date.\n".into(),
+            String::new()
+        )
+    );
+    // A manifest change is seen (and read) with --no-refresh.
+    let out = env.run(&["limits", "plan", "-f", "m2.yaml", "--no-refresh"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).starts_with("Plan: "),
+        "{}",
+        text(&out.stdout)
+    );
+
+    // Another provisioner's record: digests not trusted, the drift is found.
+    let s = env.store();
+    let rec_key = keys::provisioner_key(&ns);
+    let mut rec = s.get(&rec_key, true).unwrap().unwrap();
+    rec.insert(
+        "last_applied".into(),
+        AttrValue::s("2030-01-01T00:00:00+00:00"),
+    );
+    s.write(WriteOp::Put {
+        item: rec,
+        condition: None,
+    })
+    .unwrap();
+    let (stdout, stderr) = plan(&["--no-refresh"]);
+    assert_eq!(stdout, "Plan: 1 change(s) (3 unchanged)\n");
+    assert_eq!(
+        stderr,
+        "Warning: --no-refresh: the #PROVISIONER record was written by another apply since the digests were recorded; every declared level was read\n"
+    );
+    // An apply (even with --no-refresh) repairs it and records fresh digests.
+    let out = env.run(
+        &["limits", "apply", "-q", "-f", "m1.yaml", "--no-refresh"],
+        &[],
+    );
+    assert_eq!(
+        text(&out.stdout),
+        "Applied: 0 created, 1 updated, 0 deleted (3 unchanged).\n"
+    );
+    assert_eq!(
+        plan(&["--no-refresh"]),
+        (
+            "No changes. Infrastructure is up-to-date.\n".into(),
+            String::new()
+        )
+    );
+
+    // diff has no --no-refresh (its job is the full read); --full excludes it.
+    let out = env.run(&["limits", "diff", "-f", "m1.yaml", "--no-refresh"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = env.run(
+        &["limits", "apply", "-f", "m1.yaml", "--no-refresh", "--full"],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("cannot be used with"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]

@@ -23,6 +23,9 @@ pub struct ProvisionerRecord {
     pub managed: ManagedSet,
     /// Legacy owed cascade fan-outs as (level, target); retried, then dropped at the next write.
     pub cascade_pending: Vec<(String, String)>,
+    /// `applied_hash` and `last_applied` ([`crate::apply::digests::stamp`]):
+    /// which apply wrote the record. `None` when there is no record.
+    pub stamp: Option<String>,
 }
 
 /// The key of the `#PROVISIONER` record of namespace `ns`.
@@ -109,7 +112,9 @@ fn string_list(v: &AttrValue) -> Option<BTreeSet<String>> {
 /// nothing is managed.
 pub fn read(store: &dyn Store, ns: &str) -> Result<ProvisionerRecord, StoreError> {
     let key = record_key(ns);
-    let Some(item) = store.get(&key, false)? else {
+    // Consistent (the reference reads it eventually consistent): `--no-refresh`
+    // trusts digests only for the record they were written with.
+    let Some(item) = store.get(&key, true)? else {
         return Ok(ProvisionerRecord::default());
     };
     let corrupt = |reason: String| StoreError::Corrupt {
@@ -130,9 +135,14 @@ pub fn read(store: &dyn Store, ns: &str) -> Result<ProvisionerRecord, StoreError
             }
         }
     }
+    let text = |name: &str| item.get(name).and_then(AttrValue::as_s).unwrap_or_default();
     Ok(ProvisionerRecord {
         managed,
         cascade_pending,
+        stamp: Some(crate::apply::digests::stamp(
+            text("applied_hash"),
+            text("last_applied"),
+        )),
     })
 }
 

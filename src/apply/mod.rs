@@ -4,6 +4,7 @@
 pub mod counts;
 pub mod detail;
 pub mod diff;
+pub mod digests;
 pub mod fanout;
 pub mod fault;
 pub mod kinds;

@@ -143,11 +143,11 @@ pub fn text(r: &Report<'_>, quiet: bool) -> Rendered {
     let mut out = String::new();
     let mut err = String::new();
     let n = r.changes.len();
+    for w in &r.warnings {
+        err.push_str(&format!("Warning: {w}\n"));
+    }
     match r.command {
         Command::Plan => {
-            for w in &r.warnings {
-                err.push_str(&format!("Warning: {w}\n"));
-            }
             if n == 0 {
                 if r.pending > 0 {
                     out.push_str(&retried_line(r.pending));

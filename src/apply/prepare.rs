@@ -4,6 +4,7 @@
 
 use crate::apply::detail::{details, Detail};
 use crate::apply::diff::{compute_diff, read_live, same_content};
+use crate::apply::digests::{self, Digest, Recorded, Untrusted};
 use crate::apply::kinds::{self, KindChanges};
 use crate::apply::level::{Action, Change, Level};
 use crate::apply::managed::{self, ProvisionerRecord};
@@ -15,12 +16,15 @@ use crate::store::{Item, Store, StoreError};
 /// change is kept and fails at apply with that message.
 pub type BuildFn<'a> = dyn Fn(&Level) -> Result<Item, String> + 'a;
 
+/// The item a change would write: `None` for a delete, `Err` when it cannot be built.
+type Desired = Option<Result<Item, String>>;
+
 /// One change that survives `drop_unchanged`.
 #[derive(Debug, Clone)]
 pub struct PlannedChange {
     pub change: Change,
     /// The item to write; `None` for a delete.
-    pub desired: Option<Result<Item, String>>,
+    pub desired: Desired,
     /// The live item read before any write (`None` = absent).
     pub live: Option<Item>,
     pub details: Vec<Detail>,
@@ -33,6 +37,10 @@ pub struct Prepared {
     pub changes: Vec<PlannedChange>,
     /// Declared changes dropped because the live item already matches.
     pub unchanged: usize,
+    /// The digests of those unchanged levels (apply records them again).
+    pub unchanged_digests: Vec<Digest>,
+    /// `--no-refresh` could not use the recorded digests, so every level was read.
+    pub fallback: Option<Untrusted>,
 }
 
 /// Why there is no plan: the store failed, or the manifest changes a limit's
@@ -55,6 +63,16 @@ impl From<PrepareError> for crate::cli::CliError {
     }
 }
 
+/// How plan and apply learn what the levels hold now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refresh {
+    /// Read every declared level (the reference's behaviour).
+    All,
+    /// `--no-refresh`: take a level whose desired content matches a digest the
+    /// last apply recorded as unchanged, without reading it ([`digests`]).
+    Trust,
+}
+
 /// Reads the managed set and the live items (one batched read) and keeps the
 /// changes that matter. With `full`, nothing is dropped. A limit that would
 /// change to or from a concurrency limit refuses the whole plan.
@@ -64,13 +82,19 @@ pub fn prepare(
     manifest: &Manifest,
     full: bool,
     build: &BuildFn<'_>,
+    refresh: Refresh,
 ) -> Result<Prepared, PrepareError> {
     let record = managed::read(store, ns)?;
-    prepare_with_record(store, ns, manifest, full, build, record)
+    let recorded = match refresh {
+        Refresh::All => None,
+        Refresh::Trust => Some(digests::read(store, ns, record.stamp.as_deref())?),
+    };
+    prepare_with_record(store, ns, manifest, full, build, record, recorded.as_ref())
 }
 
 /// [`prepare`] with the `#PROVISIONER` record already read (apply reads it
-/// first; on a large manifest it is a large item).
+/// first; on a large manifest it is a large item) and, for `--no-refresh`, the
+/// recorded digests.
 pub fn prepare_with_record(
     store: &dyn Store,
     ns: &str,
@@ -78,23 +102,54 @@ pub fn prepare_with_record(
     full: bool,
     build: &BuildFn<'_>,
     record: crate::apply::managed::ProvisionerRecord,
+    recorded: Option<&Recorded>,
 ) -> Result<Prepared, PrepareError> {
     let declared = compute_diff(manifest, &record.managed);
-    let live = read_live(store, ns, &declared)?;
+    let fallback = recorded.and_then(|r| r.digests.as_ref().err().cloned());
+    let trusted = recorded.and_then(|r| r.digests.as_ref().ok());
     let total = declared.len();
+    // The item each change would write, and its digest when it has one.
+    let desired: Vec<(Desired, Option<Digest>)> = declared
+        .iter()
+        .map(|change| match change.action {
+            Action::Delete => (None, None),
+            Action::Create | Action::Update => {
+                let item = build(&change.level);
+                let d = item
+                    .as_ref()
+                    .ok()
+                    .map(|i| digests::digest(&change.level.key(ns), i));
+                (Some(item), d)
+            }
+        })
+        .collect();
+    // `--no-refresh`: a level whose digest was recorded is not read.
+    let known = |d: &Option<Digest>| {
+        !full && matches!((trusted, d), (Some(set), Some(d)) if set.contains(d))
+    };
+    let to_read: Vec<Change> = declared
+        .iter()
+        .zip(&desired)
+        .filter(|(_, (_, d))| !known(d))
+        .map(|(c, _)| c.clone())
+        .collect();
+    let mut read = read_live(store, ns, &to_read)?.into_iter();
     let mut changes = Vec::new();
     let mut kind_changes = Vec::new();
-    for (change, live) in declared.into_iter().zip(live) {
-        let desired = match change.action {
-            Action::Delete => None,
-            Action::Create | Action::Update => Some(build(&change.level)),
-        };
+    let mut unchanged_digests = Vec::new();
+    for (change, (desired, digest)) in declared.into_iter().zip(desired) {
+        if known(&digest) {
+            unchanged_digests.extend(digest);
+            continue;
+        }
+        let live = read.next().flatten();
         if let Some(Ok(item)) = &desired {
             kind_changes.extend(kinds::check(&change.level, live.as_ref(), Some(item)));
         }
         let unchanged =
             !full && matches!((&desired, &live), (Some(Ok(d)), Some(l)) if same_content(d, l));
         if unchanged {
+            unchanged_digests.extend(digest);
             continue;
         }
         let new_item = match &desired {
@@ -126,5 +181,7 @@ pub fn prepare_with_record(
         record,
         changes,
         unchanged,
+        unchanged_digests,
+        fallback,
     })
 }

@@ -22,11 +22,12 @@
 
 use std::collections::{BTreeSet, HashMap};
 
+use crate::apply::digests::{self, Untrusted};
 use crate::apply::fanout::{self, FanOutKind, LevelKind, Owed};
 use crate::apply::level::{Action, Level};
 use crate::apply::managed::{self, ManagedSet};
 use crate::apply::pending::{self, Share};
-use crate::apply::prepare::{prepare_with_record, BuildFn, PlannedChange};
+use crate::apply::prepare::{prepare_with_record, BuildFn, PlannedChange, Refresh};
 use crate::apply::{counts, version, writes};
 use crate::manifest::Manifest;
 use crate::store::{AttrValue, Item, Key, Store};
@@ -49,6 +50,10 @@ pub struct Applied {
     /// Pending fan-out items left after the apply.
     pub pending: usize,
     pub errors: Vec<String>,
+    /// Problems that do not make the apply fail (recording the level digests).
+    pub warnings: Vec<String>,
+    /// `--no-refresh` could not use the recorded digests, so every level was read.
+    pub fallback: Option<Untrusted>,
 }
 
 pub struct ApplyRequest<'a> {
@@ -61,6 +66,8 @@ pub struct ApplyRequest<'a> {
     /// `sha256:…` of the normalised manifest (informational, stored in the record).
     pub applied_hash: &'a str,
     pub build: &'a BuildFn<'a>,
+    /// `--no-refresh`: trust the digests the last apply recorded.
+    pub refresh: Refresh,
 }
 
 /// Runs one apply. `Err` means nothing was written to any config item (a refused
@@ -114,16 +121,23 @@ pub fn apply(store: &dyn Store, req: &ApplyRequest<'_>) -> Result<Applied, Strin
 
     // A resumed full apply continues change-only instead of starting over.
     let full = req.full && !resumed;
-    let prepared = match prepare_with_record(store, ns, req.manifest, full, req.build, record) {
-        Ok(p) => p,
-        Err(e) => {
-            // Refused (or unreadable): hand what this apply took over back at once.
-            for o in &owed {
-                let _ = pending::expire(store, ns, o, req.token, req.now_ms);
-            }
-            return Err(e.to_string());
+    // Refused (or unreadable): hand what this apply took over back at once.
+    let abandon = |owed: &BTreeSet<Owed>, e: String| -> Result<Applied, String> {
+        for o in owed {
+            let _ = pending::expire(store, ns, o, req.token, req.now_ms);
         }
+        Err(e)
     };
+    let recorded = match digests::read(store, ns, record.stamp.as_deref()) {
+        Ok(r) => r,
+        Err(e) => return abandon(&owed, e.to_string()),
+    };
+    let trust = (req.refresh == Refresh::Trust).then_some(&recorded);
+    let prepared =
+        match prepare_with_record(store, ns, req.manifest, full, req.build, record, trust) {
+            Ok(p) => p,
+            Err(e) => return abandon(&owed, e.to_string()),
+        };
 
     // 4. Write ahead every fan-out the changes make necessary (one batch).
     let mut ahead = Vec::new();
@@ -161,6 +175,8 @@ pub fn apply(store: &dyn Store, req: &ApplyRequest<'_>) -> Result<Applied, Strin
         resumed,
         pending: 0,
         errors: Vec::new(),
+        warnings: Vec::new(),
+        fallback: prepared.fallback.clone(),
     };
     if let Err(e) = recovered {
         out.errors.push(format!(
@@ -195,7 +211,14 @@ pub fn apply(store: &dyn Store, req: &ApplyRequest<'_>) -> Result<Applied, Strin
         writes_of.push(w);
         outcome.push(None);
     }
+    // The recorded digests stop being true with the first config write.
+    if !writes_of.is_empty() {
+        if let Err(e) = digests::invalidate(store, ns) {
+            return abandon(&owed, format!("clearing the recorded level digests: {e}"));
+        }
+    }
     let written = writes::write_levels(store, ns, req.token, lease, &writes_of);
+    let mut recorded_now = prepared.unchanged_digests.clone();
     let mut results = written.results.into_iter();
     // What this apply just wrote: the fan-outs' first "before" image.
     let mut wrote: HashMap<Key, Option<Item>> = HashMap::new();
@@ -213,6 +236,9 @@ pub fn apply(store: &dyn Store, req: &ApplyRequest<'_>) -> Result<Applied, Strin
                     Some(Ok(item)) if pc.change.action != Action::Delete => Some(item.clone()),
                     _ => None,
                 };
+                if let Some(item) = &item {
+                    recorded_now.push(digests::digest(&pc.change.level.key(ns), item));
+                }
                 wrote.insert(pc.change.level.key(ns), item);
             }
             Err(e) => out.errors.push(format!("{}: {e}", pc.change)),
@@ -303,18 +329,31 @@ pub fn apply(store: &dyn Store, req: &ApplyRequest<'_>) -> Result<Applied, Strin
     }
 
     // 10. The record: managed = what the manifest declares, even for failed writes.
+    let last_applied = managed::iso_timestamp(req.now_ms);
     let item = managed::record_item(
         ns,
         &ManagedSet::from_manifest(req.manifest),
-        &managed::iso_timestamp(req.now_ms),
+        &last_applied,
         req.applied_hash,
     );
-    if let Err(e) = store.write(crate::store::WriteOp::Put {
+    match store.write(crate::store::WriteOp::Put {
         item,
         condition: None,
     }) {
-        out.errors
-            .push(format!("writing the #PROVISIONER record: {e}"));
+        Err(e) => out
+            .errors
+            .push(format!("writing the #PROVISIONER record: {e}")),
+        // 10b. The digests of what the levels now hold, for `--no-refresh`.
+        Ok(_) => {
+            let stamp = digests::stamp(req.applied_hash, &last_applied);
+            if let Err(e) =
+                digests::write(store, ns, req.token, &stamp, &recorded_now, &recorded.keys)
+            {
+                out.warnings.push(format!(
+                    "recording the level digests: {e} (the next --no-refresh run reads every level)"
+                ));
+            }
+        }
     }
 
     // 11. What is still owed.
@@ -659,6 +698,7 @@ mod tests {
             token,
             applied_hash: "sha256:test",
             build: &build,
+            refresh: Refresh::All,
         };
         apply(s, &req).unwrap()
     }
@@ -764,5 +804,109 @@ mod tests {
         );
         let p = pending::list(&s, "ns").unwrap().remove(0);
         assert!(p.claimable(NOW), "expired for the next apply");
+    }
+
+    /// Applies (or, with `dry`, only prepares) manifest() with `l_rpm_cp` taken
+    /// from `caps` (5 for a level not listed).
+    fn run_caps(s: &MemStore, caps: &[(&Level, i64)], refresh: Refresh, token: &str) -> Applied {
+        let m = manifest();
+        let build = |level: &Level| {
+            let cap = caps
+                .iter()
+                .find(|(l, _)| *l == level)
+                .map_or(5, |(_, c)| *c);
+            Ok(item(level, &[("l_rpm_cp", AttrValue::n(cap))]))
+        };
+        let req = ApplyRequest {
+            ns: "ns",
+            manifest: &m,
+            full: false,
+            now_ms: NOW,
+            token,
+            applied_hash: "sha256:test",
+            build: &build,
+            refresh,
+        };
+        apply(s, &req).unwrap()
+    }
+
+    fn plan_caps(
+        s: &MemStore,
+        caps: &[(&Level, i64)],
+        refresh: Refresh,
+    ) -> crate::apply::prepare::Prepared {
+        let build = |level: &Level| {
+            let cap = caps
+                .iter()
+                .find(|(l, _)| *l == level)
+                .map_or(5, |(_, c)| *c);
+            Ok(item(level, &[("l_rpm_cp", AttrValue::n(cap))]))
+        };
+        crate::apply::prepare::prepare(s, "ns", &manifest(), false, &build, refresh).unwrap()
+    }
+
+    #[test]
+    fn no_refresh_skips_levels_the_last_apply_recorded_and_reads_the_rest() {
+        let s = MemStore::new();
+        let entity = Level::Entity("u".into(), "r".into());
+        let resource = Level::Resource("r".into());
+        run_caps(&s, &[], Refresh::All, "t1");
+        // A change behind the manifest's back: a normal plan sees it, a
+        // --no-refresh plan (which does not read the level) does not.
+        s.put(item(&entity, &[("l_rpm_cp", AttrValue::n(9))]));
+        let refreshed = plan_caps(&s, &[], Refresh::All);
+        assert_eq!(refreshed.changes.len(), 1);
+        let trusted = plan_caps(&s, &[], Refresh::Trust);
+        assert_eq!(
+            (trusted.changes.len(), trusted.unchanged, trusted.fallback),
+            (0, 2, None)
+        );
+        // A level the manifest changes is read, so its detail shows the live value.
+        let p = plan_caps(&s, &[(&entity, 7)], Refresh::Trust);
+        assert_eq!(p.changes.len(), 1);
+        assert_eq!(
+            p.changes[0].live.as_ref().and_then(|i| i.get("l_rpm_cp")),
+            Some(&AttrValue::n(9))
+        );
+        // An apply with --no-refresh writes it and records it.
+        let done = run_caps(&s, &[(&entity, 7), (&resource, 6)], Refresh::Trust, "t2");
+        assert_eq!((done.updated, done.unchanged, done.errors.len()), (2, 0, 0));
+        let p = plan_caps(&s, &[(&entity, 7), (&resource, 6)], Refresh::Trust);
+        assert_eq!((p.changes.len(), p.unchanged, p.fallback), (0, 2, None));
+        // Going back to the old content is a change again (its digest was replaced).
+        let p = plan_caps(&s, &[], Refresh::Trust);
+        assert_eq!(p.changes.len(), 2);
+    }
+
+    #[test]
+    fn no_refresh_reads_everything_after_an_unfinished_or_foreign_apply() {
+        let s = MemStore::new();
+        let entity = Level::Entity("u".into(), "r".into());
+        run_caps(&s, &[], Refresh::All, "t1");
+        // Another provisioner rewrote the record (new timestamp): digests unusable.
+        let key = managed::record_key("ns");
+        let mut rec = s.item(&key.pk, &key.sk).unwrap();
+        rec.insert(
+            "last_applied".into(),
+            AttrValue::s("2030-01-01T00:00:00.000000+00:00"),
+        );
+        s.put(rec);
+        s.put(item(&entity, &[("l_rpm_cp", AttrValue::n(9))]));
+        let p = plan_caps(&s, &[], Refresh::Trust);
+        assert_eq!(p.fallback, Some(Untrusted::OtherApply));
+        assert_eq!(p.changes.len(), 1, "the drift is found by the full read");
+        // The apply that fixes it records fresh digests.
+        let done = run_caps(&s, &[], Refresh::Trust, "t2");
+        assert_eq!(
+            (done.updated, done.fallback),
+            (1, Some(Untrusted::OtherApply))
+        );
+        assert_eq!(plan_caps(&s, &[], Refresh::Trust).fallback, None);
+        // An apply that died after clearing the digests leaves none to trust.
+        digests::invalidate(&s, "ns").unwrap();
+        assert_eq!(
+            plan_caps(&s, &[], Refresh::Trust).fallback,
+            Some(Untrusted::Missing)
+        );
     }
 }

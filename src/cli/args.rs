@@ -148,9 +148,10 @@ Exit status: 0 valid, 1 invalid, 2 usage error.")]
 Examples:
   zae-limiter limits plan --local -n demo -f limits.yaml
   zae-limiter limits plan -n mystack -f limits.yaml --detailed-exitcode   # 0 none, 2 changes
+  zae-limiter limits plan -n mystack -f limits.yaml --no-refresh   # read only what changes
 
 Exit status: 0 ok (with --detailed-exitcode: 0 no changes, 2 changes), 1 error.")]
-    Plan(PlanArgs),
+    Plan(PlanCmdArgs),
     /// Show where the stored limits drift from the manifest
     #[command(after_help = "\
 Examples:
@@ -164,6 +165,7 @@ Exit status: 0 ok (drift is reported, not an error; use --detailed-exitcode for 
 Examples:
   zae-limiter limits apply --local -n demo -f limits.yaml
   zae-limiter limits apply -n mystack -f limits.yaml --full     # rewrite every declared level
+  zae-limiter limits apply -n mystack -f limits.yaml --no-refresh   # read only what changes
 
 Exit status: 0 applied, 1 invalid manifest or errors during the apply.")]
     Apply(ApplyArgs),
@@ -341,12 +343,38 @@ pub struct PlanArgs {
     pub store: StoreArgs,
 }
 
+/// `--no-refresh`, for plan and apply (not diff, whose job is the full read).
+#[derive(Debug, Args)]
+pub struct RefreshArg {
+    /// Skip reading levels the manifest does not change (trust the last apply)
+    ///
+    /// A level whose declared content matches what the last `limits apply`
+    /// recorded is taken as unchanged without reading it, so the cost grows with
+    /// the levels the manifest changes, not with its size. Changes made outside
+    /// `limits apply` since then (Python's set_limits, the console) are not
+    /// noticed; run without this flag to find and undo them. When the last apply
+    /// did not finish, or another provisioner applied since, every level is read
+    /// and a warning says why.
+    #[arg(long)]
+    pub no_refresh: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct PlanCmdArgs {
+    #[command(flatten)]
+    pub plan: PlanArgs,
+    #[command(flatten)]
+    pub refresh: RefreshArg,
+}
+
 #[derive(Debug, Args)]
 pub struct ApplyArgs {
     #[command(flatten)]
     pub plan: PlanArgs,
+    #[command(flatten)]
+    pub refresh: RefreshArg,
     /// Rewrite every declared level, even the unchanged ones
-    #[arg(long)]
+    #[arg(long, conflicts_with = "no_refresh")]
     pub full: bool,
 }
 

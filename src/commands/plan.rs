@@ -14,23 +14,24 @@
 
 use std::io::Write;
 
+use crate::apply::digests::Untrusted;
 use crate::apply::level::Level;
 use crate::apply::output::{self, ApplyCounts, Command, Report};
-use crate::apply::prepare::{prepare, BuildFn};
+use crate::apply::prepare::{prepare, BuildFn, Refresh};
 use crate::apply::{fault, pending, run, version};
-use crate::cli::args::{ApplyArgs, PlanArgs, TextOrJson};
+use crate::cli::args::{ApplyArgs, PlanArgs, PlanCmdArgs, RefreshArg, TextOrJson};
 use crate::cli::CliError;
 use crate::exit_codes;
 use crate::items::{config, namespace};
 use crate::manifest::{self, Manifest, Severity};
 use crate::store::{open, Item};
 
-pub fn plan(args: PlanArgs) -> Result<i32, CliError> {
-    read_only(args, Command::Plan)
+pub fn plan(args: PlanCmdArgs) -> Result<i32, CliError> {
+    read_only(args.plan, Command::Plan, refresh(&args.refresh))
 }
 
 pub fn diff(args: PlanArgs) -> Result<i32, CliError> {
-    read_only(args, Command::Diff)
+    read_only(args, Command::Diff, Refresh::All)
 }
 
 /// Loads and validates the manifest; on errors prints the diagnostics and stops.
@@ -88,14 +89,20 @@ fn builder<'a>(ns: &'a str, m: &'a Manifest) -> impl Fn(&Level) -> Result<Item, 
     }
 }
 
-fn read_only(args: PlanArgs, command: Command) -> Result<i32, CliError> {
+fn read_only(args: PlanArgs, command: Command, refresh: Refresh) -> Result<i32, CliError> {
     let (m, warnings) = load(&args)?;
     let name = namespace_name(&args, &m)?;
     let store = open::open(&args.store, &args.name)?;
     let ns = super::read_only::resolve_namespace(store.as_ref(), &name)?;
     let build = builder(&ns, &m);
     let build: &BuildFn<'_> = &build;
-    let prepared = prepare(store.as_ref(), &ns, &m, false, build)?;
+    let prepared = prepare(store.as_ref(), &ns, &m, false, build, refresh)?;
+    let mut warnings = if command == Command::Plan {
+        warnings
+    } else {
+        Vec::new()
+    };
+    warnings.extend(fallback_warning(prepared.fallback.as_ref()));
     let pending = pending::count(store.as_ref(), &ns)? + prepared.record.cascade_pending.len();
     let report = Report {
         command,
@@ -105,11 +112,7 @@ fn read_only(args: PlanArgs, command: Command) -> Result<i32, CliError> {
         pending,
         full: false,
         resumed: false,
-        warnings: if command == Command::Plan {
-            warnings
-        } else {
-            Vec::new()
-        },
+        warnings,
         applied: None,
     };
     emit(&report, &args)?;
@@ -118,6 +121,7 @@ fn read_only(args: PlanArgs, command: Command) -> Result<i32, CliError> {
 
 pub fn apply(args: ApplyArgs) -> Result<i32, CliError> {
     let full = args.full;
+    let refresh = refresh(&args.refresh);
     let args = args.plan;
     let (m, _warnings) = load(&args)?;
     let name = namespace_name(&args, &m)?;
@@ -141,8 +145,13 @@ pub fn apply(args: ApplyArgs) -> Result<i32, CliError> {
         token: &token,
         applied_hash: &hash,
         build: &build,
+        refresh,
     };
     let done = run::apply(store, &req).map_err(CliError::Failed)?;
+    let mut warnings: Vec<String> = fallback_warning(done.fallback.as_ref())
+        .into_iter()
+        .collect();
+    warnings.extend(done.warnings.iter().cloned());
     let report = Report {
         command: Command::Apply,
         namespace: &name,
@@ -151,7 +160,7 @@ pub fn apply(args: ApplyArgs) -> Result<i32, CliError> {
         pending: done.pending,
         full: done.full,
         resumed: done.resumed,
-        warnings: Vec::new(),
+        warnings,
         applied: Some(ApplyCounts {
             created: done.created,
             updated: done.updated,
@@ -165,6 +174,19 @@ pub fn apply(args: ApplyArgs) -> Result<i32, CliError> {
         !done.changes.is_empty(),
         !done.errors.is_empty(),
     ))
+}
+
+fn refresh(args: &RefreshArg) -> Refresh {
+    if args.no_refresh {
+        Refresh::Trust
+    } else {
+        Refresh::All
+    }
+}
+
+/// Says so when `--no-refresh` had to read every level after all.
+fn fallback_warning(fallback: Option<&Untrusted>) -> Option<String> {
+    fallback.map(|why| format!("--no-refresh: {why}; every declared level was read"))
 }
 
 fn emit(report: &Report<'_>, args: &PlanArgs) -> Result<(), CliError> {

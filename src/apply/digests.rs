@@ -1,0 +1,333 @@
+//! Level digests: what the last `limits apply` left in each level, so
+//! `--no-refresh` can skip reading the levels the manifest does not change.
+//!
+//! A normal plan or apply reads every declared level (one consistent
+//! BatchGetItem per 100 levels) to notice changes made behind the manifest's
+//! back, as the reference does. That read is most of the cost of a plan and of
+//! an apply that changes little. With `--no-refresh` (Terraform's
+//! `-refresh=false`), a level whose desired content hashes to a digest the
+//! last apply recorded is taken as unchanged without a read, so the cost grows
+//! with the levels the manifest changes, not with its size. The price: a level
+//! changed outside `limits apply` since then (Python's `set_limits`, the
+//! console) is not noticed until a normal plan or apply.
+//!
+//! Every apply records the digests in a few items of its own under the
+//! namespace's `SYSTEM#` partition (`#APPLY#DIGESTS#0000`, …; the Python
+//! library ignores them, and `GSI4` keys let a namespace purge remove them).
+//! One digest is `sha256(PK, SK, limit content)` cut to 128 bits: the level's
+//! key and its enforcement-relevant content ([`crate::items::config::limit_content`]),
+//! recorded only for levels the apply wrote or found already equal.
+//!
+//! When the digests are not trusted, `--no-refresh` reads every level, as
+//! without it ([`Untrusted`] says why):
+//! * chunk 0 is deleted before an apply's first config write and written last,
+//!   after the `#PROVISIONER` record, so an apply that died half way leaves no
+//!   usable digests;
+//! * the digests name the `#PROVISIONER` record they were written with
+//!   (`applied_hash` and `last_applied`), so an apply by another provisioner
+//!   (the reference's Lambda) since then is noticed;
+//! * chunks of another generation (a torn write) are not used.
+
+use std::collections::HashSet;
+use std::fmt::Write as _;
+
+use sha2::{Digest as _, Sha256};
+
+use crate::items::keys;
+use crate::store::{AttrValue, Item, Key, Store, StoreError, WriteOp};
+
+/// SK prefix of the digest items, under the namespace's `SYSTEM#` partition.
+pub const SK_PREFIX: &str = "#APPLY#DIGESTS#";
+/// Digests per item: 32 hex characters each, about 290 KB (the limit is 400 KB).
+const PER_CHUNK: usize = 9_000;
+
+/// One level's digest.
+pub type Digest = [u8; 16];
+
+/// The digest of `item` (a desired or live config item) stored under its key.
+pub fn digest(key: &Key, item: &Item) -> Digest {
+    let content = crate::items::config::limit_content(item);
+    let json = crate::store::typed_json::item_to_json(&content).to_string();
+    let mut h = Sha256::new();
+    for part in [key.pk.as_bytes(), key.sk.as_bytes(), json.as_bytes()] {
+        h.update((part.len() as u64).to_be_bytes());
+        h.update(part);
+    }
+    let full = h.finalize();
+    let mut out = [0u8; 16];
+    out.copy_from_slice(&full[..16]);
+    out
+}
+
+/// The `#PROVISIONER` record the digests belong to: its hash and timestamp.
+pub fn stamp(applied_hash: &str, last_applied: &str) -> String {
+    format!("{applied_hash} {last_applied}")
+}
+
+/// Why the recorded digests cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Untrusted {
+    #[error(
+        "no apply by this tool has recorded level digests yet (or the last one did not finish)"
+    )]
+    Missing,
+    #[error("the recorded level digests are incomplete")]
+    Torn,
+    #[error(
+        "the #PROVISIONER record was written by another apply since the digests were recorded"
+    )]
+    OtherApply,
+}
+
+/// The stored digest items: which exist, and the usable set if any.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    /// Every digest item found (so a rewrite can drop the ones it no longer needs).
+    pub keys: Vec<Key>,
+    pub digests: Result<HashSet<Digest>, Untrusted>,
+}
+
+/// Reads the digest items (one consistent Query) and checks them against the
+/// stamp of the `#PROVISIONER` record just read (`None`: no record).
+pub fn read(
+    store: &dyn Store,
+    ns: &str,
+    record_stamp: Option<&str>,
+) -> Result<Recorded, StoreError> {
+    let items = store.query(&keys::system_pk(ns), SK_PREFIX, true)?;
+    let keys: Vec<Key> = items.iter().filter_map(Key::of).collect();
+    let digests = usable(&items, record_stamp);
+    Ok(Recorded { keys, digests })
+}
+
+fn usable(items: &[Item], record_stamp: Option<&str>) -> Result<HashSet<Digest>, Untrusted> {
+    let s = |item: &Item, name: &str| item.get(name).and_then(AttrValue::as_s).map(str::to_string);
+    let n = |item: &Item, name: &str| {
+        item.get(name)
+            .and_then(AttrValue::as_n)
+            .and_then(|v| v.parse::<usize>().ok())
+    };
+    let first = items
+        .iter()
+        .find(|i| s(i, "SK").as_deref() == Some(&chunk_sk(0)))
+        .ok_or(Untrusted::Missing)?;
+    if s(first, "provisioner").as_deref() != record_stamp {
+        return Err(Untrusted::OtherApply);
+    }
+    let generation = s(first, "generation").ok_or(Untrusted::Torn)?;
+    let chunks = n(first, "chunks").ok_or(Untrusted::Torn)?;
+    let mut set = HashSet::new();
+    for i in 0..chunks {
+        let item = items
+            .iter()
+            .find(|it| s(it, "SK").as_deref() == Some(&chunk_sk(i)))
+            .filter(|it| s(it, "generation").as_ref() == Some(&generation))
+            .ok_or(Untrusted::Torn)?;
+        let text = s(item, "digests").unwrap_or_default();
+        if text.len() % 32 != 0 {
+            return Err(Untrusted::Torn);
+        }
+        for hex in text.as_bytes().chunks(32) {
+            set.insert(parse_hex(hex).ok_or(Untrusted::Torn)?);
+        }
+    }
+    Ok(set)
+}
+
+/// Makes the recorded digests unusable (deletes chunk 0). Runs before an
+/// apply's first config write.
+pub fn invalidate(store: &dyn Store, ns: &str) -> Result<(), StoreError> {
+    store
+        .write(WriteOp::Delete {
+            key: Key::new(keys::system_pk(ns), chunk_sk(0)),
+            condition: None,
+        })
+        .map(|_| ())
+}
+
+/// Records `digests` for the `#PROVISIONER` record stamped `record_stamp`:
+/// chunks 1.. first, chunk 0 last, then deletes the items in `stale` it did not
+/// rewrite.
+pub fn write(
+    store: &dyn Store,
+    ns: &str,
+    generation: &str,
+    record_stamp: &str,
+    digests: &[Digest],
+    stale: &[Key],
+) -> Result<(), StoreError> {
+    // Sorted, so the same levels always make the same items.
+    let mut digests = digests.to_vec();
+    digests.sort_unstable();
+    digests.dedup();
+    let parts: Vec<&[Digest]> = if digests.is_empty() {
+        vec![&[]]
+    } else {
+        digests.chunks(PER_CHUNK).collect()
+    };
+    let pk = keys::system_pk(ns);
+    let item = |i: usize, part: &[Digest]| {
+        let mut text = String::with_capacity(part.len() * 32);
+        for d in part {
+            for b in d {
+                let _ = write!(text, "{b:02x}");
+            }
+        }
+        let mut it = Item::new();
+        it.insert("PK".into(), AttrValue::s(&pk));
+        it.insert("SK".into(), AttrValue::s(chunk_sk(i)));
+        it.insert("GSI4PK".into(), AttrValue::s(ns));
+        it.insert("GSI4SK".into(), AttrValue::s(&pk));
+        it.insert("generation".into(), AttrValue::s(generation));
+        it.insert("chunks".into(), AttrValue::n(parts.len()));
+        it.insert("provisioner".into(), AttrValue::s(record_stamp));
+        it.insert("digests".into(), AttrValue::s(text));
+        it
+    };
+    let rest: Vec<WriteOp> = parts
+        .iter()
+        .enumerate()
+        .skip(1)
+        .map(|(i, p)| WriteOp::Put {
+            item: item(i, p),
+            condition: None,
+        })
+        .collect();
+    for r in store.batch_write(rest) {
+        r?;
+    }
+    store.write(WriteOp::Put {
+        item: item(0, parts[0]),
+        condition: None,
+    })?;
+    let written: HashSet<String> = (0..parts.len()).map(chunk_sk).collect();
+    let drop: Vec<WriteOp> = stale
+        .iter()
+        .filter(|k| !written.contains(&k.sk))
+        .map(|k| WriteOp::Delete {
+            key: k.clone(),
+            condition: None,
+        })
+        .collect();
+    for r in store.batch_write(drop) {
+        r?;
+    }
+    Ok(())
+}
+
+fn chunk_sk(i: usize) -> String {
+    format!("{SK_PREFIX}{i:04}")
+}
+
+fn parse_hex(hex: &[u8]) -> Option<Digest> {
+    let mut out = [0u8; 16];
+    for (i, pair) in hex.chunks(2).enumerate() {
+        let text = std::str::from_utf8(pair).ok()?;
+        *out.get_mut(i)? = u8::from_str_radix(text, 16).ok()?;
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::apply::memstore::MemStore;
+
+    fn item(cap: &str) -> Item {
+        let mut i = Item::new();
+        i.insert("PK".into(), AttrValue::s("ns/ENTITY#u"));
+        i.insert("SK".into(), AttrValue::s("#CONFIG#r"));
+        i.insert("l_rpm_cp".into(), AttrValue::N(cap.into()));
+        i
+    }
+
+    fn key() -> Key {
+        Key::new("ns/ENTITY#u", "#CONFIG#r")
+    }
+
+    #[test]
+    fn digest_follows_limit_content_and_key_only() {
+        let mut with_bookkeeping = item("60");
+        with_bookkeeping.insert("config_version".into(), AttrValue::n(1));
+        assert_eq!(
+            digest(&key(), &item("60")),
+            digest(&key(), &with_bookkeeping)
+        );
+        // Numbers compare numerically, as `same_content` does.
+        assert_eq!(digest(&key(), &item("60")), digest(&key(), &item("60.0")));
+        assert_ne!(digest(&key(), &item("60")), digest(&key(), &item("61")));
+        let other = Key::new("ns/ENTITY#v", "#CONFIG#r");
+        assert_ne!(digest(&key(), &item("60")), digest(&other, &item("60")));
+    }
+
+    fn many(n: usize) -> Vec<Digest> {
+        (0..n)
+            .map(|i| digest(&key(), &item(&i.to_string())))
+            .collect()
+    }
+
+    #[test]
+    fn written_digests_read_back_for_the_same_record_only() {
+        let s = MemStore::default();
+        let d = many(PER_CHUNK * 2 + 5);
+        write(&s, "ns", "g1", "sha256:a t1", &d, &[]).unwrap();
+        let r = read(&s, "ns", Some("sha256:a t1")).unwrap();
+        assert_eq!(r.keys.len(), 3);
+        let set = r.digests.unwrap();
+        assert_eq!(set.len(), d.len());
+        assert!(d.iter().all(|x| set.contains(x)));
+        let other = read(&s, "ns", Some("sha256:b t2")).unwrap();
+        assert_eq!(other.digests, Err(Untrusted::OtherApply));
+        assert_eq!(
+            read(&s, "ns", None).unwrap().digests,
+            Err(Untrusted::OtherApply)
+        );
+    }
+
+    #[test]
+    fn invalidated_or_torn_digests_are_not_used() {
+        let s = MemStore::default();
+        write(&s, "ns", "g1", "st", &many(PER_CHUNK + 1), &[]).unwrap();
+        invalidate(&s, "ns").unwrap();
+        assert_eq!(
+            read(&s, "ns", Some("st")).unwrap().digests,
+            Err(Untrusted::Missing)
+        );
+
+        // A new generation whose chunk 1 never landed: chunk 0 names 2 chunks,
+        // the chunk 1 found is the old one.
+        write(&s, "ns", "g1", "st", &many(PER_CHUNK + 1), &[]).unwrap();
+        let mut c0 = s
+            .get(&Key::new("ns/SYSTEM#", chunk_sk(0)), true)
+            .unwrap()
+            .unwrap();
+        c0.insert("generation".into(), AttrValue::s("g2"));
+        s.write(WriteOp::Put {
+            item: c0,
+            condition: None,
+        })
+        .unwrap();
+        assert_eq!(
+            read(&s, "ns", Some("st")).unwrap().digests,
+            Err(Untrusted::Torn)
+        );
+    }
+
+    #[test]
+    fn a_smaller_rewrite_drops_the_chunks_it_no_longer_needs() {
+        let s = MemStore::default();
+        write(&s, "ns", "g1", "st", &many(PER_CHUNK * 2 + 1), &[]).unwrap();
+        let before = read(&s, "ns", Some("st")).unwrap();
+        assert_eq!(before.keys.len(), 3);
+        write(&s, "ns", "g2", "st2", &many(3), &before.keys).unwrap();
+        let after = read(&s, "ns", Some("st2")).unwrap();
+        assert_eq!(after.keys.len(), 1);
+        assert_eq!(after.digests.unwrap().len(), 3);
+        // An empty manifest still records (an empty) set.
+        write(&s, "ns", "g3", "st3", &[], &after.keys).unwrap();
+        assert_eq!(
+            read(&s, "ns", Some("st3")).unwrap().digests.unwrap().len(),
+            0
+        );
+    }
+}
