@@ -806,17 +806,23 @@ mod tests {
         assert!(p.claimable(NOW), "expired for the next apply");
     }
 
-    /// Applies (or, with `dry`, only prepares) manifest() with `l_rpm_cp` taken
-    /// from `caps` (5 for a level not listed).
-    fn run_caps(s: &MemStore, caps: &[(&Level, i64)], refresh: Refresh, token: &str) -> Applied {
-        let m = manifest();
-        let build = |level: &Level| {
+    /// Builds each level with `l_rpm_cp` from `caps` (5 for a level not listed).
+    fn caps_build<'a>(
+        caps: &'a [(&'a Level, i64)],
+    ) -> impl Fn(&Level) -> Result<Item, String> + 'a {
+        move |level: &Level| {
             let cap = caps
                 .iter()
                 .find(|(l, _)| *l == level)
                 .map_or(5, |(_, c)| *c);
             Ok(item(level, &[("l_rpm_cp", AttrValue::n(cap))]))
-        };
+        }
+    }
+
+    /// Applies manifest() built by [`caps_build`].
+    fn run_caps(s: &MemStore, caps: &[(&Level, i64)], refresh: Refresh, token: &str) -> Applied {
+        let m = manifest();
+        let build = caps_build(caps);
         let req = ApplyRequest {
             ns: "ns",
             manifest: &m,
@@ -830,18 +836,13 @@ mod tests {
         apply(s, &req).unwrap()
     }
 
+    /// Plans manifest() built by [`caps_build`].
     fn plan_caps(
         s: &MemStore,
         caps: &[(&Level, i64)],
         refresh: Refresh,
     ) -> crate::apply::prepare::Prepared {
-        let build = |level: &Level| {
-            let cap = caps
-                .iter()
-                .find(|(l, _)| *l == level)
-                .map_or(5, |(_, c)| *c);
-            Ok(item(level, &[("l_rpm_cp", AttrValue::n(cap))]))
-        };
+        let build = caps_build(caps);
         crate::apply::prepare::prepare(s, "ns", &manifest(), false, &build, refresh).unwrap()
     }
 
