@@ -10,6 +10,8 @@
 //! Concurrency: WAL journal, a busy timeout, and every write runs inside
 //! `BEGIN IMMEDIATE`, so a condition is evaluated and the write applied under
 //! one lock: two processes racing on a conditional write cannot both win.
+//! Opening retries the WAL switch and schema setup SQLite refuses without
+//! waiting (several processes opening a new file at once).
 //! The file (and its directory) is created on the first write; reading a store
 //! that does not exist yet reports the table as missing and creates nothing.
 
@@ -52,6 +54,19 @@ CREATE INDEX IF NOT EXISTS items_gsi2 ON items (tbl, gsi2pk, gsi2sk) WHERE gsi2p
 CREATE INDEX IF NOT EXISTS items_gsi3 ON items (tbl, gsi3pk, gsi3sk) WHERE gsi3pk IS NOT NULL;
 CREATE INDEX IF NOT EXISTS items_gsi4 ON items (tbl, gsi4pk, gsi4sk) WHERE gsi4pk IS NOT NULL;
 ";
+
+/// Why opening a store file failed: SQLite said so (maybe busy, worth a
+/// retry), or the file is not one this build can use.
+enum Setup {
+    Sqlite(rusqlite::Error),
+    Refused(String),
+}
+
+impl From<rusqlite::Error> for Setup {
+    fn from(e: rusqlite::Error) -> Self {
+        Setup::Sqlite(e)
+    }
+}
 
 const INDEXES: [Index; 4] = [Index::Gsi1, Index::Gsi2, Index::Gsi3, Index::Gsi4];
 
@@ -143,29 +158,54 @@ impl LocalStore {
         let conn = Connection::open_with_flags(&self.path, flags).map_err(|e| self.backend(e))?;
         conn.busy_timeout(BUSY_TIMEOUT)
             .map_err(|e| self.backend(e))?;
-        let version: i64 = conn
-            .query_row("PRAGMA user_version", [], |r| r.get(0))
-            .map_err(|e| self.backend(e))?;
+        // Switching a new file to WAL upgrades a read lock to a write lock, and
+        // SQLite refuses that upgrade with SQLITE_BUSY at once, without the busy
+        // timeout (waiting could deadlock), while another process writes: seen
+        // when processes open a new file together. Tried again until the timeout.
+        let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+        let mut pause = Duration::from_millis(5);
+        loop {
+            match self.set_up(&conn) {
+                Err(Setup::Sqlite(e))
+                    if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
+                        && std::time::Instant::now() < deadline =>
+                {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(200));
+                }
+                Err(Setup::Sqlite(e)) => return Err(self.backend(e)),
+                Err(Setup::Refused(why)) => return Err(self.backend(why)),
+                Ok(()) => return Ok(conn),
+            }
+        }
+    }
+
+    /// Checks the schema version, switches to WAL and creates the schema.
+    fn set_up(&self, conn: &Connection) -> Result<(), Setup> {
+        let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
         if version > SCHEMA_VERSION {
-            return Err(self.backend(format!(
+            return Err(Setup::Refused(format!(
                 "written by a newer zae-limiter (store schema {version}, this build reads {SCHEMA_VERSION})"
             )));
         }
-        // journal_mode is persistent; setting it needs a moment of exclusive access,
-        // which busy_timeout waits for.
-        let mode: String = conn
-            .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
-            .map_err(|e| self.backend(e))?;
+        // journal_mode is persistent; setting it needs a moment of exclusive access.
+        let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
         if !mode.eq_ignore_ascii_case("wal") {
-            return Err(self.backend(format!("cannot switch to WAL journal (got {mode})")));
+            return Err(Setup::Refused(format!(
+                "cannot switch to WAL journal (got {mode})"
+            )));
         }
         if version < SCHEMA_VERSION {
-            conn.execute_batch(&format!(
+            // A failed batch can leave its transaction open; end it before a retry.
+            let done = conn.execute_batch(&format!(
                 "BEGIN IMMEDIATE; {SCHEMA} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
-            ))
-            .map_err(|e| self.backend(e))?;
+            ));
+            if done.is_err() && !conn.is_autocommit() {
+                let _ = conn.execute_batch("ROLLBACK");
+            }
+            done?;
         }
-        Ok(conn)
+        Ok(())
     }
 
     /// Runs `f` on a read connection, or reports the table missing.
@@ -716,6 +756,27 @@ mod tests {
             i.insert(k.to_string(), v.clone());
         }
         i
+    }
+
+    /// Another process holding the write lock while this one switches a new
+    /// file to WAL: SQLite answers SQLITE_BUSY without waiting (the switch
+    /// upgrades a read lock), so opening must try again, not fail.
+    #[test]
+    fn opening_a_new_file_waits_for_another_processs_write_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("local.sqlite");
+        let other = Connection::open(&path).unwrap();
+        other
+            .execute_batch("BEGIN IMMEDIATE; CREATE TABLE held (x);")
+            .unwrap();
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            other.execute_batch("COMMIT").unwrap();
+        });
+        let s = LocalStore::open(&path, "t").unwrap();
+        put(&s, item("a", "b", &[]));
+        release.join().unwrap();
+        assert!(s.get(&Key::new("a", "b"), true).unwrap().is_some());
     }
 
     fn put(s: &LocalStore, i: Item) -> Option<Item> {
