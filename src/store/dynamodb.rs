@@ -33,6 +33,7 @@ use aws_sdk_dynamodb::Client;
 use self::convert::{item_from_wire, item_to_wire, key_from_wire, key_to_wire, to_av};
 use self::errors::{classify, Failure};
 use self::expr::Placeholders;
+use super::backoff::backoff;
 use super::{Index, Item, Key, Store, StoreError, WriteOp};
 
 /// Keys per BatchGetItem request (DynamoDB's limit).
@@ -501,27 +502,6 @@ impl Rounds {
         self.0 += 1;
         true
     }
-}
-
-/// Jittered exponential backoff for round `n` (1-based): up to 25 ms × 2^n, capped at 2 s.
-fn backoff(n: u32) -> Duration {
-    let cap = (25u64 << n.min(7)).min(2_000);
-    Duration::from_millis(cap / 2 + jitter(cap / 2 + 1))
-}
-
-/// A cheap pseudo-random number below `bound`, for backoff jitter only.
-fn jitter(bound: u64) -> u64 {
-    use std::sync::atomic::AtomicU64 as Seed;
-    static SEED: Seed = Seed::new(0x9E37_79B9_7F4A_7C15);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos() as u64)
-        .unwrap_or(0);
-    let mut x = SEED.fetch_add(nanos | 1, Ordering::Relaxed) ^ nanos;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    x % bound.max(1)
 }
 
 impl Store for DynamoStore {

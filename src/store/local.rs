@@ -22,6 +22,7 @@ use std::time::Duration;
 
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 
+use super::backoff::backoff;
 use super::number::Number;
 use super::typed_json::{item_from_str, item_to_json};
 use super::{AttrValue, Condition, Index, Item, Key, Store, StoreError, UpdateAction, WriteOp};
@@ -55,19 +56,6 @@ CREATE INDEX IF NOT EXISTS items_gsi3 ON items (tbl, gsi3pk, gsi3sk) WHERE gsi3p
 CREATE INDEX IF NOT EXISTS items_gsi4 ON items (tbl, gsi4pk, gsi4sk) WHERE gsi4pk IS NOT NULL;
 ";
 
-/// Why opening a store file failed: SQLite said so (maybe busy, worth a
-/// retry), or the file is not one this build can use.
-enum Setup {
-    Sqlite(rusqlite::Error),
-    Refused(String),
-}
-
-impl From<rusqlite::Error> for Setup {
-    fn from(e: rusqlite::Error) -> Self {
-        Setup::Sqlite(e)
-    }
-}
-
 const INDEXES: [Index; 4] = [Index::Gsi1, Index::Gsi2, Index::Gsi3, Index::Gsi4];
 
 fn columns(index: Index) -> (&'static str, &'static str) {
@@ -93,6 +81,19 @@ impl std::fmt::Debug for LocalStore {
             .field("table", &self.table)
             .field("path", &self.path)
             .finish()
+    }
+}
+
+/// Why opening a store file failed: SQLite said so (maybe busy, worth a
+/// retry), or the file is not one this build can use.
+enum Setup {
+    Sqlite(rusqlite::Error),
+    Refused(String),
+}
+
+impl From<rusqlite::Error> for Setup {
+    fn from(e: rusqlite::Error) -> Self {
+        Setup::Sqlite(e)
     }
 }
 
@@ -163,15 +164,15 @@ impl LocalStore {
         // timeout (waiting could deadlock), while another process writes: seen
         // when processes open a new file together. Tried again until the timeout.
         let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
-        let mut pause = Duration::from_millis(5);
+        let mut round = 0;
         loop {
+            round += 1;
             match self.set_up(&conn) {
                 Err(Setup::Sqlite(e))
                     if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
                         && std::time::Instant::now() < deadline =>
                 {
-                    std::thread::sleep(pause);
-                    pause = (pause * 2).min(Duration::from_millis(200));
+                    std::thread::sleep(backoff(round));
                 }
                 Err(Setup::Sqlite(e)) => return Err(self.backend(e)),
                 Err(Setup::Refused(why)) => return Err(self.backend(why)),

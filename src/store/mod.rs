@@ -6,6 +6,7 @@
 //! written once and tested on the local store.
 
 #[cfg(feature = "dynamodb")]
+mod backoff;
 pub mod dynamodb;
 pub mod item;
 pub mod local;
