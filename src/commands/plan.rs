@@ -193,14 +193,14 @@ fn emit(report: &Report<'_>, args: &PlanArgs) -> Result<(), CliError> {
     match args.format {
         TextOrJson::Text => {
             let r = output::text(report, args.quiet);
-            std::io::stdout().lock().write_all(r.stdout.as_bytes())?;
-            std::io::stderr().lock().write_all(r.stderr.as_bytes())?;
+            crate::cli::output::print(&r.stdout)?;
+            crate::cli::output::eprint(&r.stderr);
         }
         TextOrJson::Json => {
             let doc = output::json(report);
             let text = serde_json::to_string_pretty(&doc)
                 .map_err(|e| CliError::Failed(format!("rendering JSON: {e}")))?;
-            writeln!(std::io::stdout().lock(), "{text}")?;
+            crate::cli::output::println(text)?;
         }
     }
     Ok(())
