@@ -35,6 +35,15 @@ pub fn run(args: GenTraceArgs) -> Result<i32, CliError> {
             .transpose()
             .map_err(|e| usage(&e))?,
     };
+    // Every generated instant must be one `limits simulate` accepts.
+    if crate::simulate::clock::checked_instant(plan.start_ms.saturating_add(plan.duration_ms))
+        .is_none()
+    {
+        return Err(usage(&format!(
+            "--duration {}: a trace starting at {} would end after 9999-12-30",
+            args.duration, args.start
+        )));
+    }
     let format = match args.format {
         GenTraceFormat::Csv => OutFormat::Csv,
         GenTraceFormat::Jsonl => OutFormat::Jsonl,
