@@ -11,7 +11,7 @@ use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use common::zae_limiter;
+use common::{outcome, zae_limiter};
 
 fn root(rel: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -251,7 +251,8 @@ fn output_files_are_written_through_to_what_is_not_a_regular_file() {
     let dir = tempfile::tempdir().expect("temp dir");
     let sim = root("fixtures/simulate/every-kind.yaml");
     let trace = root("fixtures/simulate/every-kind.csv");
-    let writers: Vec<Box<dyn Fn(&Path) -> Vec<String>>> = vec![
+    type Writer<'a> = Box<dyn Fn(&Path) -> Vec<String> + 'a>;
+    let writers: Vec<Writer<'_>> = vec![
         Box::new(|p: &Path| {
             [
                 "limits",
@@ -333,8 +334,8 @@ fn output_files_are_written_through_to_what_is_not_a_regular_file() {
             .is_char_device());
 
         // A directory: refused with a message.
-        let out = zae_limiter().args(args_for(dir.path())).output().unwrap();
-        assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
-        assert!(String::from_utf8_lossy(&out.stderr).contains("directory"));
+        let (code, _, err) = outcome(zae_limiter().args(args_for(dir.path())).output().unwrap());
+        assert_eq!(code, 1, "{err}");
+        assert!(err.contains("directory"), "{err}");
     }
 }

@@ -12,8 +12,6 @@
 //! with MSG) and `ZAEL_TEST_CLOCK_OFFSET_MS=MS` (shift the clock, so an
 //! interrupted apply's leases can expire without waiting).
 
-use std::io::Write;
-
 use crate::apply::digests::Untrusted;
 use crate::apply::level::Level;
 use crate::apply::output::{self, ApplyCounts, Command, Report};
@@ -47,8 +45,7 @@ fn load(args: &PlanArgs) -> Result<(Manifest, Vec<String>), CliError> {
             Ok((loaded.manifest, warnings))
         }
         Err(diags) => {
-            let mut err = std::io::stderr().lock();
-            let _ = err.write_all(manifest::render_text(&diags).as_bytes());
+            crate::cli::output::eprint(manifest::render_text(&diags));
             Err(CliError::Reported(exit_codes::FAILURE))
         }
     }
