@@ -27,7 +27,7 @@
 //! most a day (larger is capped, with a warning), `--lease` at most a day,
 //! the jitter at most an hour, the ceiling at most ten years.
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Utc};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, ContentArrangement, Table};
 use serde_json::{json, Value};
 use zae_limiter_engine::cooldown::{
@@ -694,11 +694,7 @@ fn policy(margin_ms: i64, strictness: Strictness) -> Result<Policy, CliError> {
 
 /// RFC 3339 in UTC, whole seconds unless the instant has milliseconds.
 fn rfc3339(ms: EpochMs) -> String {
-    match DateTime::<Utc>::from_timestamp_millis(ms) {
-        Some(t) if ms % SECOND_MS == 0 => t.to_rfc3339_opts(SecondsFormat::Secs, true),
-        Some(t) => t.to_rfc3339_opts(SecondsFormat::Millis, true),
-        None => format!("@{ms}ms"),
-    }
+    crate::simulate::clock::format_instant(ms)
 }
 
 fn state_json(st: &CooldownState, now: EpochMs) -> Value {
