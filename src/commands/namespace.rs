@@ -70,27 +70,24 @@ fn list(table: &str, format: TextOrJson, args: &StoreArgs) -> Result<i32, CliErr
         return Ok(crate::exit_codes::OK);
     }
     output::stream(|out| {
-        match format {
-            TextOrJson::Json => {}
-            TextOrJson::Text if records.is_empty() => writeln!(out, "No namespaces registered")?,
-            TextOrJson::Text => {
-                let width = records
-                    .iter()
-                    .map(|r| r.name.len())
-                    .max()
-                    .unwrap_or(0)
-                    .max(4);
-                writeln!(out, "{:<width$}  {:<11}  CREATED", "NAME", "ID")?;
-                for r in &records {
-                    writeln!(
-                        out,
-                        "{:<width$}  {:<11}  {}",
-                        r.name,
-                        r.id,
-                        r.created_at.as_deref().unwrap_or("-")
-                    )?;
-                }
-            }
+        if records.is_empty() {
+            return writeln!(out, "No namespaces registered");
+        }
+        let width = records
+            .iter()
+            .map(|r| r.name.len())
+            .max()
+            .unwrap_or(0)
+            .max(4);
+        writeln!(out, "{:<width$}  {:<11}  CREATED", "NAME", "ID")?;
+        for r in &records {
+            writeln!(
+                out,
+                "{:<width$}  {:<11}  {}",
+                r.name,
+                r.id,
+                r.created_at.as_deref().unwrap_or("-")
+            )?;
         }
         Ok(())
     })?;
