@@ -6,7 +6,7 @@
 //! | 1 | invalid input, refused operation or failed apply |
 //! | 2 | usage error or a command that is not available yet; with `--detailed-exitcode`, changes present |
 //! | 75 | `cooldown check`: wait, the deadline has not passed (EX_TEMPFAIL) |
-//! | 76 | `cooldown check`: the scope needs an operator, or its state cannot be read |
+//! | 76 | `cooldown check`/`probe`: the scope needs an operator, or its state cannot be read (an unregistered namespace included) |
 
 /// Everything went as asked.
 pub const OK: i32 = 0;
@@ -19,5 +19,6 @@ pub const CHANGES_PRESENT: i32 = 2;
 /// `cooldown check`: not yet; try after the reported instant (EX_TEMPFAIL).
 pub const TEMPFAIL: i32 = 75;
 /// `cooldown check`: an operator must act (auth rejection, implausible reset) or the
-/// stored state is unreadable. Never treated as permission to call.
+/// stored state is unreadable (corrupt, out of range, or in a namespace that is
+/// not registered). Never treated as permission to call.
 pub const NEEDS_OPERATOR: i32 = 76;

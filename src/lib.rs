@@ -10,6 +10,7 @@ pub mod commands;
 pub mod cooldown;
 pub mod display;
 pub mod exit_codes;
+pub mod input;
 pub mod items;
 pub mod manifest;
 pub mod simulate;

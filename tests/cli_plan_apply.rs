@@ -731,3 +731,22 @@ fn plan_prints_the_cascade_warning_on_stderr() {
         assert_eq!(text(&out.stderr), "", "{cmd} prints no warnings");
     }
 }
+
+/// A scale the table cannot keep exactly (it stores thousandths) is a warning
+/// on the plan's stderr, as in `limits validate`.
+#[test]
+fn plan_warns_when_a_scale_is_rounded() {
+    let env = Env::new("scale");
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/manifests/valid/scale-rounded-to-thousandths.yaml")
+        .display()
+        .to_string();
+    env.run(&["limits", "apply", "-f", "m3.yaml"], &[]);
+    let out = env.run(&["limits", "plan", "-f", &file, "-q"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stderr),
+        "Warning: scale 0.5004 is stored in thousandths: it is applied as 0.5\n\
+         Warning: scale 1.0e-300 is stored in thousandths: it is applied as 0.001 (the smallest scale)\n"
+    );
+}

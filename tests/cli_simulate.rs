@@ -434,6 +434,8 @@ fn gen_trace_refuses_bad_options_as_usage_errors() {
         ("--costs", "rpm=5..1", "--costs"),
         ("--tz", "Mars/Olympus", "--tz"),
         ("--hold", "9m..1m", "--hold"),
+        ("--start", "9223372036854775807", "out of range"),
+        ("--duration", "99999999999d", "would end after 9999-12-30"),
     ] {
         let mut args = vec!["limits", "gen-trace"];
         for (f, v) in [("--rate", "1/s"), ("--duration", "1m"), ("--start", "0")] {
@@ -449,6 +451,63 @@ fn gen_trace_refuses_bad_options_as_usage_errors() {
             "{flag} {value}: {err}"
         );
     }
+}
+
+/// Epoch-ms at i64's limits and endless lines are located errors, never a
+/// crash or unbounded memory; the first and last supported instants replay.
+#[test]
+fn extreme_instants_and_endless_lines_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("extreme.csv");
+    std::fs::write(
+        &csv,
+        "timestamp,rpm\n-9223372036854775808,1\n9223372036854775807,1\n",
+    )
+    .unwrap();
+    let svg = dir.path().join("chart.svg");
+    let (code, out, err) = simulate("u1", &csv, &["--svg", svg.to_str().unwrap()]);
+    assert_eq!((code, out.as_str()), (1, ""), "{err}");
+    assert!(
+        err.contains("line 2: \"-9223372036854775808\" is out of range"),
+        "{err}"
+    );
+    assert!(!svg.exists());
+    let jsonl = dir.path().join("extreme.jsonl");
+    std::fs::write(
+        &jsonl,
+        "{\"timestamp\": 9223372036854775807, \"cost\": {\"rpm\": 1}}\n",
+    )
+    .unwrap();
+    let (code, _, err) = simulate("u1", &jsonl, &[]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("line 1: \"9223372036854775807\" is out of range"),
+        "{err}"
+    );
+    // The edges of the range are fine, chart included.
+    std::fs::write(
+        &csv,
+        "timestamp,rpm\n-62135510400000,1\n253402214399999,1\n",
+    )
+    .unwrap();
+    let (code, out, err) = simulate("u1", &csv, &["--svg", svg.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("from 0001-01-02T00:00:00Z to 9999-12-30T23:59:59.999Z"),
+        "{out}"
+    );
+    assert!(std::fs::read_to_string(&svg).unwrap().starts_with("<svg"));
+    // A line without an end is refused once it passes the cap.
+    let long = dir.path().join("long.csv");
+    let mut text = String::from("timestamp,rpm\n");
+    text.push_str(&"9".repeat(2 * 1024 * 1024));
+    std::fs::write(&long, text).unwrap();
+    let (code, _, err) = simulate("u1", &long, &[]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("line 2: the line is larger than 1 MiB; a trace line that long is refused"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -14,6 +14,18 @@ pub const MIN_MINUTE: i64 = -719_161 * DAY;
 /// Last supported minute index: 9999-12-30T23:59 (Python's `datetime` ends in 9999).
 pub const MAX_MINUTE: i64 = 2_932_896 * DAY - 1;
 
+/// First instant (epoch ms) the tool accepts from a user, a trace or a store.
+pub const MIN_EPOCH_MS: i64 = MIN_MINUTE * 60_000;
+/// Last instant (epoch ms) the tool accepts: 9999-12-30T23:59:59.999Z. Every
+/// instant inside the range, and every difference of two of them, is far from
+/// i64's limits, so arithmetic on checked instants cannot overflow.
+pub const MAX_EPOCH_MS: i64 = MAX_MINUTE * 60_000 + 59_999;
+
+/// Whether `ms` lies in [`MIN_EPOCH_MS`]`..=`[`MAX_EPOCH_MS`].
+pub fn in_range_ms(ms: i64) -> bool {
+    (MIN_EPOCH_MS..=MAX_EPOCH_MS).contains(&ms)
+}
+
 /// Days since 1970-01-01 of the civil date `y-m-d` (`m` 1..=12, `d` 1..=31).
 pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };

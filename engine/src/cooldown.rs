@@ -34,6 +34,8 @@
 
 use chrono::{DateTime, NaiveDate, NaiveTime, Weekday};
 
+use crate::civil::MAX_EPOCH_MS;
+
 /// Milliseconds since the Unix epoch (UTC).
 pub type EpochMs = i64;
 
@@ -45,6 +47,18 @@ pub const MINUTE_MS: i64 = 60 * SECOND_MS;
 pub const HOUR_MS: i64 = 60 * MINUTE_MS;
 /// One day in milliseconds.
 pub const DAY_MS: i64 = 24 * HOUR_MS;
+
+/// Largest safety margin accepted: a day is already far beyond any clock skew.
+pub const MAX_MARGIN_MS: i64 = DAY_MS;
+/// Largest plausibility ceiling accepted (ten years).
+pub const MAX_CEILING_MS: i64 = 3_650 * DAY_MS;
+/// Largest per-worker jitter bound accepted.
+pub const MAX_JITTER_MS: i64 = HOUR_MS;
+/// Longest recovery-probe lease accepted (a lease covers one call).
+pub const MAX_LEASE_MS: i64 = DAY_MS;
+/// The last instant a deadline may name; a later one is out of range (see
+/// [`crate::civil::MAX_EPOCH_MS`]). A stored deadline past it is corruption.
+pub const MAX_DEADLINE_MS: EpochMs = MAX_EPOCH_MS;
 
 /// Which provider field a value came from; used in errors so the message names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -124,14 +138,37 @@ impl Hint {
         }
     }
 
-    /// The absolute deadline this hint names, for a response received at `received_at`.
+    /// The absolute deadline this hint names, for a response received at
+    /// `received_at`; one past [`MAX_DEADLINE_MS`] is out of range.
     pub fn deadline(&self, received_at: EpochMs) -> Result<EpochMs, HintError> {
-        match self {
+        let d = match self {
             Hint::RetryAfter(v) => retry_after_deadline(v, received_at),
             Hint::ResetsInSeconds(v) => resets_in_seconds_deadline(v, received_at),
             Hint::ResetsAt(v) => resets_at_deadline(v),
+        }?;
+        if d > MAX_DEADLINE_MS {
+            return Err(HintError::OutOfRange {
+                field: self.field(),
+                value: self.value().to_string(),
+            });
+        }
+        Ok(d)
+    }
+}
+
+/// Splits `hints` into those that name a deadline and the errors of those that
+/// do not, so a refusal is recorded from what is usable (never dropped because
+/// one value was garbage).
+pub fn usable_hints(hints: &[Hint], received_at: EpochMs) -> (Vec<Hint>, Vec<HintError>) {
+    let mut usable = Vec::new();
+    let mut unusable = Vec::new();
+    for h in hints {
+        match h.deadline(received_at) {
+            Ok(_) => usable.push(h.clone()),
+            Err(e) => unusable.push(e),
         }
     }
+    (usable, unusable)
 }
 
 /// `Retry-After`: delta-seconds from `received_at`, or an HTTP-date in any of
@@ -561,7 +598,9 @@ pub struct Assessment {
 ///
 /// `existing` is the recorded not-before (0 when none); `backoff_attempt` the
 /// number of consecutive refusals that named no reset so far. Any invalid hint
-/// rejects the whole refusal (nothing is to be recorded from it).
+/// rejects the whole refusal (callers keep only [`usable_hints`]). The result
+/// never lies past [`MAX_DEADLINE_MS`]: a margin that would carry it further
+/// stops there (such a deadline is implausible, for an operator anyway).
 pub fn assess(
     existing: EpochMs,
     received_at: EpochMs,
@@ -580,7 +619,8 @@ pub fn assess(
             received_at,
             &[received_at.saturating_add(delay)],
             policy.margin_ms,
-        );
+        )
+        .min(MAX_DEADLINE_MS.max(existing));
         return Ok(Assessment {
             not_before,
             basis: Basis::Backoff {
@@ -597,7 +637,8 @@ pub fn assess(
         ceiling_ms: policy.ceiling_ms,
     });
     Ok(Assessment {
-        not_before: next_probe(existing, received_at, &deadlines, policy.margin_ms),
+        not_before: next_probe(existing, received_at, &deadlines, policy.margin_ms)
+            .min(MAX_DEADLINE_MS.max(existing)),
         basis: Basis::Provider,
         implausible,
     })
@@ -1040,7 +1081,61 @@ mod tests {
         }
     }
 
+    #[test]
+    fn deadlines_past_the_last_instant_are_out_of_range() {
+        let r = utc("2026-12-02T00:00:00Z");
+        // Year ~3.2 million: parses, but no stored deadline may name it.
+        let far = Hint::ResetsAt("99999999999999".into());
+        assert!(matches!(
+            far.deadline(r),
+            Err(HintError::OutOfRange {
+                field: HintField::ResetsAt,
+                ..
+            })
+        ));
+        assert!(Hint::ResetsAt("253402214399".into()).deadline(r).is_ok());
+        let (usable, unusable) = usable_hints(
+            &[
+                Hint::RetryAfter("garbage".into()),
+                far,
+                Hint::ResetsInSeconds("60".into()),
+            ],
+            r,
+        );
+        assert_eq!(usable, vec![Hint::ResetsInSeconds("60".into())]);
+        assert_eq!(unusable.len(), 2);
+        // A margin cannot carry a deadline past the last instant.
+        let p = Policy {
+            margin_ms: MAX_MARGIN_MS,
+            ..Policy::default()
+        };
+        let a = assess(0, r, &[Hint::ResetsAt("253402214399".into())], 0, &p).unwrap();
+        assert_eq!(a.not_before, MAX_DEADLINE_MS);
+    }
+
     proptest! {
+        /// Whatever the numbers (a stored i64::MIN, a huge margin, any attempt
+        /// count), assessing never panics, never lowers the recorded deadline
+        /// and never names an instant past the last one.
+        #[test]
+        fn assess_is_total_and_bounded(
+            existing in prop_oneof![Just(i64::MIN), Just(i64::MAX), Just(0i64), any::<i64>()],
+            received in prop_oneof![Just(i64::MIN), Just(i64::MAX), any::<i64>()],
+            margin in prop_oneof![Just(i64::MAX), Just(i64::MIN), any::<i64>()],
+            attempt in any::<u32>(),
+            value in prop_oneof![Just("9223372036854775".to_string()), "[0-9.e+-]{0,20}"],
+        ) {
+            let p = Policy { margin_ms: margin, ..Policy::default() };
+            for hints in [vec![], vec![Hint::ResetsInSeconds(value.clone())], vec![Hint::RetryAfter(value.clone())]] {
+                if let Ok(a) = assess(existing, received, &hints, attempt, &p) {
+                    prop_assert!(a.not_before >= existing);
+                    prop_assert!(a.not_before <= MAX_DEADLINE_MS.max(existing));
+                }
+            }
+            let _ = human_duration(existing.wrapping_sub(received));
+            let _ = resume_at(existing, "w", 7, margin);
+        }
+
         /// A recorded deadline never moves earlier, whatever arrives next.
         #[test]
         fn next_probe_is_monotonic(

@@ -46,14 +46,3 @@ impl From<crate::store::StoreError> for CliError {
         CliError::Failed(e.to_string())
     }
 }
-
-impl From<std::io::Error> for CliError {
-    /// A closed pipe (`zae-limiter … | head`) is not a failure: stop quietly with 0.
-    fn from(e: std::io::Error) -> Self {
-        if e.kind() == std::io::ErrorKind::BrokenPipe {
-            CliError::Reported(crate::exit_codes::OK)
-        } else {
-            CliError::Failed(e.to_string())
-        }
-    }
-}

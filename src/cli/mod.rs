@@ -2,8 +2,7 @@
 
 pub mod args;
 pub mod error;
-
-use std::io::Write;
+pub mod output;
 
 pub use args::{command, Cli, Command};
 pub use error::CliError;
@@ -16,7 +15,7 @@ pub fn run(cli: Cli) -> i32 {
         Ok(code) => code,
         Err(err) => {
             if err.has_message() {
-                let _ = writeln!(std::io::stderr(), "Error: {err}");
+                output::eprintln(format!("Error: {err}"));
             }
             err.exit_code()
         }
@@ -50,8 +49,10 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
         Command::Cooldown(cmd) => commands::cooldown::run(cmd),
         Command::Table(cmd) => commands::table::run(cmd),
         Command::Completions { shell } => {
-            let mut cmd = command();
-            clap_complete::generate(shell, &mut cmd, "zae-limiter", &mut std::io::stdout());
+            // Into a buffer first: clap_complete panics when its writer fails.
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut command(), "zae-limiter", &mut script);
+            output::print(script)?;
             Ok(crate::exit_codes::OK)
         }
     }

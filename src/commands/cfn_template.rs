@@ -12,7 +12,7 @@
 //! as PyYAML's `dump(default_flow_style=False, sort_keys=False)` writes it, and
 //! like the reference's `click.echo` the output ends with a blank line.
 
-use std::io::Write;
+use crate::cli::output;
 
 use crate::cli::args::CfnTemplateArgs;
 use crate::cli::CliError;
@@ -607,15 +607,12 @@ pub fn run(args: CfnTemplateArgs) -> Result<i32, CliError> {
     let loaded = match load_file(&args.file) {
         Ok(l) => l,
         Err(diags) => {
-            let mut err = std::io::stderr().lock();
-            err.write_all(render_text(&diags).as_bytes())?;
+            output::eprint(render_text(&diags));
             return Err(CliError::Reported(crate::exit_codes::FAILURE));
         }
     };
     if !loaded.warnings.is_empty() {
-        std::io::stderr()
-            .lock()
-            .write_all(render_text(&loaded.warnings).as_bytes())?;
+        output::eprint(render_text(&loaded.warnings));
     }
     let foreign = non_bucket_limits(&loaded.manifest);
     if !foreign.is_empty() {
@@ -626,10 +623,7 @@ pub fn run(args: CfnTemplateArgs) -> Result<i32, CliError> {
         )));
     }
     let yaml = emit(&template(&loaded.manifest, &args.name, args.full));
-    let mut out = std::io::stdout().lock();
-    out.write_all(yaml.as_bytes())?;
-    out.write_all(b"\n")?;
-    out.flush()?;
+    output::println(yaml)?;
     Ok(crate::exit_codes::OK)
 }
 

@@ -13,26 +13,36 @@
 //! the per-worker jitter `probe` adds after the deadline.
 //!
 //! Namespaces: `record` registers a missing namespace (a refusal must be
-//! recordable on a fresh table); the other commands never write the registry
-//! and read a missing namespace as "nothing recorded".
+//! recordable on a fresh table); the other commands never write the registry.
+//! `check` and `probe` refuse (76) a namespace that is not registered: its
+//! cooldowns cannot be read, and a misspelt `-N` must never read as "go".
+//!
+//! Never fail open: a refusal given to `record` always leaves the scope
+//! deferred. Values that cannot be used (a garbage `--retry-after`, a body that
+//! is not UTF-8, too large or not JSON, a `--received-at` in the future) are
+//! named in a warning on stderr and left out; with nothing usable the bounded
+//! backoff applies.
+//!
+//! Bounds: instants lie in 1970..=9999 ([`MAX_DEADLINE_MS`]), `--margin` at
+//! most a day (larger is capped, with a warning), `--lease` at most a day,
+//! the jitter at most an hour, the ceiling at most ten years.
 
-use std::path::Path;
-
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Utc};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, ContentArrangement, Table};
 use serde_json::{json, Value};
 use zae_limiter_engine::cooldown::{
-    human_duration, parse_duration_ms, EpochMs, Hint, Policy, DEFAULT_CEILING_MS,
-    DEFAULT_MAX_JITTER_MS, SECOND_MS,
+    human_duration, parse_duration_ms, usable_hints, EpochMs, Hint, Policy, DEFAULT_CEILING_MS,
+    DEFAULT_MARGIN_MS, DEFAULT_MAX_JITTER_MS, MAX_CEILING_MS, MAX_DEADLINE_MS, MAX_JITTER_MS,
+    MAX_LEASE_MS, MAX_MARGIN_MS, SECOND_MS,
 };
 
 use crate::cli::args::{
     CooldownCommand, CooldownProbeArgs, CooldownRecordArgs, CooldownScopeArgs, CooldownSettleArgs,
     CooldownStoreArgs, ProbeOutcome, TextOrJson,
 };
-use crate::cli::CliError;
+use crate::cli::{output, CliError};
 use crate::cooldown::ops::Listed;
-use crate::cooldown::response::{read_response, ResponseError};
+use crate::cooldown::response::read_response_file;
 use crate::cooldown::{
     CooldownError, CooldownState, Cooldowns, Phase, ProbeResult, Refusal, Scope, SettleResult,
     Settlement, Verdict,
@@ -67,22 +77,40 @@ fn record(a: CooldownRecordArgs) -> Result<i32, CliError> {
     let scope = parse_scope(&a.scope)?;
     let now = now_ms()?;
     let received_at = match &a.received_at {
-        Some(t) => parse_instant(t, "--received-at")?,
         None => now,
+        Some(t) => match parse_instant(t, "--received-at") {
+            // A receipt in the future would also dodge the plausibility ceiling.
+            Ok(at) if at > now.saturating_add(RECEIPT_SKEW_MS) => {
+                warn(format!(
+                    "--received-at {} is after now ({}); a response cannot be received in the future, so it counts as received now",
+                    rfc3339(at),
+                    rfc3339(now)
+                ));
+                now
+            }
+            Ok(at) => at,
+            Err(e) => {
+                warn(format!("{e}; it counts as received now"));
+                now
+            }
+        },
     };
-    // A receipt in the future would also dodge the plausibility ceiling.
-    if received_at > now.saturating_add(RECEIPT_SKEW_MS) {
-        return Err(CliError::Usage(format!(
-            "--received-at {} is after now ({}); a response cannot be received in the future",
-            rfc3339(received_at),
-            rfc3339(now)
-        )));
-    }
-    let margin_ms = i64::try_from(a.margin)
+    let margin_ms = match i64::try_from(a.margin)
         .ok()
         .and_then(|m| m.checked_mul(SECOND_MS))
-        .ok_or_else(|| CliError::Usage(format!("--margin {} is too large", a.margin)))?;
-    let policy = policy(margin_ms)?;
+    {
+        Some(ms) if ms <= MAX_MARGIN_MS => ms,
+        _ => {
+            warn(format!(
+                "--margin {} is above the {}s maximum; using {}s",
+                a.margin,
+                MAX_MARGIN_MS / SECOND_MS,
+                MAX_MARGIN_MS / SECOND_MS
+            ));
+            MAX_MARGIN_MS
+        }
+    };
+    let policy = policy(margin_ms, Strictness::Warn)?;
     let refusal = match a.status {
         Some(s) if s < 400 => {
             return Err(CliError::Usage(format!(
@@ -97,60 +125,66 @@ fn record(a: CooldownRecordArgs) -> Result<i32, CliError> {
             let mut hints = flag_hints(&a.retry_after, &a.resets_in_seconds, &a.resets_at);
             let mut label = None;
             if let Some(path) = &a.response {
-                let body = read_body(path)?;
-                match read_response(&body) {
+                // A proxy's HTML error page, a truncated or binary body says
+                // nothing usable about the quota: the refusal is still recorded
+                // (from the other hints, or with backoff).
+                match read_response_file(path) {
                     Ok(r) => {
                         hints.extend(r.hints);
                         label = r.label;
+                        for e in r.problems {
+                            warn(format!("{}: {e}; recording without it", path.display()));
+                        }
                     }
-                    // A proxy's HTML error page says nothing about the quota: the
-                    // refusal is still recorded (from the other hints, or backoff).
-                    Err(e @ (ResponseError::NotJson(_) | ResponseError::NotObject)) => {
-                        eprintln!("warning: {}: {e}; recording without it", path.display())
-                    }
-                    Err(e) => {
-                        return Err(CliError::Failed(format!(
-                            "{}: {e}; nothing was recorded",
-                            path.display()
-                        )))
-                    }
+                    Err(e) => warn(format!("{}: {e}; recording without it", path.display())),
                 }
             }
             Refusal::Quota {
                 status,
-                hints,
+                hints: usable(&hints, received_at),
                 received_at,
                 label,
             }
         }
     };
-    // Refuse bad values before anything is written (the table is not even initialised).
-    if let Refusal::Quota { hints, .. } = &refusal {
-        for h in hints {
-            h.deadline(received_at)
-                .map_err(|e| CliError::Failed(format!("{e}; nothing was recorded")))?;
-        }
-    }
     let store = open_store(&a.store)?;
     let ns = init_namespace(store.as_ref(), &a.store.namespace)?;
     let st = Cooldowns::new(store.as_ref(), ns, policy)
         .record(&scope, &refusal, now)
         .map_err(|e| CliError::Failed(format!("{e}; nothing was recorded")))?;
     match a.format {
-        TextOrJson::Json => print_json(&json!({"recorded": state_json(&st, now)})),
+        TextOrJson::Json => print_json(&json!({"recorded": state_json(&st, now)}))?,
         TextOrJson::Text => match st.phase {
-            Phase::Cooling => println!(
+            Phase::Cooling => output::println(format!(
                 "recorded {scope}: no call before {} (in {}): {}",
                 rfc3339(st.not_before),
-                human_duration(st.not_before - now),
+                human_duration(st.not_before.saturating_sub(now)),
                 st.reason
-            ),
-            Phase::NeedsOperator => {
-                println!("recorded {scope}: needs an operator: {}", st.reason)
-            }
+            ))?,
+            Phase::NeedsOperator => output::println(format!(
+                "recorded {scope}: needs an operator: {}",
+                st.reason
+            ))?,
         },
     }
     Ok(exit_codes::OK)
+}
+
+/// The hints that name a deadline; each unusable one is named in a warning.
+fn usable(hints: &[Hint], received_at: EpochMs) -> Vec<Hint> {
+    let (usable, unusable) = usable_hints(hints, received_at);
+    for e in &unusable {
+        warn(format!("{e}; recording without it"));
+    }
+    if usable.is_empty() && !unusable.is_empty() {
+        warn("no usable reset: recording with the backoff");
+    }
+    usable
+}
+
+/// A warning on stderr.
+fn warn(text: impl AsRef<str>) {
+    output::eprintln(format!("warning: {}", text.as_ref()));
 }
 
 // ---------------------------------------------------------------- check
@@ -158,23 +192,21 @@ fn record(a: CooldownRecordArgs) -> Result<i32, CliError> {
 fn check(a: CooldownScopeArgs) -> Result<i32, CliError> {
     let scope = parse_scope(&a.scope)?;
     let now = now_ms()?;
-    let policy = policy(zae_limiter_engine::cooldown::DEFAULT_MARGIN_MS)?;
+    let policy = policy(DEFAULT_MARGIN_MS, Strictness::Refuse)?;
     let loaded = open_store(&a.store).and_then(|store| {
-        let Some(ns) = lookup_namespace(store.as_ref(), &a.store.namespace)? else {
-            return Ok(None);
-        };
+        let ns = registered_namespace(store.as_ref(), &a.store.namespace)?;
         Cooldowns::new(store.as_ref(), ns, policy)
             .load(&scope)
             .map_err(|e| CliError::Failed(e.to_string()))
     });
     let st = match loaded {
         Ok(st) => st,
-        Err(e) => return Ok(unreadable(a.format, &scope, &e.to_string(), now)),
+        Err(e) => return unreadable(a.format, &scope, &e.to_string(), now),
     };
     let Some(st) = st else {
         match a.format {
-            TextOrJson::Json => print_json(&verdict_json(&scope, "go", exit_codes::OK, None, now)),
-            TextOrJson::Text => println!("go: no cooldown recorded for {scope}"),
+            TextOrJson::Json => print_json(&verdict_json(&scope, "go", exit_codes::OK, None, now))?,
+            TextOrJson::Text => output::println(format!("go: no cooldown recorded for {scope}"))?,
         }
         return Ok(exit_codes::OK);
     };
@@ -189,56 +221,56 @@ fn check(a: CooldownScopeArgs) -> Result<i32, CliError> {
             if let Some(until) = until {
                 v["until"] = json!(rfc3339(until));
                 v["until_ms"] = json!(until);
-                v["remaining"] = json!(human_duration(until - now));
+                v["remaining"] = json!(human_duration(until.saturating_sub(now)));
             }
-            print_json(&v)
+            print_json(&v)?
         }
         TextOrJson::Text => match st.verdict(now) {
-            Verdict::Go => println!(
+            Verdict::Go => output::println(format!(
                 "go: the cooldown of {scope} ended at {} ({})",
                 rfc3339(st.not_before),
                 st.reason
-            ),
+            ))?,
             Verdict::Wait {
                 until,
                 probe_holder: None,
-            } => println!(
+            } => output::println(format!(
                 "wait: no call to {scope} before {} (in {}): {}",
                 rfc3339(until),
-                human_duration(until - now),
+                human_duration(until.saturating_sub(now)),
                 st.reason
-            ),
+            ))?,
             Verdict::Wait {
                 until,
                 probe_holder: Some(h),
-            } => println!(
+            } => output::println(format!(
                 "wait: {h} holds the recovery probe of {scope} until {} (in {})",
                 rfc3339(until),
-                human_duration(until - now)
-            ),
-            Verdict::NeedsOperator => eprintln!(
+                human_duration(until.saturating_sub(now))
+            ))?,
+            Verdict::NeedsOperator => output::eprintln(format!(
                 "Error: {scope} needs an operator: {} (after fixing it: zae-limiter cooldown clear {scope})",
                 st.reason
-            ),
+            )),
         },
     }
     Ok(code)
 }
 
 /// The state cannot be read: say so and refuse (76), never permit.
-fn unreadable(format: TextOrJson, scope: &Scope, why: &str, now: EpochMs) -> i32 {
+fn unreadable(format: TextOrJson, scope: &Scope, why: &str, now: EpochMs) -> Result<i32, CliError> {
     let code = exit_codes::NEEDS_OPERATOR;
     match format {
         TextOrJson::Json => {
             let mut v = verdict_json(scope, "unreadable", code, None, now);
             v["error"] = json!(why);
-            print_json(&v);
+            print_json(&v)?;
         }
-        TextOrJson::Text => eprintln!(
+        TextOrJson::Text => output::eprintln(format!(
             "Error: cannot read the cooldown state of {scope}, so no call is permitted: {why}"
-        ),
+        )),
     }
-    code
+    Ok(code)
 }
 
 // ---------------------------------------------------------------- probe
@@ -246,17 +278,11 @@ fn unreadable(format: TextOrJson, scope: &Scope, why: &str, now: EpochMs) -> i32
 fn probe(a: CooldownProbeArgs) -> Result<i32, CliError> {
     let scope = parse_scope(&a.scope)?;
     let holder = parse_holder(&a.holder)?;
-    let lease_ms =
-        parse_duration_ms(&a.lease).map_err(|e| CliError::Usage(format!("--lease: {e}")))?;
-    if lease_ms <= 0 {
-        return Err(CliError::Usage("--lease must be longer than 0s".into()));
-    }
+    let lease_ms = bounded_duration("--lease", &a.lease, 1, MAX_LEASE_MS)?;
     let now = now_ms()?;
-    let policy = policy(zae_limiter_engine::cooldown::DEFAULT_MARGIN_MS)?;
+    let policy = policy(DEFAULT_MARGIN_MS, Strictness::Refuse)?;
     let outcome = open_store(&a.store).and_then(|store| {
-        let Some(ns) = lookup_namespace(store.as_ref(), &a.store.namespace)? else {
-            return Ok(ProbeResult::NoCooldown);
-        };
+        let ns = registered_namespace(store.as_ref(), &a.store.namespace)?;
         Cooldowns::new(store.as_ref(), ns, policy)
             .probe(&scope, holder, lease_ms, now)
             .map_err(|e| match e {
@@ -267,10 +293,12 @@ fn probe(a: CooldownProbeArgs) -> Result<i32, CliError> {
     let outcome = match outcome {
         Ok(o) => o,
         Err(CliError::Reported(code)) => {
-            eprintln!("wait: other workers are changing the cooldown of {scope}; try again later");
+            output::eprintln(format!(
+                "wait: other workers are changing the cooldown of {scope}; try again later"
+            ));
             return Ok(code);
         }
-        Err(e) => return Ok(unreadable(a.format, &scope, &e.to_string(), now)),
+        Err(e) => return unreadable(a.format, &scope, &e.to_string(), now),
     };
     let json_out = |result: &str, code: i32, st: Option<&CooldownState>| {
         let mut v = verdict_json(&scope, result, code, st, now);
@@ -280,21 +308,21 @@ fn probe(a: CooldownProbeArgs) -> Result<i32, CliError> {
     match outcome {
         ProbeResult::NoCooldown => {
             match a.format {
-                TextOrJson::Json => print_json(&json_out("no_cooldown", 0, None)),
-                TextOrJson::Text => {
-                    println!("go: no cooldown recorded for {scope}; no probe is needed")
-                }
+                TextOrJson::Json => print_json(&json_out("no_cooldown", 0, None))?,
+                TextOrJson::Text => output::println(format!(
+                    "go: no cooldown recorded for {scope}; no probe is needed"
+                ))?,
             }
             Ok(exit_codes::OK)
         }
         ProbeResult::Won { lease, state } => {
             match a.format {
-                TextOrJson::Json => print_json(&json_out("won", 0, Some(&state))),
-                TextOrJson::Text => println!(
+                TextOrJson::Json => print_json(&json_out("won", 0, Some(&state)))?,
+                TextOrJson::Text => output::println(format!(
                     "won: {holder} holds the recovery probe of {scope} until {} (lease {}); make one call, then `zae-limiter cooldown settle {scope} --holder {holder} --outcome ok|quota|auth`",
                     rfc3339(lease.expires_at),
-                    human_duration(lease.expires_at - now)
-                ),
+                    human_duration(lease.expires_at.saturating_sub(now))
+                ))?,
             }
             Ok(exit_codes::OK)
         }
@@ -309,20 +337,20 @@ fn probe(a: CooldownProbeArgs) -> Result<i32, CliError> {
                     let mut v = json_out("wait", code, Some(&state));
                     v["until"] = json!(rfc3339(until));
                     v["until_ms"] = json!(until);
-                    print_json(&v);
+                    print_json(&v)?;
                 }
                 TextOrJson::Text => match probe_holder {
-                    Some(h) => println!(
+                    Some(h) => output::println(format!(
                         "wait: {h} holds the recovery probe of {scope} until {} (in {})",
                         rfc3339(until),
-                        human_duration(until - now)
-                    ),
-                    None => println!(
+                        human_duration(until.saturating_sub(now))
+                    ))?,
+                    None => output::println(format!(
                         "wait: {holder} may probe {scope} from {} (in {}): {}",
                         rfc3339(until),
-                        human_duration(until - now),
+                        human_duration(until.saturating_sub(now)),
                         state.reason
-                    ),
+                    ))?,
                 },
             }
             Ok(code)
@@ -330,10 +358,11 @@ fn probe(a: CooldownProbeArgs) -> Result<i32, CliError> {
         ProbeResult::NeedsOperator { state } => {
             let code = exit_codes::NEEDS_OPERATOR;
             match a.format {
-                TextOrJson::Json => print_json(&json_out("needs_operator", code, Some(&state))),
-                TextOrJson::Text => {
-                    eprintln!("Error: {scope} needs an operator: {}", state.reason)
-                }
+                TextOrJson::Json => print_json(&json_out("needs_operator", code, Some(&state)))?,
+                TextOrJson::Text => output::eprintln(format!(
+                    "Error: {scope} needs an operator: {}",
+                    state.reason
+                )),
             }
             Ok(code)
         }
@@ -346,8 +375,12 @@ fn settle(a: CooldownSettleArgs) -> Result<i32, CliError> {
     let scope = parse_scope(&a.scope)?;
     let holder = parse_holder(&a.holder)?;
     let hints = flag_hints(&a.retry_after, &a.resets_in_seconds, &a.resets_at);
+    let now = now_ms()?;
     let settlement = match a.outcome {
-        ProbeOutcome::Quota => Settlement::Quota { hints, label: None },
+        ProbeOutcome::Quota => Settlement::Quota {
+            hints: usable(&hints, now),
+            label: None,
+        },
         _ if !hints.is_empty() => {
             return Err(CliError::Usage(
                 "--retry-after, --resets-in-seconds and --resets-at go with --outcome quota".into(),
@@ -356,24 +389,18 @@ fn settle(a: CooldownSettleArgs) -> Result<i32, CliError> {
         ProbeOutcome::Ok => Settlement::Ok,
         ProbeOutcome::Auth => Settlement::Auth,
     };
-    let now = now_ms()?;
-    let policy = policy(zae_limiter_engine::cooldown::DEFAULT_MARGIN_MS)?;
+    let policy = policy(DEFAULT_MARGIN_MS, Strictness::Warn)?;
     let store = open_store(&a.store)?;
-    let ns = lookup_namespace(store.as_ref(), &a.store.namespace)?.ok_or_else(|| {
-        CliError::Failed(format!(
-            "namespace '{}' is not registered, so no probe of {scope} is held; nothing was changed",
-            a.store.namespace
-        ))
-    })?;
+    let ns = registered_namespace(store.as_ref(), &a.store.namespace)?;
     let result = Cooldowns::new(store.as_ref(), ns, policy)
         .settle(&scope, holder, &settlement, now)
         .map_err(|e| CliError::Failed(e.to_string()))?;
     match (&result, a.format) {
         (SettleResult::Cleared, TextOrJson::Json) => {
-            print_json(&json!({"scope": scope.as_str(), "result": "cleared"}))
+            print_json(&json!({"scope": scope.as_str(), "result": "cleared"}))?
         }
         (SettleResult::Cleared, TextOrJson::Text) => {
-            println!("cleared: the cooldown of {scope} is over")
+            output::println(format!("cleared: the cooldown of {scope} is over"))?
         }
         (SettleResult::Recorded(st) | SettleResult::OperatorKept(st), TextOrJson::Json) => {
             let word = match result {
@@ -382,23 +409,24 @@ fn settle(a: CooldownSettleArgs) -> Result<i32, CliError> {
             };
             print_json(
                 &json!({"scope": scope.as_str(), "result": word, "state": state_json(st, now)}),
-            )
+            )?
         }
         (SettleResult::Recorded(st), TextOrJson::Text) => match st.phase {
-            Phase::Cooling => println!(
+            Phase::Cooling => output::println(format!(
                 "recorded {scope}: no call before {} (in {}): {}",
                 rfc3339(st.not_before),
-                human_duration(st.not_before - now),
+                human_duration(st.not_before.saturating_sub(now)),
                 st.reason
-            ),
-            Phase::NeedsOperator => {
-                println!("escalated {scope}: needs an operator: {}", st.reason)
-            }
+            ))?,
+            Phase::NeedsOperator => output::println(format!(
+                "escalated {scope}: needs an operator: {}",
+                st.reason
+            ))?,
         },
-        (SettleResult::OperatorKept(st), TextOrJson::Text) => println!(
+        (SettleResult::OperatorKept(st), TextOrJson::Text) => output::println(format!(
             "released the probe of {scope}; it still needs an operator: {}",
             st.reason
-        ),
+        ))?,
     }
     Ok(exit_codes::OK)
 }
@@ -407,14 +435,12 @@ fn settle(a: CooldownSettleArgs) -> Result<i32, CliError> {
 
 fn list(format: TextOrJson, store_args: CooldownStoreArgs) -> Result<i32, CliError> {
     let now = now_ms()?;
-    let policy = policy(zae_limiter_engine::cooldown::DEFAULT_MARGIN_MS)?;
+    let policy = policy(DEFAULT_MARGIN_MS, Strictness::Refuse)?;
     let store = open_store(&store_args)?;
-    let rows = match lookup_namespace(store.as_ref(), &store_args.namespace)? {
-        None => Vec::new(),
-        Some(ns) => Cooldowns::new(store.as_ref(), ns, policy)
-            .list()
-            .map_err(|e| CliError::Failed(e.to_string()))?,
-    };
+    let ns = registered_namespace(store.as_ref(), &store_args.namespace)?;
+    let rows = Cooldowns::new(store.as_ref(), ns, policy)
+        .list()
+        .map_err(|e| CliError::Failed(e.to_string()))?;
     if format == TextOrJson::Json {
         let items: Vec<Value> = rows
             .iter()
@@ -427,17 +453,17 @@ fn list(format: TextOrJson, store_args: CooldownStoreArgs) -> Result<i32, CliErr
                 Err(why) => json!({"scope": r.scope, "status": "unreadable", "error": why}),
             })
             .collect();
-        print_json(&json!({"namespace": store_args.namespace, "cooldowns": items}));
+        print_json(&json!({"namespace": store_args.namespace, "cooldowns": items}))?;
         return Ok(exit_codes::OK);
     }
     if rows.is_empty() {
-        println!(
+        output::println(format!(
             "no cooldowns recorded in namespace '{}'",
             store_args.namespace
-        );
+        ))?;
         return Ok(exit_codes::OK);
     }
-    println!("{}", render_table(&rows, now));
+    output::println(render_table(&rows, now).to_string())?;
     Ok(exit_codes::OK)
 }
 
@@ -457,7 +483,7 @@ fn render_table(rows: &[Listed], now: EpochMs) -> Table {
     for r in rows {
         match &r.state {
             Ok(st) => {
-                let left = st.not_before - now;
+                let left = st.not_before.saturating_sub(now);
                 let probe = match st.live_lease(now) {
                     Some(l) => format!("{} (until {})", l.holder, rfc3339(l.expires_at)),
                     None => "-".into(),
@@ -512,16 +538,16 @@ fn status_word(st: &CooldownState, now: EpochMs) -> &'static str {
 fn clear(a: CooldownScopeArgs) -> Result<i32, CliError> {
     let scope = parse_scope(&a.scope)?;
     let store = open_store(&a.store)?;
-    let existed = match lookup_namespace(store.as_ref(), &a.store.namespace)? {
-        None => false,
-        Some(ns) => Cooldowns::new(store.as_ref(), ns, Policy::default())
-            .clear(&scope)
-            .map_err(|e| CliError::Failed(e.to_string()))?,
-    };
+    let ns = registered_namespace(store.as_ref(), &a.store.namespace)?;
+    let existed = Cooldowns::new(store.as_ref(), ns, Policy::default())
+        .clear(&scope)
+        .map_err(|e| CliError::Failed(e.to_string()))?;
     match a.format {
-        TextOrJson::Json => print_json(&json!({"scope": scope.as_str(), "cleared": existed})),
-        TextOrJson::Text if existed => println!("cleared the cooldown of {scope}"),
-        TextOrJson::Text => println!("no cooldown recorded for {scope}; nothing to clear"),
+        TextOrJson::Json => print_json(&json!({"scope": scope.as_str(), "cleared": existed}))?,
+        TextOrJson::Text if existed => output::println(format!("cleared the cooldown of {scope}"))?,
+        TextOrJson::Text => output::println(format!(
+            "no cooldown recorded for {scope}; nothing to clear"
+        ))?,
     }
     Ok(exit_codes::OK)
 }
@@ -553,22 +579,32 @@ fn flag_hints(
     hints
 }
 
-fn read_body(path: &Path) -> Result<String, CliError> {
-    std::fs::read_to_string(path).map_err(|e| {
-        CliError::Failed(format!(
-            "cannot read --response {}: {e}; nothing was recorded",
-            path.display()
-        ))
-    })
-}
-
 fn open_store(args: &CooldownStoreArgs) -> Result<Box<dyn Store>, CliError> {
     crate::store::open::open(&args.store, &args.name).map_err(|e| CliError::Failed(e.to_string()))
 }
 
-/// The namespace id for reading; `None` when the name is not registered.
-fn lookup_namespace(store: &dyn Store, name: &str) -> Result<Option<String>, CliError> {
-    namespace::resolve(store, name).map_err(|e| CliError::Failed(e.to_string()))
+/// The namespace id for reading. A name that is not registered is an error
+/// (a misspelt `-N` must not read as "nothing recorded"), with the nearest
+/// registered name when there is one.
+fn registered_namespace(store: &dyn Store, name: &str) -> Result<String, CliError> {
+    let failed = |e: crate::store::StoreError| CliError::Failed(e.to_string());
+    if let Some(id) = namespace::resolve(store, name).map_err(failed)? {
+        return Ok(id);
+    }
+    let names: Vec<String> = namespace::list(store)
+        .map_err(failed)?
+        .into_iter()
+        .map(|r| r.name)
+        .collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let hint = match crate::manifest::suggest::suggest("namespace", name, &refs) {
+        Some((s, _)) => format!("did you mean '{s}'? "),
+        None => String::new(),
+    };
+    Err(CliError::Failed(format!(
+        "namespace '{name}' is not registered in table '{}', so its cooldowns cannot be read ({hint}register it with `zae-limiter namespace register {name}`)",
+        store.table_name()
+    )))
 }
 
 /// The namespace id for `record`: initialises the table (version record,
@@ -587,44 +623,82 @@ fn now_ms() -> Result<EpochMs, CliError> {
     }
 }
 
+/// An RFC 3339 instant from 1970 to 9999 ([`MAX_DEADLINE_MS`]).
 fn parse_instant(text: &str, what: &str) -> Result<EpochMs, CliError> {
-    DateTime::parse_from_rfc3339(text.trim())
+    let ms = DateTime::parse_from_rfc3339(text.trim())
         .map(|t| t.timestamp_millis())
         .map_err(|e| {
             CliError::Usage(format!(
                 "{what} '{text}' is not an RFC 3339 time such as 2026-12-02T10:00:00Z ({e})"
             ))
-        })
+        })?;
+    if !(0..=MAX_DEADLINE_MS).contains(&ms) {
+        return Err(CliError::Usage(format!(
+            "{what} '{text}' is out of range: instants from 1970-01-01 to {} are accepted",
+            rfc3339(MAX_DEADLINE_MS)
+        )));
+    }
+    Ok(ms)
 }
 
-fn policy(margin_ms: i64) -> Result<Policy, CliError> {
-    let env_duration = |name: &str, default: i64| -> Result<i64, CliError> {
-        match std::env::var(name) {
-            Ok(v) if !v.is_empty() => {
-                parse_duration_ms(&v).map_err(|e| CliError::Usage(format!("{name}: {e}")))
+/// A duration flag or variable within `min..=max` ms.
+fn bounded_duration(what: &str, text: &str, min: i64, max: i64) -> Result<i64, CliError> {
+    let ms = parse_duration_ms(text).map_err(|e| CliError::Usage(format!("{what}: {e}")))?;
+    if ms < min {
+        return Err(CliError::Usage(format!(
+            "{what} {text}: must be at least {}",
+            human_duration(min)
+        )));
+    }
+    if ms > max {
+        return Err(CliError::Usage(format!(
+            "{what} {text}: must be at most {}",
+            human_duration(max)
+        )));
+    }
+    Ok(ms)
+}
+
+/// What a bad policy variable does: refuse the command, or (where refusing
+/// would leave a refusal unrecorded) warn and use the default.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Strictness {
+    Refuse,
+    Warn,
+}
+
+fn policy(margin_ms: i64, strictness: Strictness) -> Result<Policy, CliError> {
+    let env_duration = |name: &str, default: i64, max: i64| -> Result<i64, CliError> {
+        let Some(v) = std::env::var(name).ok().filter(|v| !v.is_empty()) else {
+            return Ok(default);
+        };
+        match (bounded_duration(name, &v, 0, max), strictness) {
+            (Ok(ms), _) => Ok(ms),
+            (Err(e), Strictness::Refuse) => Err(e),
+            (Err(e), Strictness::Warn) => {
+                warn(format!(
+                    "{e}; using the default {}",
+                    human_duration(default)
+                ));
+                Ok(default)
             }
-            _ => Ok(default),
         }
     };
     Ok(Policy {
         margin_ms,
-        ceiling_ms: env_duration(CEILING_ENV, DEFAULT_CEILING_MS)?,
-        max_jitter_ms: env_duration(JITTER_ENV, DEFAULT_MAX_JITTER_MS)?,
+        ceiling_ms: env_duration(CEILING_ENV, DEFAULT_CEILING_MS, MAX_CEILING_MS)?,
+        max_jitter_ms: env_duration(JITTER_ENV, DEFAULT_MAX_JITTER_MS, MAX_JITTER_MS)?,
         ..Policy::default()
     })
 }
 
 /// RFC 3339 in UTC, whole seconds unless the instant has milliseconds.
 fn rfc3339(ms: EpochMs) -> String {
-    match DateTime::<Utc>::from_timestamp_millis(ms) {
-        Some(t) if ms % SECOND_MS == 0 => t.to_rfc3339_opts(SecondsFormat::Secs, true),
-        Some(t) => t.to_rfc3339_opts(SecondsFormat::Millis, true),
-        None => format!("@{ms}ms"),
-    }
+    crate::simulate::clock::format_instant(ms)
 }
 
 fn state_json(st: &CooldownState, now: EpochMs) -> Value {
-    let left = (st.not_before - now).max(0);
+    let left = st.not_before.saturating_sub(now).max(0);
     json!({
         "scope": st.scope,
         "state": st.phase.as_str(),
@@ -662,9 +736,8 @@ fn verdict_json(
     })
 }
 
-fn print_json(v: &Value) {
-    println!(
-        "{}",
-        serde_json::to_string_pretty(v).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
-    );
+fn print_json(v: &Value) -> Result<(), CliError> {
+    let text = serde_json::to_string_pretty(v)
+        .map_err(|e| CliError::Failed(format!("cannot render JSON: {e}")))?;
+    output::println(text)
 }

@@ -2,8 +2,6 @@
 //! stored and named forms, whether given minutes match, and the next windows
 //! and reset edges, exactly as the engine (and so the limiter) evaluates them.
 
-use std::io::Write;
-
 use chrono::{DateTime, SecondsFormat, TimeZone, Utc};
 use chrono_tz::Tz;
 use zae_limiter_engine::cron::{CronError, CronSpec};
@@ -76,10 +74,7 @@ pub fn run(args: CronCheckArgs) -> Result<i32, CliError> {
 }
 
 fn emit(text: &str) -> Result<(), CliError> {
-    let mut stdout = std::io::stdout().lock();
-    stdout.write_all(text.as_bytes())?;
-    stdout.flush()?;
-    Ok(())
+    crate::cli::output::print(text)
 }
 
 fn pretty(v: &JsonReport) -> String {

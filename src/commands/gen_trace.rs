@@ -3,9 +3,8 @@
 //! `limits simulate`. Deterministic for a seed. To a file it is written whole
 //! or not at all.
 
-use std::io::{BufWriter, Write};
-
 use crate::cli::args::{GenTraceArgs, GenTraceFormat, TraceShape};
+use crate::cli::output;
 use crate::cli::CliError;
 use crate::exit_codes;
 use crate::simulate::clock::{parse_duration, parse_instant};
@@ -36,37 +35,24 @@ pub fn run(args: GenTraceArgs) -> Result<i32, CliError> {
             .transpose()
             .map_err(|e| usage(&e))?,
     };
+    // Every generated instant must be one `limits simulate` accepts.
+    if crate::simulate::clock::checked_instant(plan.start_ms.saturating_add(plan.duration_ms))
+        .is_none()
+    {
+        return Err(usage(&format!(
+            "--duration {}: a trace starting at {} would end after 9999-12-30",
+            args.duration, args.start
+        )));
+    }
     let format = match args.format {
         GenTraceFormat::Csv => OutFormat::Csv,
         GenTraceFormat::Jsonl => OutFormat::Jsonl,
     };
     let gen = Generator::new(plan);
     match &args.output {
-        None => {
-            let stdout = std::io::stdout();
-            let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
-            write_trace(&mut out, gen, format)?;
-            out.flush()?;
-        }
+        None => output::stream(|mut out| write_trace(&mut out, gen, format).map(drop))?,
         Some(path) => {
-            let cant = |e: std::io::Error| {
-                CliError::Failed(format!("cannot write {}: {e}", path.display()))
-            };
-            let name = path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_else(|| "trace".into());
-            let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-            let result = (|| {
-                let mut out = BufWriter::with_capacity(1 << 16, std::fs::File::create(&tmp)?);
-                write_trace(&mut out, gen, format)?;
-                out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-                std::fs::rename(&tmp, path)
-            })();
-            if let Err(e) = result {
-                let _ = std::fs::remove_file(&tmp);
-                return Err(cant(e));
-            }
+            output::write_file(path, |mut out| write_trace(&mut out, gen, format).map(drop))?
         }
     }
     Ok(exit_codes::OK)

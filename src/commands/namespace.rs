@@ -8,7 +8,7 @@
 //! `list --format json` prints `{"version": 1, "namespaces": [{"name", "id",
 //! "status", "created_at"}]}`, sorted by name.
 
-use std::io::Write;
+use crate::cli::output;
 
 use crate::cli::args::{NamespaceCommand, StoreArgs, TextOrJson};
 use crate::cli::CliError;
@@ -48,11 +48,13 @@ fn register(ns: &str, table: &str, args: &StoreArgs) -> Result<i32, CliError> {
     }
     let reg =
         namespace::register(store.as_ref(), ns).map_err(|e| CliError::Failed(e.to_string()))?;
-    let mut out = std::io::stdout().lock();
     if reg.created {
-        writeln!(out, "Registered namespace '{ns}' (id: {})", reg.id)?;
+        output::println(format!("Registered namespace '{ns}' (id: {})", reg.id))?;
     } else {
-        writeln!(out, "Namespace '{ns}' already registered (id: {})", reg.id)?;
+        output::println(format!(
+            "Namespace '{ns}' already registered (id: {})",
+            reg.id
+        ))?;
     }
     Ok(crate::exit_codes::OK)
 }
@@ -60,34 +62,34 @@ fn register(ns: &str, table: &str, args: &StoreArgs) -> Result<i32, CliError> {
 fn list(table: &str, format: TextOrJson, args: &StoreArgs) -> Result<i32, CliError> {
     let store = open_store(args, table)?;
     let records = namespace::list(store.as_ref()).map_err(|e| CliError::Failed(e.to_string()))?;
-    let mut out = std::io::stdout().lock();
-    match format {
-        TextOrJson::Json => {
-            let doc = serde_json::json!({"version": 1, "namespaces": records});
-            let text =
-                serde_json::to_string_pretty(&doc).map_err(|e| CliError::Failed(e.to_string()))?;
-            writeln!(out, "{text}")?;
-        }
-        TextOrJson::Text if records.is_empty() => writeln!(out, "No namespaces registered")?,
-        TextOrJson::Text => {
-            let width = records
-                .iter()
-                .map(|r| r.name.len())
-                .max()
-                .unwrap_or(0)
-                .max(4);
-            writeln!(out, "{:<width$}  {:<11}  CREATED", "NAME", "ID")?;
-            for r in &records {
-                writeln!(
-                    out,
-                    "{:<width$}  {:<11}  {}",
-                    r.name,
-                    r.id,
-                    r.created_at.as_deref().unwrap_or("-")
-                )?;
-            }
-        }
+    if format == TextOrJson::Json {
+        let doc = serde_json::json!({"version": 1, "namespaces": records});
+        let text =
+            serde_json::to_string_pretty(&doc).map_err(|e| CliError::Failed(e.to_string()))?;
+        output::println(text)?;
+        return Ok(crate::exit_codes::OK);
     }
-    out.flush()?;
+    output::stream(|out| {
+        if records.is_empty() {
+            return writeln!(out, "No namespaces registered");
+        }
+        let width = records
+            .iter()
+            .map(|r| r.name.len())
+            .max()
+            .unwrap_or(0)
+            .max(4);
+        writeln!(out, "{:<width$}  {:<11}  CREATED", "NAME", "ID")?;
+        for r in &records {
+            writeln!(
+                out,
+                "{:<width$}  {:<11}  {}",
+                r.name,
+                r.id,
+                r.created_at.as_deref().unwrap_or("-")
+            )?;
+        }
+        Ok(())
+    })?;
     Ok(crate::exit_codes::OK)
 }

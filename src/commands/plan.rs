@@ -12,8 +12,6 @@
 //! with MSG) and `ZAEL_TEST_CLOCK_OFFSET_MS=MS` (shift the clock, so an
 //! interrupted apply's leases can expire without waiting).
 
-use std::io::Write;
-
 use crate::apply::digests::Untrusted;
 use crate::apply::level::Level;
 use crate::apply::output::{self, ApplyCounts, Command, Report};
@@ -47,8 +45,7 @@ fn load(args: &PlanArgs) -> Result<(Manifest, Vec<String>), CliError> {
             Ok((loaded.manifest, warnings))
         }
         Err(diags) => {
-            let mut err = std::io::stderr().lock();
-            let _ = err.write_all(manifest::render_text(&diags).as_bytes());
+            crate::cli::output::eprint(manifest::render_text(&diags));
             Err(CliError::Reported(exit_codes::FAILURE))
         }
     }
@@ -193,14 +190,14 @@ fn emit(report: &Report<'_>, args: &PlanArgs) -> Result<(), CliError> {
     match args.format {
         TextOrJson::Text => {
             let r = output::text(report, args.quiet);
-            std::io::stdout().lock().write_all(r.stdout.as_bytes())?;
-            std::io::stderr().lock().write_all(r.stderr.as_bytes())?;
+            crate::cli::output::print(&r.stdout)?;
+            crate::cli::output::eprint(&r.stderr);
         }
         TextOrJson::Json => {
             let doc = output::json(report);
             let text = serde_json::to_string_pretty(&doc)
                 .map_err(|e| CliError::Failed(format!("rendering JSON: {e}")))?;
-            writeln!(std::io::stdout().lock(), "{text}")?;
+            crate::cli::output::println(text)?;
         }
     }
     Ok(())

@@ -6,7 +6,7 @@
 //! a usable version record, or an unregistered namespace is an error (exit 1),
 //! and nothing is ever written.
 
-use std::io::Write;
+use crate::cli::output;
 
 use crate::cli::args::{ReadArgs, TextOrJson};
 use crate::cli::CliError;
@@ -36,16 +36,14 @@ fn print(
     text: impl FnOnce() -> String,
     json: impl FnOnce() -> serde_json::Value,
 ) -> Result<i32, CliError> {
-    let mut out = std::io::stdout().lock();
     match read.format {
-        TextOrJson::Text => out.write_all(text().as_bytes())?,
+        TextOrJson::Text => output::print(text())?,
         TextOrJson::Json => {
             let doc = serde_json::to_string_pretty(&json())
                 .map_err(|e| CliError::Failed(e.to_string()))?;
-            writeln!(out, "{doc}")?;
+            output::println(doc)?;
         }
     }
-    out.flush()?;
     Ok(crate::exit_codes::OK)
 }
 

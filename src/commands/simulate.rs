@@ -8,13 +8,13 @@
 //! when stderr is a terminal.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, IsTerminal, Write};
+use std::io::{BufRead, BufReader, IsTerminal};
 use std::path::Path;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::cli::args::{SimulateArgs, TextOrJson, TraceFormatArg};
-use crate::cli::CliError;
+use crate::cli::{output, CliError};
 use crate::exit_codes;
 use crate::manifest::{self, model::Disabled};
 use crate::simulate::chart::{render_svg, Panel};
@@ -35,7 +35,7 @@ pub fn run(args: SimulateArgs) -> Result<i32, CliError> {
     let manifest = match manifest::load_file(&args.file) {
         Ok(loaded) => loaded.manifest,
         Err(diags) => {
-            let _ = std::io::stderr().write_all(manifest::render_text(&diags).as_bytes());
+            output::eprint(manifest::render_text(&diags));
             return Err(CliError::Reported(exit_codes::FAILURE));
         }
     };
@@ -129,8 +129,7 @@ pub fn run(args: SimulateArgs) -> Result<i32, CliError> {
         );
         let svg = render_svg(&replay.series, &title, &panels, tz)
             .map_err(|e| CliError::Failed(e.to_string()))?;
-        write_whole(path, svg.as_bytes())
-            .map_err(|e| CliError::Failed(format!("cannot write {}: {e}", path.display())))?;
+        output::write_file(path, |out| out.write_all(svg.as_bytes()))?;
     }
 
     let text = match args.format {
@@ -143,7 +142,7 @@ pub fn run(args: SimulateArgs) -> Result<i32, CliError> {
             s
         }
     };
-    std::io::stdout().lock().write_all(text.as_bytes())?;
+    output::print(text)?;
     Ok(exit_codes::OK)
 }
 
@@ -161,18 +160,4 @@ fn progress_bar(size: Option<u64>) -> ProgressBar {
         .unwrap_or_else(|_| ProgressStyle::default_bar());
     bar.set_style(style);
     bar
-}
-
-/// Write a file whole or not at all: a sibling temporary file renamed into place.
-pub fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "out".into());
-    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-    let result = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
 }

@@ -2,8 +2,6 @@
 //! DynamoDB layout of dynamodb.md §1 (or a local store table), the version
 //! record and the `default` namespace, as `Repository.open` leaves a new table.
 
-use std::io::Write;
-
 use crate::cli::args::{StoreArgs, TableCommand};
 use crate::cli::CliError;
 use crate::items::version::{self, Initialized};
@@ -69,10 +67,7 @@ fn create(name: &str, args: &StoreArgs) -> Result<i32, CliError> {
         },
         init.default_namespace.id
     ));
-    let mut out = std::io::stdout().lock();
-    for l in lines {
-        writeln!(out, "{l}")?;
-    }
+    crate::cli::output::println(lines.join("\n"))?;
     Ok(crate::exit_codes::OK)
 }
 

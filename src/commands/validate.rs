@@ -5,10 +5,8 @@
 //! Exit status: 0 when every file is valid (warnings alone keep 0), 1 when any
 //! file is invalid or unreadable, 2 when no file is given.
 
-use std::io::Write;
-
 use crate::cli::args::{ValidateArgs, ValidateFormat};
-use crate::cli::CliError;
+use crate::cli::{output, CliError};
 use crate::exit_codes;
 use crate::manifest::render::{render_github, render_json, FileResult};
 use crate::manifest::{load_file, render_text, Diagnostic, Severity};
@@ -49,24 +47,7 @@ pub fn run(args: ValidateArgs) -> Result<i32, CliError> {
         .filter(|(_, d)| d.iter().any(|d| d.severity == Severity::Error))
         .count();
 
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    match args.format {
-        ValidateFormat::Text => {
-            for (_, diags) in &results {
-                out.write_all(render_text(diags).as_bytes())?;
-            }
-            if errors + warnings > 0 {
-                let files_word = if results.len() == 1 { "file" } else { "files" };
-                writeln!(
-                    out,
-                    "{} {files_word} checked: {invalid} invalid, {errors} {}, {warnings} {}",
-                    results.len(),
-                    plural(errors, "error", "errors"),
-                    plural(warnings, "warning", "warnings"),
-                )?;
-            }
-        }
+    let json_text = match args.format {
         ValidateFormat::Json => {
             let files: Vec<FileResult<'_>> = results
                 .iter()
@@ -76,17 +57,41 @@ pub fn run(args: ValidateArgs) -> Result<i32, CliError> {
                 })
                 .collect();
             let doc = render_json(&files);
-            let text = serde_json::to_string_pretty(&doc)
-                .map_err(|e| CliError::Failed(format!("cannot render JSON: {e}")))?;
-            writeln!(out, "{text}")?;
+            Some(
+                serde_json::to_string_pretty(&doc)
+                    .map_err(|e| CliError::Failed(format!("cannot render JSON: {e}")))?,
+            )
         }
-        ValidateFormat::Github => {
-            for (_, diags) in &results {
-                out.write_all(render_github(diags).as_bytes())?;
+        _ => None,
+    };
+    output::stream(|out| {
+        match args.format {
+            ValidateFormat::Text => {
+                for (_, diags) in &results {
+                    out.write_all(render_text(diags).as_bytes())?;
+                }
+                if errors + warnings > 0 {
+                    let files_word = if results.len() == 1 { "file" } else { "files" };
+                    writeln!(
+                        out,
+                        "{} {files_word} checked: {invalid} invalid, {errors} {}, {warnings} {}",
+                        results.len(),
+                        plural(errors, "error", "errors"),
+                        plural(warnings, "warning", "warnings"),
+                    )?;
+                }
+            }
+            ValidateFormat::Json => {
+                writeln!(out, "{}", json_text.as_deref().unwrap_or_default())?;
+            }
+            ValidateFormat::Github => {
+                for (_, diags) in &results {
+                    out.write_all(render_github(diags).as_bytes())?;
+                }
             }
         }
-    }
-    out.flush()?;
+        Ok(())
+    })?;
     Ok(if invalid > 0 {
         exit_codes::FAILURE
     } else {

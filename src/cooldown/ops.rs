@@ -306,7 +306,8 @@ impl<'a> Cooldowns<'a> {
             let (op, out) = match decide(current.as_ref())? {
                 Step::Keep(out) => return Ok(out),
                 Step::Put(mut next, out) => {
-                    next.version = current.as_ref().map_or(1, |c| c.version + 1);
+                    // from_item refuses u64::MAX, so this cannot overflow.
+                    next.version = current.as_ref().map_or(1, |c| c.version.saturating_add(1));
                     let op = WriteOp::Put {
                         item: next.to_item(&self.ns),
                         condition: Some(condition),
@@ -399,7 +400,7 @@ pub fn apply_refusal(
                     next.backoff_attempt = attempt.saturating_add(1);
                     words.push(format!(
                         "no reset given: backoff step {} ({})",
-                        attempt + 1,
+                        attempt.saturating_add(1),
                         human_duration(policy.backoff.delay_ms(attempt))
                     ));
                 }

@@ -1,9 +1,18 @@
 //! Reading a provider's JSON refusal body: the fields that say when the quota
 //! comes back, at the top level or inside an `error` object, e.g.
 //! `{"error": {"type": "usage_limit_reached", "resets_in_seconds": 202825}}`.
+//!
+//! Nothing here stops a refusal from being recorded: what cannot be read is
+//! reported so the caller can warn and record from what can.
+
+use std::path::Path;
 
 use serde_json::Value;
 use zae_limiter_engine::cooldown::Hint;
+
+/// Largest response body read; a larger one is ignored (as a manifest over
+/// its cap is refused), so `--response /dev/zero` cannot exhaust memory.
+pub const MAX_BODY_BYTES: u64 = 1024 * 1024;
 
 /// What the body said.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -11,11 +20,19 @@ pub struct ResponseHints {
     pub hints: Vec<Hint>,
     /// `error.type` or `error.code` (e.g. `usage_limit_reached`), for the recorded reason.
     pub label: Option<String>,
+    /// Known fields that were present but unusable (left out of `hints`).
+    pub problems: Vec<ResponseError>,
 }
 
-/// Why a body could not be read.
+/// Why a body, or one of its fields, could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ResponseError {
+    #[error("cannot read the response body: {0}")]
+    Unreadable(String),
+    #[error("the response body is larger than {}; bodies that large are not read", crate::input::bytes(*max))]
+    TooLarge { max: u64 },
+    #[error("the response body is not UTF-8 text (invalid byte at offset {offset})")]
+    NotUtf8 { offset: usize },
     #[error("the response body is not JSON: {0}")]
     NotJson(String),
     #[error("the response body is not a JSON object")]
@@ -24,32 +41,51 @@ pub enum ResponseError {
     WrongType { path: String, found: &'static str },
 }
 
+/// Reads the body file at `path` (at most [`MAX_BODY_BYTES`], UTF-8) and
+/// what it says.
+pub fn read_response_file(path: &Path) -> Result<ResponseHints, ResponseError> {
+    let unreadable = |e: std::io::Error| ResponseError::Unreadable(e.to_string());
+    let file = std::fs::File::open(path).map_err(unreadable)?;
+    let mut bytes = Vec::new();
+    crate::input::read_to_end(file, MAX_BODY_BYTES, &mut bytes).map_err(|e| match e {
+        crate::input::BoundedError::TooLarge { max } => ResponseError::TooLarge { max },
+        crate::input::BoundedError::Io(e) => unreadable(e),
+    })?;
+    let text = String::from_utf8(bytes).map_err(|e| ResponseError::NotUtf8 {
+        offset: e.utf8_error().valid_up_to(),
+    })?;
+    read_response(&text)
+}
+
 /// Extracts `resets_in_seconds` and `resets_at` (top level and under `error`)
-/// and the error label. A `null` field counts as absent.
+/// and the error label. A `null` field counts as absent; a field of the wrong
+/// type is left out and listed in `problems`. A leading byte-order mark is
+/// skipped (some servers and editors write one).
 pub fn read_response(body: &str) -> Result<ResponseHints, ResponseError> {
+    let body = body.strip_prefix('\u{feff}').unwrap_or(body);
     let v: Value = serde_json::from_str(body).map_err(|e| ResponseError::NotJson(e.to_string()))?;
     let Value::Object(top) = &v else {
         return Err(ResponseError::NotObject);
     };
     let mut out = ResponseHints::default();
-    let mut scan =
-        |obj: &serde_json::Map<String, Value>, prefix: &str| -> Result<(), ResponseError> {
-            for (name, make) in [
-                (
-                    "resets_in_seconds",
-                    Hint::ResetsInSeconds as fn(String) -> Hint,
-                ),
-                ("resets_at", Hint::ResetsAt as fn(String) -> Hint),
-            ] {
-                if let Some(text) = scalar_text(obj.get(name), &format!("{prefix}{name}"))? {
-                    out.hints.push(make(text));
-                }
+    let mut scan = |obj: &serde_json::Map<String, Value>, prefix: &str| {
+        for (name, make) in [
+            (
+                "resets_in_seconds",
+                Hint::ResetsInSeconds as fn(String) -> Hint,
+            ),
+            ("resets_at", Hint::ResetsAt as fn(String) -> Hint),
+        ] {
+            match scalar_text(obj.get(name), &format!("{prefix}{name}")) {
+                Ok(Some(text)) => out.hints.push(make(text)),
+                Ok(None) => {}
+                Err(e) => out.problems.push(e),
             }
-            Ok(())
-        };
-    scan(top, "")?;
+        }
+    };
+    scan(top, "");
     if let Some(Value::Object(err)) = top.get("error") {
-        scan(err, "error.")?;
+        scan(err, "error.");
         out.label = ["type", "code"]
             .iter()
             .find_map(|k| err.get(*k).and_then(Value::as_str).map(str::to_string));
@@ -109,11 +145,45 @@ mod tests {
             Err(ResponseError::NotJson(_))
         ));
         assert_eq!(read_response("[1]"), Err(ResponseError::NotObject));
+        // A field of the wrong type is left out and named; the others are kept.
+        let r = read_response(r#"{"resets_at": 1796421160, "error":{"resets_in_seconds":true}}"#)
+            .unwrap();
+        assert_eq!(r.hints, vec![Hint::ResetsAt("1796421160".into())]);
         assert_eq!(
-            read_response(r#"{"error":{"resets_in_seconds":true}}"#)
-                .unwrap_err()
-                .to_string(),
+            r.problems[0].to_string(),
             "field 'error.resets_in_seconds' is a boolean; expected a number or a string"
         );
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_skipped() {
+        let r = read_response("\u{feff}{\"resets_in_seconds\": 3600}").unwrap();
+        assert_eq!(r.hints, vec![Hint::ResetsInSeconds("3600".into())]);
+    }
+
+    #[test]
+    fn files_are_read_bounded_and_as_utf8() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("body");
+        std::fs::write(&path, b"{\"resets_at\": \xff}").unwrap();
+        assert_eq!(
+            read_response_file(&path),
+            Err(ResponseError::NotUtf8 { offset: 14 })
+        );
+        let err = read_response_file(Path::new("/dev/zero")).unwrap_err();
+        assert_eq!(
+            err,
+            ResponseError::TooLarge {
+                max: MAX_BODY_BYTES
+            }
+        );
+        assert_eq!(
+            err.to_string(),
+            "the response body is larger than 1 MiB; bodies that large are not read"
+        );
+        assert!(matches!(
+            read_response_file(&dir.path().join("missing")),
+            Err(ResponseError::Unreadable(_))
+        ));
     }
 }

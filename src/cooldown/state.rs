@@ -1,7 +1,7 @@
 //! The stored state of one scope's cooldown and its item encoding (layout in
 //! the module doc of [`crate::cooldown`]).
 
-use zae_limiter_engine::cooldown::{may_probe, EpochMs};
+use zae_limiter_engine::cooldown::{may_probe, EpochMs, MAX_DEADLINE_MS};
 
 use crate::store::{AttrValue, Item, Key};
 
@@ -142,8 +142,11 @@ impl CooldownState {
         item
     }
 
-    /// Reads a stored item strictly: anything missing or mistyped is an error
-    /// (the caller reports the state as unreadable, never as "no cooldown").
+    /// Reads a stored item strictly: anything missing, mistyped or out of
+    /// range is an error (the caller reports the state as unreadable, never as
+    /// "no cooldown"). Instants must lie in 1970..=9999 ([`MAX_DEADLINE_MS`]);
+    /// a timed cooldown's `not_before` and a lease's expiry after 1970-01-01
+    /// (only an escalated scope may have no deadline, 0).
     pub fn from_item(item: &Item) -> Result<CooldownState, String> {
         let s = |name: &str| -> Result<String, String> {
             match item.get(name) {
@@ -173,23 +176,37 @@ impl CooldownState {
         }
         let state = s("state")?;
         let phase = Phase::parse(&state).ok_or_else(|| format!("unknown state '{state}'"))?;
+        let instant = |name: &str, min: EpochMs| -> Result<EpochMs, String> {
+            let v: EpochMs = num(item, name)?;
+            if (min..=MAX_DEADLINE_MS).contains(&v) {
+                Ok(v)
+            } else {
+                Err(format!(
+                    "attribute '{name}' = {v} is out of range (expected epoch milliseconds from {min} to {MAX_DEADLINE_MS})"
+                ))
+            }
+        };
         let probe = match (item.get("probe_holder"), item.get("probe_expires")) {
             (None, None) => None,
             (Some(_), Some(_)) => Some(Lease {
                 holder: s("probe_holder")?,
-                expires_at: num(item, "probe_expires")?,
+                expires_at: instant("probe_expires", 1)?,
             }),
             _ => return Err("probe_holder and probe_expires must appear together".into()),
         };
+        let version: u64 = num(item, "version")?;
+        if version == u64::MAX {
+            return Err(format!("attribute 'version' = {version} is out of range"));
+        }
         Ok(CooldownState {
             scope: s("scope")?,
             phase,
-            not_before: num(item, "not_before")?,
+            not_before: instant("not_before", if phase == Phase::Cooling { 1 } else { 0 })?,
             reason: s("reason")?,
             backoff_attempt: num(item, "backoff_attempt")?,
-            received_at: num(item, "received_at")?,
-            updated_at: num(item, "updated_at")?,
-            version: num(item, "version")?,
+            received_at: instant("received_at", 0)?,
+            updated_at: instant("updated_at", 0)?,
+            version,
             probe,
         })
     }
@@ -268,9 +285,34 @@ mod tests {
         let mut bad = good.clone();
         bad.remove("probe_expires");
         assert!(CooldownState::from_item(&bad).is_err());
-        let mut bad = good;
+        let mut bad = good.clone();
         bad.insert("not_before".into(), AttrValue::n("1.5"));
         assert!(CooldownState::from_item(&bad).is_err());
+        // Out-of-range instants are corruption, never "the deadline has passed".
+        for (attr, v) in [
+            ("not_before", i64::MIN),
+            ("not_before", -1),
+            ("not_before", 0),
+            ("not_before", i64::MAX),
+            ("not_before", MAX_DEADLINE_MS + 1),
+            ("probe_expires", i64::MIN),
+            ("probe_expires", 0),
+            ("received_at", -1),
+            ("updated_at", i64::MAX),
+        ] {
+            let mut bad = good.clone();
+            bad.insert(attr.into(), AttrValue::n(v));
+            let err = CooldownState::from_item(&bad).unwrap_err();
+            assert!(err.contains(attr) && err.contains("out of range"), "{err}");
+        }
+        let mut bad = good.clone();
+        bad.insert("version".into(), AttrValue::n(u64::MAX));
+        assert!(CooldownState::from_item(&bad).is_err());
+        // An escalated scope may have no deadline at all.
+        let mut op = good;
+        op.insert("state".into(), AttrValue::s("needs_operator"));
+        op.insert("not_before".into(), AttrValue::n(0));
+        assert_eq!(CooldownState::from_item(&op).unwrap().not_before, 0);
     }
 
     #[test]

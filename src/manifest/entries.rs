@@ -41,6 +41,11 @@ pub struct ParsedScheduleEntry<'n> {
 }
 
 /// Read the `schedule` list. `None` list node or null → no entries.
+///
+/// An entry with errors is reported and left out, and the others are still
+/// returned: the limit's own rules (a drip beside a reset) must see them too,
+/// so every error of every entry is reported at once. The caller refuses the
+/// limit when anything was reported (`Reporter::errors_since`).
 pub fn schedule_list<'n>(
     r: &mut Reporter,
     node: &'n Node,
@@ -49,16 +54,12 @@ pub fn schedule_list<'n>(
 ) -> Option<Vec<ParsedScheduleEntry<'n>>> {
     let items = list(r, node, path, "schedule")?;
     let mut out = Vec::with_capacity(items.len());
-    let mut ok = true;
     for (i, item) in items.iter().enumerate() {
         let label = format!("schedule[{i}]");
         let p = format!("{path}[{i}]");
-        match schedule_entry(r, item, &p, &label, tz_uses) {
-            Some(e) => out.push(e),
-            None => ok = false,
-        }
+        out.extend(schedule_entry(r, item, &p, &label, tz_uses));
     }
-    ok.then_some(out)
+    Some(out)
 }
 
 /// Read the `reset_schedule` list.

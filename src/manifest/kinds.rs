@@ -203,12 +203,18 @@ fn window_needs_rolling(
 
 fn not_rollable(r: &mut Reporter, f: &Fields<'_>, path: &str, w: Window, e: RollingError) {
     let Some(n) = f.get("window") else { return };
+    // `window: concurrent` is how the API this feature comes from spells a
+    // concurrency limit: say how we spell it, not only that it cannot roll.
+    let message = match w {
+        Window::Concurrent => "`window: concurrent` is not a window here: a concurrency limit is written `concurrency: N` (the number of requests in flight at once)".to_string(),
+        _ => e.to_string(),
+    };
     let help = match w {
         Window::Month => "for a monthly allowance use a calendar quota: `reset_schedule: [{cron: \"0 0 1 * *\"}]` (resets on the 1st)".to_string(),
-        Window::Concurrent => "to cap work in flight write `concurrency: N` (the number of slots) instead of `capacity`, `window` and `rolling`".to_string(),
+        Window::Concurrent => "replace `window: concurrent` and `capacity: N` (and `rolling`) with `concurrency: N`; a hold that is never released expires after `hold_ttl_seconds`".to_string(),
         _ => "remove `window` and `rolling`, or use `window: minute`, `hour` or `day`".to_string(),
     };
-    r.error(n, &join(path, "window"), e.to_string(), Some(help));
+    r.error(n, &join(path, "window"), message, Some(help));
 }
 
 fn concurrency(r: &mut Reporter, f: &Fields<'_>, path: &str, name: &str) -> Option<(u64, u64)> {
@@ -357,12 +363,26 @@ mod tests {
 
     #[test]
     fn only_minute_hour_and_day_roll() {
-        for w in ["month", "total", "concurrent"] {
+        for w in ["month", "total"] {
             let e = errors(&format!("{{capacity: 10, window: {w}, rolling: true}}"));
             assert_eq!(e.len(), 1, "{e:?}");
             assert_eq!(e[0].0, "resources.r.limits.x.window");
             assert!(
                 e[0].1.contains(&format!("a {w} window cannot be rolling")),
+                "{e:?}"
+            );
+        }
+        // The reference API's spelling of a concurrency limit: told ours.
+        for text in [
+            "{capacity: 10, window: concurrent, rolling: true}",
+            "{capacity: 10, window: concurrent}",
+        ] {
+            let e = errors(text);
+            assert_eq!(e.len(), 1, "{e:?}");
+            assert_eq!(e[0].0, "resources.r.limits.x.window");
+            assert!(
+                e[0].1
+                    .contains("a concurrency limit is written `concurrency: N`"),
                 "{e:?}"
             );
         }

@@ -1,6 +1,5 @@
 //! Reading a manifest: file → text (size-bounded) → YAML tree → validated model.
 
-use std::io::Read;
 use std::path::Path;
 
 use super::convert::convert;
@@ -32,8 +31,8 @@ fn read_bounded(path: &Path) -> Result<String, (String, Option<String>)> {
     let too_big = || {
         (
             format!(
-                "the file is larger than {} MiB; manifests that large are refused",
-                MAX_FILE_BYTES / (1024 * 1024)
+                "the file is larger than {}; manifests that large are refused",
+                crate::input::bytes(MAX_FILE_BYTES)
             ),
             Some("split the manifest or check that this is the right file".to_string()),
         )
@@ -54,12 +53,10 @@ fn read_bounded(path: &Path) -> Result<String, (String, Option<String>)> {
         // One allocation for the usual file whose size does not change while read.
         bytes.reserve_exact(usize::try_from(meta.len()).unwrap_or(0).saturating_add(1));
     }
-    file.take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| (format!("cannot read the file: {e}"), None))?;
-    if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(too_big());
-    }
+    crate::input::read_to_end(file, MAX_FILE_BYTES, &mut bytes).map_err(|e| match e {
+        crate::input::BoundedError::TooLarge { .. } => too_big(),
+        crate::input::BoundedError::Io(e) => (format!("cannot read the file: {e}"), None),
+    })?;
     String::from_utf8(bytes).map_err(|e| {
         (
             format!(

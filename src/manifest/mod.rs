@@ -23,7 +23,7 @@ pub mod normalize;
 pub mod render;
 mod report;
 pub mod schema;
-mod suggest;
+pub mod suggest;
 mod values;
 pub mod yaml;
 

@@ -391,5 +391,35 @@ pub fn scale(r: &mut Reporter, node: &Node, path: &str) -> Option<f64> {
         );
         return None;
     }
+    // The table keeps a scale in whole thousandths (see `scale_permille`): say
+    // so when that changes the value written, rather than apply it silently.
+    let permille = zae_limiter_engine::encoding::scale_permille(v);
+    if permille as f64 / 1000.0 != v {
+        let stored = thousandths(permille);
+        let floor = if permille == 1 {
+            " (the smallest scale)"
+        } else {
+            ""
+        };
+        r.warning(
+            node,
+            path,
+            format!(
+                "scale {} is stored in thousandths: it is applied as {stored}{floor}",
+                s.text.trim()
+            ),
+            Some(format!("write `scale: {stored}` to say what is applied")),
+        );
+    }
     Some(v)
+}
+
+/// `permille / 1000` in decimal without float noise: 500 → `0.5`, 1 → `0.001`, 2000 → `2`.
+fn thousandths(permille: u64) -> String {
+    let (whole, frac) = (permille / 1000, permille % 1000);
+    if frac == 0 {
+        return whole.to_string();
+    }
+    let frac = format!("{frac:03}");
+    format!("{whole}.{}", frac.trim_end_matches('0'))
 }

@@ -54,7 +54,7 @@ const TICK_STEPS_MS: [i64; 14] = [
 /// At most ~10 ticks on round local times (whole minutes, hours, midnights)
 /// in `tz`, using the zone's offset at the start of the range.
 fn ticks(start: i64, end: i64, tz: Tz) -> (i64, Vec<i64>) {
-    let span = (end - start).max(1);
+    let span = end.saturating_sub(start).max(1);
     let step = TICK_STEPS_MS
         .iter()
         .copied()
@@ -69,12 +69,20 @@ fn ticks(start: i64, end: i64, tz: Tz) -> (i64, Vec<i64>) {
             ) * 1000
         })
         .unwrap_or(0);
-    let first = (start + offset).div_euclid(step) * step - offset;
+    let first = start
+        .saturating_add(offset)
+        .div_euclid(step)
+        .saturating_mul(step)
+        .saturating_sub(offset);
     let mut out = Vec::new();
-    let mut t = if first < start { first + step } else { first };
+    let mut t = if first < start {
+        first.saturating_add(step)
+    } else {
+        first
+    };
     while t <= end && out.len() < 64 {
         out.push(t);
-        t += step;
+        t = t.saturating_add(step);
     }
     (step, out)
 }

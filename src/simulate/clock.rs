@@ -3,26 +3,38 @@
 //! is integer epoch milliseconds.
 
 use chrono::{DateTime, SecondsFormat, Utc};
+use zae_limiter_engine::civil::in_range_ms;
 
 /// Why an instant or a duration could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TimeError {
     #[error("{0:?} is not an instant: write RFC 3339 (2026-12-01T09:00:00Z, 2026-12-01T09:00:00.250-05:00) or epoch milliseconds (1796115600000)")]
     Instant(String),
+    #[error("{0:?} is out of range: instants from 0001-01-02 to 9999-12-30 are accepted")]
+    OutOfRange(String),
     #[error("{0:?} is not a duration: write a whole number with a unit, e.g. 90s, 15m, 8h, 7d (or 1500ms)")]
     Duration(String),
 }
 
-/// An RFC 3339 instant or an integer of epoch milliseconds.
+/// An RFC 3339 instant or an integer of epoch milliseconds, within the
+/// supported range ([`in_range_ms`]), so no later arithmetic can overflow.
 pub fn parse_instant(text: &str) -> Result<i64, TimeError> {
     let t = text.trim();
     let digits = t.strip_prefix('-').unwrap_or(t);
-    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
-        return t.parse().map_err(|_| TimeError::Instant(text.to_string()));
-    }
-    DateTime::parse_from_rfc3339(t)
-        .map(|d| d.timestamp_millis())
-        .map_err(|_| TimeError::Instant(text.to_string()))
+    let ms = if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        t.parse()
+            .map_err(|_| TimeError::OutOfRange(text.to_string()))?
+    } else {
+        DateTime::parse_from_rfc3339(t)
+            .map(|d| d.timestamp_millis())
+            .map_err(|_| TimeError::Instant(text.to_string()))?
+    };
+    checked_instant(ms).ok_or_else(|| TimeError::OutOfRange(text.to_string()))
+}
+
+/// `ms` when it lies in the supported range.
+pub fn checked_instant(ms: i64) -> Option<i64> {
+    in_range_ms(ms).then_some(ms)
 }
 
 /// `1500ms`, `90s`, `15m`, `8h`, `7d` (a bare number is seconds) → milliseconds.
@@ -83,6 +95,21 @@ mod tests {
         assert!(parse_instant("yesterday").is_err());
         assert!(parse_instant("").is_err());
         assert!(parse_instant("99999999999999999999999").is_err());
+    }
+
+    proptest::proptest! {
+        /// Whatever the epoch-ms text, an accepted instant is in range, so
+        /// spans and ticks computed from two of them cannot overflow.
+        #[test]
+        fn accepted_instants_are_in_range(ms in proptest::prelude::any::<i64>()) {
+            match parse_instant(&ms.to_string()) {
+                Ok(v) => {
+                    proptest::prop_assert_eq!(v, ms);
+                    proptest::prop_assert!(in_range_ms(v));
+                }
+                Err(e) => proptest::prop_assert_eq!(e, TimeError::OutOfRange(ms.to_string())),
+            }
+        }
     }
 
     #[test]

@@ -101,7 +101,7 @@ pub fn render_text(ctx: &Context<'_>, t: &Tally, counters: &[Counter]) -> String
             " from {} to {} ({})",
             format_instant(a),
             format_instant(b),
-            format_span(b - a)
+            format_span(b.saturating_sub(a))
         ),
         _ => String::new(),
     };

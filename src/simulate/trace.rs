@@ -142,6 +142,10 @@ enum Column {
 /// more is not one (and the name table must stay bounded).
 pub const MAX_COST_NAMES: usize = 1024;
 
+/// Longest trace line read (bytes, newline included): room for every cost
+/// name, far below what would exhaust memory (a 2 GB line stops here).
+pub const MAX_LINE_BYTES: u64 = 1024 * 1024;
+
 /// Reads events from any buffered source, keeping only the current line.
 pub struct TraceReader<R> {
     src: R,
@@ -252,7 +256,17 @@ impl<R: BufRead> TraceReader<R> {
     pub fn next_event(&mut self, ev: &mut Event) -> Result<bool, ReadError> {
         loop {
             self.buf.clear();
-            let n = self.src.read_line(&mut self.buf)?;
+            let n = match crate::input::read_line(&mut self.src, MAX_LINE_BYTES, &mut self.buf) {
+                Ok(n) => n,
+                Err(crate::input::BoundedError::Io(e)) => return Err(e.into()),
+                Err(e @ crate::input::BoundedError::TooLarge { .. }) => {
+                    return Err(TraceError {
+                        line: self.line + 1,
+                        message: format!("the line is {e}; a trace line that long is refused"),
+                    }
+                    .into())
+                }
+            };
             if n == 0 {
                 if matches!(self.columns, Columns::Pending) && self.format == TraceFormat::Csv {
                     return Err(TraceError {
@@ -354,7 +368,8 @@ impl<R: BufRead> TraceReader<R> {
             serde_json::from_str(text).map_err(|e| format!("{e} ({example})"))?;
         ev.line = line;
         ev.at_ms = match parsed.timestamp {
-            JsonTime::Ms(ms) => ms,
+            JsonTime::Ms(ms) => super::clock::checked_instant(ms)
+                .ok_or_else(|| super::clock::TimeError::OutOfRange(ms.to_string()).to_string())?,
             JsonTime::Text(t) => parse_instant(&t).map_err(|e| e.to_string())?,
         };
         ev.op = parse_op(parsed.op.as_deref().unwrap_or(""))?;

@@ -41,6 +41,31 @@ pub enum StoreError {
     /// Anything else the backend reported, already explained in one line.
     #[error("{0}")]
     Backend(String),
+    /// The name breaks DynamoDB's table-name rules (checked for both stores).
+    #[error("invalid table name {name:?}: a table name is {MIN_TABLE_NAME} to {MAX_TABLE_NAME} characters of letters, digits, '_', '-' and '.' (DynamoDB's rule, applied to the local store too)")]
+    InvalidTableName { name: String },
+}
+
+/// Shortest table name DynamoDB accepts.
+pub const MIN_TABLE_NAME: usize = 3;
+/// Longest table name DynamoDB accepts.
+pub const MAX_TABLE_NAME: usize = 255;
+
+/// DynamoDB's table-name rule: `[a-zA-Z0-9_.-]{3,255}`. Applied to the local
+/// store too, so a name that works there works on DynamoDB (and an empty
+/// `-n ''`, a newline or 300 characters are refused before anything is opened).
+pub fn check_table_name(name: &str) -> Result<(), StoreError> {
+    let ok = (MIN_TABLE_NAME..=MAX_TABLE_NAME).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(StoreError::InvalidTableName {
+            name: name.to_string(),
+        })
+    }
 }
 
 /// A secondary index that can be queried by partition key and sort-key prefix.
@@ -167,4 +192,39 @@ pub trait Store {
     }
     /// All-or-nothing writes (TransactWriteItems, at most 100 ops).
     fn transact(&self, ops: Vec<WriteOp>) -> Result<(), StoreError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn table_names_follow_dynamodbs_rule() {
+        for ok in ["abc", "zae-limiter", "my_table.v2", &"x".repeat(255)] {
+            assert!(check_table_name(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "",
+            "ab",
+            "a\nb",
+            "tab\tle",
+            "café",
+            "a b",
+            "a/b",
+            &"x".repeat(256),
+        ] {
+            let err = check_table_name(bad).unwrap_err().to_string();
+            assert!(err.starts_with("invalid table name"), "{bad:?}: {err}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn a_name_passes_exactly_when_dynamodb_would_take_it(name in "\\PC{0,300}|[a-zA-Z0-9_.-]{0,260}") {
+            let want = (3..=255).contains(&name.len())
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c));
+            prop_assert_eq!(check_table_name(&name).is_ok(), want);
+        }
+    }
 }

@@ -41,8 +41,10 @@ pub fn target(args: &StoreArgs) -> Target {
     }
 }
 
-/// Opens the store for `table`. Only the DynamoDB branch builds an AWS client.
+/// Opens the store for `table` (a name DynamoDB would accept, on both
+/// stores). Only the DynamoDB branch builds an AWS client.
 pub fn open(args: &StoreArgs, table: &str) -> Result<Box<dyn Store>, StoreError> {
+    super::check_table_name(table)?;
     match target(args) {
         Target::Local(path) => Ok(Box::new(super::local::LocalStore::open(&path, table)?)),
         Target::DynamoDb {

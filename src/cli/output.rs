@@ -1,0 +1,208 @@
+//! The one way commands write what they produce: standard output, standard
+//! error and output files (`-o`, `--svg`).
+//!
+//! * Standard output: a closed pipe (`zae-limiter … | head -c1`) ends the
+//!   output quietly and the command keeps the exit code it decided on (a
+//!   `cooldown check` that says "wait" still exits 75; an invalid manifest still
+//!   exits 1). Any other write error (`> /dev/full`) is exit 1 with a message.
+//!   Nothing panics.
+//! * Standard error: best effort; a failure to write a warning is ignored.
+//! * Files: a regular file (or a path that does not exist yet) is written
+//!   whole or not at all (a sibling temporary file renamed into place); a
+//!   symlink is followed to its target; anything that is not a regular file
+//!   (a FIFO, `/dev/null`, a terminal) is written through in place, never
+//!   replaced.
+
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use super::CliError;
+
+/// The error for a failed write to standard output that is not a closed pipe.
+fn stdout_failed(e: io::Error) -> CliError {
+    CliError::Failed(format!("cannot write to standard output: {e}"))
+}
+
+/// Maps the result of a write to standard output: a closed pipe is not an error.
+fn settle_stdout(result: io::Result<()>) -> Result<(), CliError> {
+    match result {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(stdout_failed(e)),
+    }
+}
+
+/// Writes `text` to standard output and flushes it.
+pub fn print(text: impl AsRef<[u8]>) -> Result<(), CliError> {
+    let mut out = io::stdout().lock();
+    settle_stdout(out.write_all(text.as_ref()).and_then(|()| out.flush()))
+}
+
+/// Writes `text` and a newline to standard output.
+pub fn println(text: impl AsRef<str>) -> Result<(), CliError> {
+    let text = text.as_ref();
+    let mut line = String::with_capacity(text.len() + 1);
+    line.push_str(text);
+    line.push('\n');
+    print(line)
+}
+
+/// Streams to standard output through a buffer: `write` stops at the first
+/// error (a closed pipe ends the output quietly).
+pub fn stream(write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<(), CliError> {
+    let stdout = io::stdout();
+    let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
+    settle_stdout(write(&mut out).and_then(|()| out.flush()))
+}
+
+/// Writes `text` to standard error, ignoring failures (a warning that cannot
+/// be shown must not turn into a crash).
+pub fn eprint(text: impl AsRef<str>) {
+    let _ = io::stderr().lock().write_all(text.as_ref().as_bytes());
+}
+
+/// [`eprint`] with a newline.
+pub fn eprintln(text: impl AsRef<str>) {
+    let _ = writeln!(io::stderr().lock(), "{}", text.as_ref());
+}
+
+/// How many symlinks are followed before a path is given up on (as the kernel does).
+const MAX_SYMLINKS: usize = 40;
+
+/// Writes the file at `path` with `write`: see the module doc for how each
+/// kind of path is treated. Errors name the path.
+pub fn write_file(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> Result<(), CliError> {
+    let cant = |e: io::Error| CliError::Failed(format!("cannot write {}: {e}", path.display()));
+    let target = follow_symlinks(path).map_err(cant)?;
+    match std::fs::metadata(&target) {
+        Ok(meta) if meta.is_dir() => Err(cant(io::Error::other("it is a directory"))),
+        Ok(meta) if !meta.is_file() => write_through(&target, write).map_err(cant),
+        Ok(meta) => write_atomically(&target, Some(meta.permissions()), write).map_err(cant),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            write_atomically(&target, None, write).map_err(cant)
+        }
+        Err(e) => Err(cant(e)),
+    }
+}
+
+/// The path a write to `path` lands on: symlinks resolved one hop at a time,
+/// so a link to a file that does not exist yet creates that file.
+fn follow_symlinks(path: &Path) -> io::Result<PathBuf> {
+    let mut current = path.to_path_buf();
+    for _ in 0..MAX_SYMLINKS {
+        match std::fs::symlink_metadata(&current) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                let link = std::fs::read_link(&current)?;
+                current = match current.parent() {
+                    Some(dir) if link.is_relative() => dir.join(link),
+                    _ => link,
+                };
+            }
+            _ => return Ok(current),
+        }
+    }
+    Err(io::Error::other(format!(
+        "more than {MAX_SYMLINKS} symbolic links to follow"
+    )))
+}
+
+/// A FIFO, a device node, a socket: opened and written in place.
+fn write_through(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<()> {
+    let file = std::fs::OpenOptions::new().write(true).open(path)?;
+    let mut out = BufWriter::with_capacity(1 << 16, file);
+    write(&mut out)?;
+    out.flush()
+}
+
+/// A regular file: written to a sibling temporary file, synced, renamed into
+/// place (keeping the permissions of the file it replaces).
+fn write_atomically(
+    path: &Path,
+    permissions: Option<std::fs::Permissions>,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<()> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "out".into());
+    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    let result = (|| {
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)?;
+        let mut out = BufWriter::with_capacity(1 << 16, file);
+        write(&mut out)?;
+        let file = out.into_inner().map_err(|e| e.into_error())?;
+        if let Some(p) = permissions {
+            file.set_permissions(p)?;
+        }
+        file.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write_text(path: &Path, text: &str) -> Result<(), CliError> {
+        write_file(path, |w| w.write_all(text.as_bytes()))
+    }
+
+    #[test]
+    fn regular_files_are_replaced_whole_and_keep_their_mode() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.txt");
+        write_text(&path, "one").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "one");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+        write_text(&path, "two").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "two");
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o640);
+        // A failed write leaves the old content and no temporary file behind.
+        let err = write_file(&path, |_| Err(io::Error::other("boom"))).unwrap_err();
+        assert!(err.to_string().contains("boom"), "{err}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "two");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn symlinks_are_followed_even_to_a_missing_target() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("real.txt");
+        let link = dir.path().join("link.txt");
+        std::os::unix::fs::symlink("real.txt", &link).unwrap();
+        write_text(&link, "hello").unwrap();
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "hello");
+        // A loop is an error, not a hang.
+        let a = dir.path().join("a");
+        let b = dir.path().join("b");
+        std::os::unix::fs::symlink(&b, &a).unwrap();
+        std::os::unix::fs::symlink(&a, &b).unwrap();
+        assert!(write_text(&a, "x").is_err());
+    }
+
+    #[test]
+    fn a_directory_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = write_text(dir.path(), "x").unwrap_err();
+        assert!(err.to_string().contains("directory"), "{err}");
+    }
+}
