@@ -9,9 +9,11 @@ mod levels;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-use self::bucket::{bucket_limits, stamp_deadline, sync_actions, BucketId};
+use self::bucket::{stamp_deadline, sync_actions, BucketId};
 use self::levels::{meta_key, Levels, Source};
+use crate::items::attrs::{self, bucket_item, bucket_limits, BucketField};
 use crate::items::keys;
+use crate::manifest::model::Disabled;
 use crate::store::{
     AttrValue, Condition, Index, Item, Key, Store, StoreError, UpdateAction, WriteOp,
 };
@@ -297,7 +299,6 @@ fn fan_out(
     let mut ops = vec![];
     let mut owner = vec![];
     for (t_ix, t) in tasks.iter().enumerate() {
-        let mut planned_err = None;
         for (key, id) in &t.buckets {
             // Gone since discovery: nothing to update (and never create it).
             let Some(Some(current)) = fetched.get(key) else {
@@ -305,30 +306,24 @@ fn fan_out(
             };
             let planned = match t.job {
                 Job::Sync => plan_sync(&levels, id, current, now_ms),
-                Job::Disabled => Ok(plan_disabled(&levels, &t.scope, id, current, now_ms)),
-                Job::Cascade => Ok(plan_cascade(&levels, ns, id, &metas)),
-                Job::Soft => Ok(plan_soft(&levels, &t.scope, id, current, now_ms)),
+                Job::Disabled => plan_disabled(&levels, &t.scope, id, current, now_ms),
+                Job::Cascade => plan_cascade(&levels, ns, id, &metas),
+                Job::Soft => plan_soft(&levels, &t.scope, id, current, now_ms),
             };
-            match planned {
-                Ok(Some((actions, extra))) if !actions.is_empty() => {
-                    let condition = match extra {
-                        Some(c) => Condition::And(vec![Condition::Exists, c]),
-                        None => Condition::Exists,
-                    };
-                    ops.push(WriteOp::Update {
-                        key: key.clone(),
-                        actions,
-                        condition: Some(condition),
-                    });
-                    owner.push(t_ix);
-                }
-                Ok(_) => {}
-                Err(e) => {
-                    planned_err.get_or_insert(e);
-                }
+            if let Some((actions, extra)) = planned.filter(|(a, _)| !a.is_empty()) {
+                let condition = match extra {
+                    Some(c) => Condition::And(vec![Condition::Exists, c]),
+                    None => Condition::Exists,
+                };
+                ops.push(WriteOp::Update {
+                    key: key.clone(),
+                    actions,
+                    condition: Some(condition),
+                });
+                owner.push(t_ix);
             }
         }
-        outcome.push((t.index, planned_err.map_or(Ok(()), Err)));
+        outcome.push((t.index, Ok(())));
     }
     let mut failures: Vec<(usize, String)> = vec![(0, String::new()); tasks.len()];
     for (res, t_ix) in store.write_many(ops).into_iter().zip(owner) {
@@ -359,18 +354,9 @@ type Planned = Option<(Vec<UpdateAction>, Option<Condition>)>;
 
 /// The limits resolved for the bucket's own (entity, resource), so a
 /// `_default_` sync never clobbers an entity+resource config.
-fn plan_sync(
-    levels: &Levels,
-    id: &BucketId,
-    current: &Item,
-    now_ms: i64,
-) -> Result<Planned, String> {
-    let Some((source, cfg)) = levels.resolve_limits(&id.entity, &id.resource) else {
-        return Ok(None);
-    };
-    let actions = sync_actions(cfg, source, current, now_ms)
-        .map_err(|e| format!("bucket {}/{}: {e}", id.entity, id.resource))?;
-    Ok(Some((actions, None)))
+fn plan_sync(levels: &Levels, id: &BucketId, current: &Item, now_ms: i64) -> Planned {
+    let (source, cfg) = levels.resolve_limits(&id.entity, &id.resource)?;
+    Some((sync_actions(cfg, source, current, now_ms), None))
 }
 
 /// `SET disabled=true REMOVE bypass`, `SET bypass=<deadline> REMOVE disabled`,
@@ -390,29 +376,30 @@ fn plan_disabled(
         return None;
     }
     let has = |a: &str| current.contains_key(a);
+    let (disabled, bypass) = (bucket_item::DISABLED, bucket_item::BYPASS);
     let actions = match resolved.map(|(_, v)| v) {
-        Some(AttrValue::Bool(true)) => {
-            if current.get("disabled") == Some(&AttrValue::Bool(true)) && !has("bypass") {
+        Some(Disabled::Disabled) => {
+            if current.get(disabled) == Some(&AttrValue::Bool(true)) && !has(bypass) {
                 return None;
             }
-            let mut a = vec![UpdateAction::Set("disabled".into(), AttrValue::Bool(true))];
-            if has("bypass") {
-                a.push(UpdateAction::Remove("bypass".into()));
+            let mut a = vec![UpdateAction::Set(disabled.into(), AttrValue::Bool(true))];
+            if has(bypass) {
+                a.push(UpdateAction::Remove(bypass.into()));
             }
             a
         }
-        Some(AttrValue::S(s)) if s == "bypass" => {
+        Some(Disabled::Bypass) => {
             let mut a = vec![UpdateAction::Set(
-                "bypass".into(),
+                bypass.into(),
                 AttrValue::n(stamp_deadline(now_ms)),
             )];
-            if has("disabled") {
-                a.push(UpdateAction::Remove("disabled".into()));
+            if has(disabled) {
+                a.push(UpdateAction::Remove(disabled.into()));
             }
             a
         }
-        _ => {
-            let a: Vec<UpdateAction> = ["disabled", "bypass"]
+        Some(Disabled::Enforced) | None => {
+            let a: Vec<UpdateAction> = [disabled, bypass]
                 .into_iter()
                 .filter(|n| has(n))
                 .map(|n| UpdateAction::Remove(n.into()))
@@ -433,25 +420,35 @@ fn plan_cascade(levels: &Levels, ns: &str, id: &BucketId, metas: &HashMap<Key, I
     let policy = levels
         .resolve_cascade(&id.entity, &id.resource)
         .map(|(_, v)| v)
-        .or_else(|| meta.get("cascade").and_then(AttrValue::as_bool))
+        .or_else(|| meta.get(attrs::CASCADE).and_then(AttrValue::as_bool))
         .unwrap_or(false);
-    let mut actions = vec![UpdateAction::Set("cascade".into(), AttrValue::Bool(policy))];
-    match meta.get("parent_id") {
-        Some(AttrValue::S(p)) => {
-            actions.push(UpdateAction::Set("parent_id".into(), AttrValue::s(p)))
-        }
-        _ => actions.push(UpdateAction::Remove("parent_id".into())),
+    let mut actions = vec![UpdateAction::Set(
+        bucket_item::CASCADE.into(),
+        AttrValue::Bool(policy),
+    )];
+    match meta.get(bucket_item::PARENT_ID) {
+        Some(AttrValue::S(p)) => actions.push(UpdateAction::Set(
+            bucket_item::PARENT_ID.into(),
+            AttrValue::s(p),
+        )),
+        _ => actions.push(UpdateAction::Remove(bucket_item::PARENT_ID.into())),
     }
     let mut condition = None;
-    if let Some(AttrValue::N(pgen)) = meta.get("pgen") {
-        actions.push(UpdateAction::Set("pgen".into(), AttrValue::N(pgen.clone())));
+    if let Some(AttrValue::N(pgen)) = meta.get(bucket_item::PARENT_GENERATION) {
+        actions.push(UpdateAction::Set(
+            bucket_item::PARENT_GENERATION.into(),
+            AttrValue::N(pgen.clone()),
+        ));
         condition = Some(Condition::Or(vec![
-            Condition::AttrNotExists("pgen".into()),
-            Condition::AttrNumLe("pgen".into(), pgen.clone()),
+            Condition::AttrNotExists(bucket_item::PARENT_GENERATION.into()),
+            Condition::AttrNumLe(bucket_item::PARENT_GENERATION.into(), pgen.clone()),
         ]));
     }
-    if let Some(AttrValue::S(pinc)) = meta.get("pinc") {
-        actions.push(UpdateAction::Set("pinc".into(), AttrValue::s(pinc)));
+    if let Some(AttrValue::S(pinc)) = meta.get(bucket_item::PARENT_INCARNATION) {
+        actions.push(UpdateAction::Set(
+            bucket_item::PARENT_INCARNATION.into(),
+            AttrValue::s(pinc),
+        ));
     }
     Some((actions, condition))
 }
@@ -476,10 +473,10 @@ fn plan_soft(
     let deadline = stamp_deadline(now_ms);
     let mut actions = vec![];
     for n in bucket_limits(current) {
-        let Some(l) = cfg.limits.get(&n) else {
+        let Some(l) = cfg.buckets().find(|l| l.name == n) else {
             continue;
         };
-        let attr = format!("b_{n}_soft");
+        let attr = BucketField::Soft.of(&n);
         if l.soft {
             actions.push(UpdateAction::Set(attr, AttrValue::n(deadline)));
         } else if current.contains_key(&attr) {

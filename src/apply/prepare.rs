@@ -159,9 +159,7 @@ pub fn prepare_with_record(
         let mut d = if matches!(desired, Some(Err(_))) {
             Vec::new()
         } else {
-            let mut d = details(live.as_ref(), new_item);
-            kinds::merge_details(&mut d, kinds::details(live.as_ref(), new_item));
-            d
+            details(live.as_ref(), new_item)
         };
         if let Some(Err(e)) = &desired {
             d.push(Detail::error(e.clone()));

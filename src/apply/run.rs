@@ -29,8 +29,9 @@ use crate::apply::managed::{self, ManagedSet};
 use crate::apply::pending::{self, Share};
 use crate::apply::prepare::{prepare_with_record, BuildFn, PlannedChange, Refresh};
 use crate::apply::{counts, version, writes};
+use crate::items::config;
 use crate::manifest::Manifest;
-use crate::store::{AttrValue, Item, Key, Store};
+use crate::store::{Item, Key, Store};
 
 /// How long this apply holds the fan-outs it owes: the reference's 900 s Lambda
 /// budget plus 60 s.
@@ -498,7 +499,7 @@ pub fn owed_kinds(pc: &PlannedChange, full: bool) -> Vec<FanOutKind> {
                 out.push(FanOutKind::Cascade);
             }
             let deleted = pc.change.action == Action::Delete && live.is_some();
-            if full || deleted || limit_attrs(live) != limit_attrs(desired) {
+            if full || deleted || bucket_content(live) != bucket_content(desired) {
                 out.push(FanOutKind::Sync);
             }
         }
@@ -507,25 +508,11 @@ pub fn owed_kinds(pc: &PlannedChange, full: bool) -> Vec<FanOutKind> {
 }
 
 fn soft_set(item: Option<&Item>) -> BTreeSet<String> {
-    item.into_iter()
-        .flat_map(|i| i.iter())
-        .filter(|(k, v)| {
-            (k.starts_with("l_") || k.starts_with("w_"))
-                && k.ends_with("_soft")
-                && **v == AttrValue::Bool(true)
-        })
-        .map(|(k, _)| k[2..k.len() - 5].to_string())
-        .collect()
+    item.map(config::soft_buckets).unwrap_or_default()
 }
 
-fn limit_attrs(item: Option<&Item>) -> Item {
-    let content = item
-        .map(crate::items::config::limit_content)
-        .unwrap_or_default();
-    content
-        .into_iter()
-        .filter(|(k, _)| k.starts_with("l_") || k.starts_with("w_") || k == "sched_tz")
-        .collect()
+fn bucket_content(item: Option<&Item>) -> Item {
+    item.map(config::bucket_content).unwrap_or_default()
 }
 
 /// A fresh apply token: 32 hex digits from the OS's random source.
@@ -560,6 +547,7 @@ mod tests {
     use crate::apply::level::Change;
     use crate::apply::memstore::MemStore;
     use crate::manifest::model::{LevelConfig, LimitSpec};
+    use crate::store::AttrValue;
 
     const NOW: i64 = 1_700_000_000_000;
 

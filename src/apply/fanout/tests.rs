@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::apply::memstore::MemStore;
+use crate::items::attrs::{Field, LimitAttr, Prefix};
 
 const NS: &str = "ns1";
 const NOW: i64 = 1_800_000_000_000;
@@ -16,11 +17,13 @@ fn item(pk: &str, sk: &str, attrs: &[(&str, AttrValue)]) -> Item {
     i
 }
 
-fn limit(prefix: &str, n: &str, cp: i64, ra: i64, rp: i64) -> Vec<(String, AttrValue)> {
+/// A token bucket's attributes on a config item.
+fn limit(n: &str, cp: i64, ra: i64, rp: i64) -> Vec<(String, AttrValue)> {
+    let attr = |f| LimitAttr::spell(Prefix::Limit, n, f);
     vec![
-        (format!("{prefix}{n}_cp"), AttrValue::n(cp)),
-        (format!("{prefix}{n}_ra"), AttrValue::n(ra)),
-        (format!("{prefix}{n}_rp"), AttrValue::n(rp)),
+        (attr(Field::Capacity), AttrValue::n(cp)),
+        (attr(Field::RefillAmount), AttrValue::n(ra)),
+        (attr(Field::RefillPeriod), AttrValue::n(rp)),
     ]
 }
 
@@ -33,6 +36,7 @@ fn config(key: Key, attrs: Vec<(String, AttrValue)>) -> Item {
 
 /// A bucket as the limiter creates it: one limit plus the internal `wcu`.
 fn bucket(e: &str, r: &str, k: u32, limit_name: &str, cp_milli: i64) -> Item {
+    use BucketField::{Capacity, RefillAmount, RefillPeriod, Tokens, TotalConsumed};
     item(
         &format!("{NS}/BUCKET#{e}#{r}#{k}"),
         "#STATE",
@@ -43,11 +47,11 @@ fn bucket(e: &str, r: &str, k: u32, limit_name: &str, cp_milli: i64) -> Item {
             ("GSI3SK", AttrValue::s(format!("BUCKET#{r}#{k}"))),
             ("GSI4PK", AttrValue::s(NS)),
             ("GSI4SK", AttrValue::s(format!("BUCKET#{e}#{r}#{k}"))),
-            (&format!("b_{limit_name}_cp"), AttrValue::n(cp_milli)),
-            (&format!("b_{limit_name}_ra"), AttrValue::n(cp_milli)),
-            (&format!("b_{limit_name}_rp"), AttrValue::n(60_000)),
-            (&format!("b_{limit_name}_tk"), AttrValue::n(cp_milli - 1000)),
-            (&format!("b_{limit_name}_tc"), AttrValue::n(1000)),
+            (&Capacity.of(limit_name), AttrValue::n(cp_milli)),
+            (&RefillAmount.of(limit_name), AttrValue::n(cp_milli)),
+            (&RefillPeriod.of(limit_name), AttrValue::n(60_000)),
+            (&Tokens.of(limit_name), AttrValue::n(cp_milli - 1000)),
+            (&TotalConsumed.of(limit_name), AttrValue::n(1000)),
             ("b_wcu_cp", AttrValue::n(1_000_000)),
             ("b_wcu_tk", AttrValue::n(1_000_000)),
             ("rf", AttrValue::n(NOW - 5000)),
@@ -81,11 +85,11 @@ fn entity_sync_updates_every_shard_of_that_pair_only() {
     let s = MemStore::new();
     s.put(config(
         levels::entity_key(NS, "u1", "gpt"),
-        limit("l_", "rpm", 2, 2, 60),
+        limit("rpm", 2, 2, 60),
     ));
     s.put(config(
         levels::resource_key(NS, "gpt"),
-        limit("l_", "rpm", 100, 100, 60),
+        limit("rpm", 100, 100, 60),
     ));
     for k in 0..2 {
         s.put(bucket("u1", "gpt", k, "rpm", 100_000));
@@ -129,11 +133,11 @@ fn default_sync_writes_each_bucket_its_own_resolution() {
     let s = MemStore::new();
     s.put(config(
         levels::entity_key(NS, "u1", "_default_"),
-        limit("l_", "rph", 30, 30, 3600),
+        limit("rph", 30, 30, 3600),
     ));
     s.put(config(
         levels::entity_key(NS, "u1", "gpt"),
-        limit("l_", "rpm", 5, 5, 60),
+        limit("rpm", 5, 5, 60),
     ));
     s.put(bucket("u1", "gpt", 0, "rpm", 100_000));
     s.put(bucket("u1", "claude", 0, "rpm", 100_000));
@@ -165,7 +169,7 @@ fn a_deleted_entity_level_resyncs_to_the_defaults_with_a_ttl() {
     let s = MemStore::new();
     s.put(config(
         levels::resource_key(NS, "gpt"),
-        limit("l_", "rpm", 100, 100, 60),
+        limit("rpm", 100, 100, 60),
     ));
     s.put(bucket("u1", "gpt", 0, "rpm", 7_000));
     run(
@@ -183,7 +187,7 @@ fn a_deleted_entity_level_resyncs_to_the_defaults_with_a_ttl() {
 #[test]
 fn resource_disabled_skips_entities_with_their_own_directive() {
     let s = MemStore::new();
-    let mut res = limit("l_", "rpm", 100, 100, 60);
+    let mut res = limit("rpm", 100, 100, 60);
     res.push(("disabled".into(), AttrValue::s("bypass")));
     s.put(config(levels::resource_key(NS, "gpt"), res));
     s.put(config(
@@ -263,12 +267,12 @@ fn cascade_copies_the_owner_stamp_and_skips_owners_without_meta() {
 #[test]
 fn system_soft_stamps_only_buckets_resolving_from_system() {
     let s = MemStore::new();
-    let mut sys = limit("l_", "rpm", 100, 100, 60);
+    let mut sys = limit("rpm", 100, 100, 60);
     sys.push(("l_rpm_soft".into(), AttrValue::Bool(true)));
     s.put(config(levels::system_key(NS), sys));
     s.put(config(
         levels::resource_key(NS, "gpt"),
-        limit("l_", "rpm", 50, 50, 60),
+        limit("rpm", 50, 50, 60),
     ));
     s.put(bucket("u1", "claude", 0, "rpm", 100_000));
     s.put(bucket("u1", "gpt", 0, "rpm", 50_000));
@@ -282,7 +286,7 @@ fn nothing_is_created_and_malformed_targets_are_refused() {
     let s = MemStore::new();
     s.put(config(
         levels::entity_key(NS, "u1", "gpt"),
-        limit("l_", "rpm", 2, 2, 60),
+        limit("rpm", 2, 2, 60),
     ));
     let before = s.snapshot();
     run(
@@ -326,14 +330,14 @@ fn many_fan_outs_at_once_equal_one_at_a_time() {
         let s = MemStore::new();
         s.put(config(
             levels::resource_key(NS, "gpt"),
-            limit("l_", "rpm", 100, 100, 60),
+            limit("rpm", 100, 100, 60),
         ));
         for e in 0..40 {
             let ent = format!("u{e:02}");
             if e % 3 != 0 {
                 s.put(config(
                     levels::entity_key(NS, &ent, "gpt"),
-                    limit("l_", "rpm", e, e, 60),
+                    limit("rpm", e, e, 60),
                 ));
             }
             if e % 4 == 0 {
