@@ -15,10 +15,7 @@
 
 use crate::cron::{python_split, CronError, CronSpec, DAY_NAMES, MONTH_NAMES};
 
-/// Largest capacity or refill amount, in tokens.
-pub const MAX_TOKENS: u64 = 1_000_000_000_000_000;
-/// Largest refill period, in seconds.
-pub const MAX_PERIOD_SECONDS: u64 = 1_000_000_000;
+pub use crate::params::{MAX_PERIOD_SECONDS, MAX_TOKENS};
 /// Largest scale (10^6), in per-mille.
 pub const MAX_SCALE_PERMILLE: u64 = 1_000_000_000;
 

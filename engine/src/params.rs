@@ -8,10 +8,10 @@
 
 use crate::schedule::Schedule;
 
-/// Largest capacity or refill amount, in tokens.
-pub const MAX_TOKENS: i128 = 1_000_000_000_000_000;
-/// Largest period or `reset_after`, in seconds.
-pub const MAX_PERIOD_SECONDS: i128 = 1_000_000_000;
+/// Largest capacity or refill amount, in tokens (the reference's bound).
+pub const MAX_TOKENS: u64 = 1_000_000_000_000_000;
+/// Largest period or `reset_after`, in seconds (the reference's bound).
+pub const MAX_PERIOD_SECONDS: u64 = 1_000_000_000;
 /// Largest scale factor.
 pub const MAX_SCALE: f64 = 1_000_000.0;
 /// Largest value DynamoDB stores exactly (38 digits).
@@ -132,10 +132,10 @@ pub fn check_tokens(what: &'static str, v: i128, allow_zero: bool) -> Result<(),
     if v < 0 || (v == 0 && !allow_zero) {
         return Err(BoundsError::NotPositive { what });
     }
-    if v > MAX_TOKENS {
+    if v > i128::from(MAX_TOKENS) {
         return Err(BoundsError::TooLarge {
             what,
-            max: MAX_TOKENS,
+            max: MAX_TOKENS.into(),
             got: v,
         });
     }
@@ -147,10 +147,10 @@ pub fn check_period(what: &'static str, v: i128) -> Result<(), BoundsError> {
     if v <= 0 {
         return Err(BoundsError::NotPositive { what });
     }
-    if v > MAX_PERIOD_SECONDS {
+    if v > i128::from(MAX_PERIOD_SECONDS) {
         return Err(BoundsError::TooLarge {
             what,
-            max: MAX_PERIOD_SECONDS,
+            max: MAX_PERIOD_SECONDS.into(),
             got: v,
         });
     }
@@ -212,8 +212,9 @@ mod tests {
 
     #[test]
     fn bounds() {
-        assert!(check_tokens("capacity", MAX_TOKENS, false).is_ok());
-        assert!(check_tokens("capacity", MAX_TOKENS + 1, false).is_err());
+        let max = i128::from(MAX_TOKENS);
+        assert!(check_tokens("capacity", max, false).is_ok());
+        assert!(check_tokens("capacity", max + 1, false).is_err());
         assert!(check_tokens("capacity", 0, false).is_err());
         assert!(check_tokens("refill_amount", 0, true).is_ok());
         assert!(check_period("refill_period_seconds", 1_000_000_001).is_err());

@@ -260,7 +260,7 @@ impl<'a> LevelAttrs<'a> {
 
 /// The internal write-capacity limit the limiter adds to every bucket; never
 /// a user limit name, never ours to remove from a bucket.
-pub const INTERNAL_LIMIT: &str = "wcu";
+pub const INTERNAL_LIMIT: &str = zae_limiter_engine::names::RESERVED_LIMIT;
 
 /// One per-limit field of a bucket item: `b_{name}_{field}`, in milli-units.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -10,18 +10,17 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use zae_limiter_engine::encoding::{
-    decode_reset, decode_schedule, encode_reset, encode_schedule, EncodeError, Modifier,
-    MAX_PERIOD_SECONDS, MAX_TOKENS,
+    decode_reset, decode_schedule, encode_reset, encode_schedule, EncodeError, Modifier, MAX_TOKENS,
 };
+use zae_limiter_engine::limit::{self, LimitError};
 
 use super::attrs::{self, Field, LevelAttrs, LimitAttr, Prefix, BOOKKEEPING};
 use super::keys::{self, IdentifierError};
 use crate::manifest::model::{self, Disabled, LevelConfig, LimitKind, LimitSpec, SystemLevel};
-use crate::manifest::MAX_SLOTS;
 use crate::store::number::Number;
 use crate::store::{AttrValue, Item, Key};
 pub use zae_limiter_engine::concurrency::LimitKind as Counts;
-use zae_limiter_engine::concurrency::{MAX_HOLD_TTL_SECONDS, MIN_HOLD_TTL_SECONDS};
+use zae_limiter_engine::concurrency::{MAX_HOLD_TTL_SECONDS, MAX_SLOTS, MIN_HOLD_TTL_SECONDS};
 use zae_limiter_engine::rolling::{RollingWindow, Window};
 
 /// The constant every client-written level carries (read by nobody, kept for parity).
@@ -604,43 +603,16 @@ pub fn decode_level(item: &Item) -> Result<StoredLevel, CodecError> {
     })
 }
 
-/// The reference's `Limit` construction rules on a stored limit.
-fn check_limit(l: &StoredLimit) -> Result<(), String> {
-    keys::validate_limit_name(&l.name).map_err(|e| e.to_string())?;
-    if l.capacity == 0 {
-        return Err("capacity must be positive".into());
-    }
-    for (what, v) in [("capacity", l.capacity), ("refill_amount", l.refill_amount)] {
-        if v > MAX_TOKENS {
-            return Err(format!("{what} must be at most {MAX_TOKENS}, got {v}"));
-        }
-    }
-    if l.refill_period == 0 || l.refill_period > MAX_PERIOD_SECONDS {
-        return Err(format!(
-            "refill_period_seconds must be between 1 and {MAX_PERIOD_SECONDS}, got {}",
-            l.refill_period
-        ));
-    }
-    if let Some(rsa) = l.reset_after_seconds {
-        if rsa == 0 || rsa > MAX_PERIOD_SECONDS {
-            return Err(format!(
-                "reset_after must be between 1 and {MAX_PERIOD_SECONDS} seconds, got {rsa}"
-            ));
-        }
-        if !l.reset_schedule.is_empty() {
-            return Err("a limit resets on a calendar or after a window, never both".into());
-        }
-    }
-    if l.refill_amount == 0 && !l.resets() {
-        return Err(
-            "refill_amount=0 means the limit does not drip, which is only valid with a reset"
-                .into(),
-        );
-    }
-    if l.refill_amount > 0 && l.resets() {
-        return Err("a limit drips or resets, never both".into());
-    }
-    Ok(())
+/// The reference's `Limit` construction rules (the engine's copy) on a stored limit.
+fn check_limit(l: &StoredLimit) -> Result<(), LimitError> {
+    limit::check(&limit::Fields {
+        name: &l.name,
+        capacity: l.capacity.into(),
+        refill_amount: l.refill_amount.into(),
+        refill_period_seconds: l.refill_period.into(),
+        reset_schedule: !l.reset_schedule.is_empty(),
+        reset_after_seconds: l.reset_after_seconds.map(i128::from),
+    })
 }
 
 /// The limit-relevant content of a config item: limit attributes, `sched_tz`,
