@@ -231,7 +231,7 @@ fn parse_hex(hex: &[u8]) -> Option<Digest> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apply::memstore::MemStore;
+    use crate::store::memory::MemoryStore;
 
     fn item(cap: &str) -> Item {
         let mut i = Item::new();
@@ -268,7 +268,7 @@ mod tests {
 
     #[test]
     fn written_digests_read_back_for_the_same_record_only() {
-        let s = MemStore::default();
+        let s = MemoryStore::default();
         let d = many(PER_CHUNK * 2 + 5);
         write(&s, "ns", "g1", "sha256:a t1", &d, &[]).unwrap();
         let r = read(&s, "ns", Some("sha256:a t1")).unwrap();
@@ -286,7 +286,7 @@ mod tests {
 
     #[test]
     fn invalidated_or_torn_digests_are_not_used() {
-        let s = MemStore::default();
+        let s = MemoryStore::default();
         write(&s, "ns", "g1", "st", &many(PER_CHUNK + 1), &[]).unwrap();
         invalidate(&s, "ns").unwrap();
         assert_eq!(
@@ -315,7 +315,7 @@ mod tests {
 
     #[test]
     fn a_smaller_rewrite_drops_the_chunks_it_no_longer_needs() {
-        let s = MemStore::default();
+        let s = MemoryStore::default();
         write(&s, "ns", "g1", "st", &many(PER_CHUNK * 2 + 1), &[]).unwrap();
         let before = read(&s, "ns", Some("st")).unwrap();
         assert_eq!(before.keys.len(), 3);

@@ -183,8 +183,8 @@ pub fn iso_timestamp(now_ms: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apply::memstore::MemStore;
     use crate::manifest::model::{LevelConfig, SystemLevel};
+    use crate::store::memory::MemoryStore;
 
     fn manifest() -> Manifest {
         let mut m = Manifest {
@@ -224,7 +224,7 @@ mod tests {
 
     #[test]
     fn record_round_trips_through_the_store() {
-        let store = MemStore::new();
+        let store = MemoryStore::new();
         assert_eq!(read(&store, "ns").unwrap(), ProvisionerRecord::default());
         let s = ManagedSet::from_manifest(&manifest());
         store.put(record_item("ns", &s, &iso_timestamp(0), "sha256:x"));
@@ -240,7 +240,7 @@ mod tests {
 
     #[test]
     fn legacy_cascade_pending_is_read_and_bad_shapes_are_corrupt() {
-        let store = MemStore::new();
+        let store = MemoryStore::new();
         let mut item = record_item("ns", &ManagedSet::default(), "t", "h");
         let mut entry = BTreeMap::new();
         entry.insert("level".to_string(), AttrValue::s("resource"));

@@ -10,8 +10,6 @@ pub mod fault;
 pub mod kinds;
 pub mod level;
 pub mod managed;
-#[cfg(test)]
-pub mod memstore;
 pub mod output;
 pub mod pending;
 pub mod prepare;

@@ -438,7 +438,7 @@ pub fn expire(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apply::memstore::MemStore;
+    use crate::store::memory::MemoryStore;
 
     fn owed(kind: FanOutKind, level: LevelKind, target: &str) -> Owed {
         Owed {
@@ -452,7 +452,7 @@ mod tests {
 
     #[test]
     fn write_ahead_then_release_leaves_nothing() {
-        let s = MemStore::new();
+        let s = MemoryStore::new();
         let o = owed(FanOutKind::Sync, LevelKind::Entity, "user-1/gpt-4");
         let share = Share {
             lease: NOW + 5,
@@ -477,7 +477,7 @@ mod tests {
 
     #[test]
     fn batched_write_ahead_and_release_match_the_single_forms() {
-        let s = MemStore::new();
+        let s = MemoryStore::new();
         let a = owed(FanOutKind::Sync, LevelKind::Entity, "u/a");
         let b = owed(FanOutKind::Disabled, LevelKind::Resource, "b");
         let share = Share {
@@ -498,7 +498,7 @@ mod tests {
 
     #[test]
     fn only_expired_items_are_claimed_and_full_is_kept() {
-        let s = MemStore::new();
+        let s = MemoryStore::new();
         let o = owed(FanOutKind::Disabled, LevelKind::Resource, "r");
         write_ahead(
             &s,
@@ -537,7 +537,7 @@ mod tests {
 
     #[test]
     fn legacy_single_owner_items_are_read_and_rewritten_on_claim() {
-        let s = MemStore::new();
+        let s = MemoryStore::new();
         let o = owed(FanOutKind::Cascade, LevelKind::Entity, "u/r");
         let k = key("ns", &o);
         let mut item = Item::new();

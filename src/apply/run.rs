@@ -545,8 +545,8 @@ pub fn new_token() -> String {
 mod tests {
     use super::*;
     use crate::apply::level::Change;
-    use crate::apply::memstore::MemStore;
     use crate::manifest::model::{LevelConfig, LimitSpec};
+    use crate::store::memory::MemoryStore;
     use crate::store::AttrValue;
 
     const NOW: i64 = 1_700_000_000_000;
@@ -676,7 +676,7 @@ mod tests {
         Ok(item(level, &[("l_rpm_cp", AttrValue::n(5))]))
     }
 
-    fn apply_once(s: &MemStore, full: bool, token: &str, now_ms: i64) -> Applied {
+    fn apply_once(s: &MemoryStore, full: bool, token: &str, now_ms: i64) -> Applied {
         let m = manifest();
         let req = ApplyRequest {
             ns: "ns",
@@ -691,13 +691,13 @@ mod tests {
         apply(s, &req).unwrap()
     }
 
-    fn leftover(s: &MemStore, owed: &Owed, token: &str, lease: i64, full: bool) {
+    fn leftover(s: &MemoryStore, owed: &Owed, token: &str, lease: i64, full: bool) {
         pending::write_ahead(s, "ns", owed, token, Share { lease, full }, NOW - 10).unwrap();
     }
 
     #[test]
     fn an_apply_writes_levels_record_and_releases_what_it_owed() {
-        let s = MemStore::new();
+        let s = MemoryStore::new();
         let done = apply_once(&s, false, "t1", NOW);
         assert_eq!((done.created, done.errors.len(), done.pending), (2, 0, 0));
         assert!(s.item("ns/ENTITY#u", "#CONFIG#r").is_some());
@@ -710,7 +710,7 @@ mod tests {
 
     #[test]
     fn abandoned_fanouts_are_claimed_only_after_their_lease() {
-        let s = MemStore::new();
+        let s = MemoryStore::new();
         apply_once(&s, false, "t0", NOW);
         let owed = Owed {
             kind: FanOutKind::Sync,
@@ -730,7 +730,7 @@ mod tests {
 
     #[test]
     fn a_full_apply_resumes_an_interrupted_full_apply_change_only() {
-        let s = MemStore::new();
+        let s = MemoryStore::new();
         apply_once(&s, false, "t0", NOW);
         let owed = Owed {
             kind: FanOutKind::Cascade,
@@ -750,7 +750,7 @@ mod tests {
 
     #[test]
     fn legacy_cascade_pending_is_retried_then_dropped_from_the_record() {
-        let s = MemStore::new();
+        let s = MemoryStore::new();
         apply_once(&s, false, "t0", NOW);
         let key = managed::record_key("ns");
         let mut rec = s.item(&key.pk, &key.sk).unwrap();
@@ -773,7 +773,7 @@ mod tests {
 
     #[test]
     fn a_failed_fanout_stays_pending_and_expires_for_the_next_apply() {
-        let s = MemStore::new();
+        let s = MemoryStore::new();
         // The fan-out of a malformed target fails; its item must stay, claimable at once.
         let bad = Owed {
             kind: FanOutKind::Sync,
@@ -808,7 +808,7 @@ mod tests {
     }
 
     /// Applies manifest() built by [`caps_build`].
-    fn run_caps(s: &MemStore, caps: &[(&Level, i64)], refresh: Refresh, token: &str) -> Applied {
+    fn run_caps(s: &MemoryStore, caps: &[(&Level, i64)], refresh: Refresh, token: &str) -> Applied {
         let m = manifest();
         let build = caps_build(caps);
         let req = ApplyRequest {
@@ -826,7 +826,7 @@ mod tests {
 
     /// Plans manifest() built by [`caps_build`].
     fn plan_caps(
-        s: &MemStore,
+        s: &MemoryStore,
         caps: &[(&Level, i64)],
         refresh: Refresh,
     ) -> crate::apply::prepare::Prepared {
@@ -836,7 +836,7 @@ mod tests {
 
     #[test]
     fn no_refresh_skips_levels_the_last_apply_recorded_and_reads_the_rest() {
-        let s = MemStore::new();
+        let s = MemoryStore::new();
         let entity = Level::Entity("u".into(), "r".into());
         let resource = Level::Resource("r".into());
         run_caps(&s, &[], Refresh::All, "t1");
@@ -869,7 +869,7 @@ mod tests {
 
     #[test]
     fn no_refresh_reads_everything_after_an_unfinished_or_foreign_apply() {
-        let s = MemStore::new();
+        let s = MemoryStore::new();
         let entity = Level::Entity("u".into(), "r".into());
         run_caps(&s, &[], Refresh::All, "t1");
         // Another provisioner rewrote the record (new timestamp): digests unusable.

@@ -170,8 +170,8 @@ pub fn enforce(store: &dyn Store, m: &Manifest) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apply::memstore::MemStore;
     use crate::manifest::model::{LevelConfig, LimitSpec};
+    use crate::store::memory::MemoryStore;
     use crate::store::Item;
 
     fn version_item(lambda: Option<&str>, min: Option<&str>) -> Item {
@@ -215,7 +215,7 @@ mod tests {
         m
     }
 
-    fn min_of(s: &MemStore) -> Option<String> {
+    fn min_of(s: &MemoryStore) -> Option<String> {
         read(s).unwrap().unwrap().client_min_version
     }
 
@@ -230,7 +230,7 @@ mod tests {
 
     #[test]
     fn ratchet_raises_but_never_lowers() {
-        let s = MemStore::new();
+        let s = MemoryStore::new();
         s.put(version_item(Some("0.17.0"), None));
         enforce(&s, &manifest(false, true, false)).unwrap();
         assert_eq!(min_of(&s).as_deref(), Some("0.15.0"));
@@ -242,7 +242,7 @@ mod tests {
 
     #[test]
     fn old_or_unknown_lambdas_are_refused_without_writing() {
-        let s = MemStore::new();
+        let s = MemoryStore::new();
         s.put(version_item(Some("0.16.2"), Some("0.10.0")));
         let err = enforce(&s, &manifest(false, false, true)).unwrap_err();
         assert!(err.starts_with("Version mismatch: client=0.17.0, schema=0.10.0, lambda=0.16.2. Refusing to store a soft limit or bypass"), "{err}");

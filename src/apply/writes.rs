@@ -297,7 +297,7 @@ fn update_resources_set(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apply::memstore::MemStore;
+    use crate::store::memory::MemoryStore;
     use crate::store::AttrValue;
 
     fn item(level: &Level) -> Item {
@@ -311,7 +311,7 @@ mod tests {
 
     #[test]
     fn resource_writes_maintain_the_resources_set() {
-        let s = MemStore::new();
+        let s = MemoryStore::new();
         let a = Level::Resource("a".into());
         let b = Level::Resource("b".into());
         put_level(&s, "ns", &a, item(&a), false).unwrap();
@@ -341,8 +341,8 @@ mod tests {
             Level::Entity("u2".into(), "a".into()),
             Level::Entity("u2".into(), "_default_".into()),
         ];
-        let one = MemStore::new();
-        let many = MemStore::new();
+        let one = MemoryStore::new();
+        let many = MemoryStore::new();
         for l in &levels {
             put_level(&one, "ns", l, item(l), false).unwrap();
         }
@@ -391,14 +391,14 @@ mod tests {
 
     #[test]
     fn entity_writes_count_references_per_resource() {
-        let s = MemStore::new();
+        let s = MemoryStore::new();
         let u1 = Level::Entity("u1".into(), "gpt-4".into());
         let u2 = Level::Entity("u2".into(), "gpt-4".into());
         put_level(&s, "ns", &u1, item(&u1), false).unwrap();
         // A stale "absent" pre-read must not count the same item twice.
         put_level(&s, "ns", &u1, item(&u1), false).unwrap();
         put_level(&s, "ns", &u2, item(&u2), true).unwrap();
-        let count = |s: &MemStore| {
+        let count = |s: &MemoryStore| {
             s.item("ns/SYSTEM#", "#ENTITY_CONFIG_RESOURCES")
                 .and_then(|i| i.get("gpt-4").cloned())
         };

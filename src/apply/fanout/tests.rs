@@ -1,8 +1,8 @@
 //! Fan-out over the in-memory store: what lands on which bucket.
 
 use super::*;
-use crate::apply::memstore::MemStore;
 use crate::items::attrs::{Field, LimitAttr, Prefix};
+use crate::store::memory::MemoryStore;
 
 const NS: &str = "ns1";
 const NOW: i64 = 1_800_000_000_000;
@@ -62,7 +62,7 @@ fn bucket(e: &str, r: &str, k: u32, limit_name: &str, cp_milli: i64) -> Item {
     )
 }
 
-fn bucket_item(store: &MemStore, e: &str, r: &str, k: u32) -> Item {
+fn bucket_item(store: &MemoryStore, e: &str, r: &str, k: u32) -> Item {
     store
         .item(&format!("{NS}/BUCKET#{e}#{r}#{k}"), "#STATE")
         .expect("bucket exists")
@@ -82,7 +82,7 @@ fn n(i: &Item, a: &str) -> Option<String> {
 
 #[test]
 fn entity_sync_updates_every_shard_of_that_pair_only() {
-    let s = MemStore::new();
+    let s = MemoryStore::new();
     s.put(config(
         levels::entity_key(NS, "u1", "gpt"),
         limit("rpm", 2, 2, 60),
@@ -130,7 +130,7 @@ fn entity_sync_updates_every_shard_of_that_pair_only() {
 
 #[test]
 fn default_sync_writes_each_bucket_its_own_resolution() {
-    let s = MemStore::new();
+    let s = MemoryStore::new();
     s.put(config(
         levels::entity_key(NS, "u1", "_default_"),
         limit("rph", 30, 30, 3600),
@@ -166,7 +166,7 @@ fn default_sync_writes_each_bucket_its_own_resolution() {
 
 #[test]
 fn a_deleted_entity_level_resyncs_to_the_defaults_with_a_ttl() {
-    let s = MemStore::new();
+    let s = MemoryStore::new();
     s.put(config(
         levels::resource_key(NS, "gpt"),
         limit("rpm", 100, 100, 60),
@@ -186,7 +186,7 @@ fn a_deleted_entity_level_resyncs_to_the_defaults_with_a_ttl() {
 
 #[test]
 fn resource_disabled_skips_entities_with_their_own_directive() {
-    let s = MemStore::new();
+    let s = MemoryStore::new();
     let mut res = limit("rpm", 100, 100, 60);
     res.push(("disabled".into(), AttrValue::s("bypass")));
     s.put(config(levels::resource_key(NS, "gpt"), res));
@@ -228,7 +228,7 @@ fn resource_disabled_skips_entities_with_their_own_directive() {
 
 #[test]
 fn cascade_copies_the_owner_stamp_and_skips_owners_without_meta() {
-    let s = MemStore::new();
+    let s = MemoryStore::new();
     s.put(config(
         levels::resource_key(NS, "gpt"),
         vec![("cascade".into(), AttrValue::Bool(true))],
@@ -266,7 +266,7 @@ fn cascade_copies_the_owner_stamp_and_skips_owners_without_meta() {
 
 #[test]
 fn system_soft_stamps_only_buckets_resolving_from_system() {
-    let s = MemStore::new();
+    let s = MemoryStore::new();
     let mut sys = limit("rpm", 100, 100, 60);
     sys.push(("l_rpm_soft".into(), AttrValue::Bool(true)));
     s.put(config(levels::system_key(NS), sys));
@@ -283,7 +283,7 @@ fn system_soft_stamps_only_buckets_resolving_from_system() {
 
 #[test]
 fn nothing_is_created_and_malformed_targets_are_refused() {
-    let s = MemStore::new();
+    let s = MemoryStore::new();
     s.put(config(
         levels::entity_key(NS, "u1", "gpt"),
         limit("rpm", 2, 2, 60),
@@ -308,7 +308,7 @@ fn nothing_is_created_and_malformed_targets_are_refused() {
 
 #[test]
 fn an_unreadable_config_item_fails_the_fan_out() {
-    let s = MemStore::new();
+    let s = MemoryStore::new();
     s.put(config(
         levels::entity_key(NS, "u1", "gpt"),
         vec![("w_x_cp".into(), AttrValue::n(1))],
@@ -327,7 +327,7 @@ fn an_unreadable_config_item_fails_the_fan_out() {
 #[test]
 fn many_fan_outs_at_once_equal_one_at_a_time() {
     let build = || {
-        let s = MemStore::new();
+        let s = MemoryStore::new();
         s.put(config(
             levels::resource_key(NS, "gpt"),
             limit("rpm", 100, 100, 60),
