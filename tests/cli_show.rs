@@ -7,10 +7,10 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use indexmap::IndexMap;
-use zae_limiter::apply::level::Level;
 use zae_limiter::apply::writes;
 use zae_limiter::items::{config, keys, namespace, version};
 use zae_limiter::manifest::model::{LevelConfig, LimitSpec, Modifier, ResetEntry, ScheduleEntry};
+use zae_limiter::plan::level::Level;
 use zae_limiter::store::local::LocalStore;
 use zae_limiter::store::typed_json::item_from_str;
 use zae_limiter::store::{Item, Store, WriteOp};

@@ -14,6 +14,7 @@ use self::levels::{meta_key, Levels, Source};
 use crate::items::attrs::{self, bucket_item, bucket_limits, BucketField};
 use crate::items::keys;
 use crate::manifest::model::Disabled;
+pub use crate::plan::level::LevelKind;
 use crate::store::{
     AttrValue, Condition, Index, Item, Key, Store, StoreError, UpdateAction, WriteOp,
 };
@@ -35,24 +36,6 @@ impl FanOutKind {
             FanOutKind::Cascade => "cascade",
             FanOutKind::Soft => "soft",
             FanOutKind::Sync => "sync",
-        }
-    }
-}
-
-/// A config level. Resource sorts before entity, as the reference runs them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum LevelKind {
-    System,
-    Resource,
-    Entity,
-}
-
-impl LevelKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LevelKind::System => "system",
-            LevelKind::Resource => "resource",
-            LevelKind::Entity => "entity",
         }
     }
 }

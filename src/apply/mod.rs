@@ -1,18 +1,12 @@
-//! plan / diff / apply: desired items from the manifest, the managed set, the
-//! diff against live items, writes, pending fan-outs.
+//! `limits apply`: carries out a plan ([`crate::plan`]) — the config writes and
+//! their registries ([`writes`], with the entity-count journal [`counts`]),
+//! the bucket fan-outs ([`fanout`], owed ahead as [`pending`] items), and the
+//! `#PROVISIONER` record with the level digests at the end. [`run::apply`]
+//! runs those steps in order.
 
 pub mod counts;
-pub mod detail;
-pub mod diff;
-pub mod digests;
 pub mod fanout;
 pub mod fault;
-pub mod kinds;
-pub mod level;
-pub mod managed;
-pub mod output;
 pub mod pending;
-pub mod prepare;
 pub mod run;
-pub mod version;
 pub mod writes;

@@ -22,15 +22,16 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use crate::apply::digests::{self, Untrusted};
 use crate::apply::fanout::{self, FanOutKind, LevelKind, Owed};
-use crate::apply::level::{Action, Level};
-use crate::apply::managed::{self, ManagedSet};
 use crate::apply::pending::{self, Share};
-use crate::apply::prepare::{prepare_with_record, BuildFn, PlannedChange, Refresh};
-use crate::apply::{counts, version, writes};
+use crate::apply::{counts, writes};
 use crate::items::config;
 use crate::manifest::Manifest;
+use crate::plan::digests::{self, Untrusted};
+use crate::plan::level::{Action, Level};
+use crate::plan::managed::{self, ManagedSet};
+use crate::plan::prepare::{prepare_with_record, BuildFn, PlannedChange, Refresh};
+use crate::plan::version;
 use crate::store::{Item, Key, Store};
 
 /// How long this apply holds the fan-outs it owes: the reference's 900 s Lambda
@@ -544,8 +545,8 @@ pub fn new_token() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apply::level::Change;
     use crate::manifest::model::{LevelConfig, LimitSpec};
+    use crate::plan::level::Change;
     use crate::store::memory::MemoryStore;
     use crate::store::AttrValue;
 
@@ -829,9 +830,9 @@ mod tests {
         s: &MemoryStore,
         caps: &[(&Level, i64)],
         refresh: Refresh,
-    ) -> crate::apply::prepare::Prepared {
+    ) -> crate::plan::prepare::Prepared {
         let build = caps_build(caps);
-        crate::apply::prepare::prepare(s, "ns", &manifest(), false, &build, refresh).unwrap()
+        crate::plan::prepare::prepare(s, "ns", &manifest(), false, &build, refresh).unwrap()
     }
 
     #[test]

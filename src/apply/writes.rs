@@ -15,7 +15,7 @@
 use std::collections::HashSet;
 
 use crate::apply::counts::{self, Entry};
-use crate::apply::level::Level;
+use crate::plan::level::Level;
 use crate::store::{Condition, Item, Store, StoreError, UpdateAction, WriteOp};
 
 use crate::items::keys::resources_registry_key as resources_key;

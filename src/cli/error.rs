@@ -47,6 +47,16 @@ impl From<crate::store::StoreError> for CliError {
     }
 }
 
+impl From<crate::plan::prepare::PrepareError> for CliError {
+    /// Both are one-line (per refusal) explanations: exit 1, like other refusals.
+    fn from(e: crate::plan::prepare::PrepareError) -> Self {
+        match e {
+            crate::plan::prepare::PrepareError::Store(e) => e.into(),
+            crate::plan::prepare::PrepareError::KindChange(e) => CliError::Failed(e.to_string()),
+        }
+    }
+}
+
 impl From<std::io::Error> for CliError {
     /// A closed pipe (`zae-limiter … | head`) is not a failure: stop quietly with 0.
     fn from(e: std::io::Error) -> Self {

@@ -14,16 +14,17 @@
 
 use std::io::Write;
 
-use crate::apply::digests::Untrusted;
-use crate::apply::level::Level;
-use crate::apply::output::{self, ApplyCounts, Command, Report};
-use crate::apply::prepare::{prepare, BuildFn, Refresh};
-use crate::apply::{fault, pending, run, version};
+use crate::apply::{fault, pending, run};
 use crate::cli::args::{ApplyArgs, PlanArgs, PlanCmdArgs, RefreshArg, TextOrJson};
 use crate::cli::CliError;
 use crate::exit_codes;
 use crate::items::{config, namespace};
 use crate::manifest::{self, Manifest, Severity};
+use crate::plan::digests::Untrusted;
+use crate::plan::level::Level;
+use crate::plan::output::{self, ApplyCounts, Command, Report};
+use crate::plan::prepare::{prepare, BuildFn, Refresh};
+use crate::plan::version;
 use crate::store::{open, Item};
 
 pub fn plan(args: PlanCmdArgs) -> Result<i32, CliError> {

@@ -2,9 +2,9 @@
 //! table, no usable version record, a client below `client_min_version`, an
 //! unregistered namespace. Nothing here writes.
 
-use crate::apply::version;
 use crate::cli::CliError;
 use crate::items::namespace;
+use crate::plan::version;
 use crate::store::Store;
 
 /// Checks the table's version record and resolves namespace `name` to its id.

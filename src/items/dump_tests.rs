@@ -6,11 +6,11 @@
 use indexmap::IndexMap;
 
 use super::{config, keys, namespace};
-use crate::apply::level::Level;
 use crate::apply::writes;
 use crate::manifest::model::{
     LevelConfig, LimitSpec, Modifier, OnUnavailable, ResetEntry, ScheduleEntry, SystemLevel,
 };
+use crate::plan::level::Level;
 use crate::store::local::LocalStore;
 use crate::store::typed_json::item_from_str;
 use crate::store::{Item, Key, Store, WriteOp};

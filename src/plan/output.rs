@@ -36,7 +36,7 @@
 
 use serde_json::{json, Value};
 
-use crate::apply::prepare::PlannedChange;
+use crate::plan::prepare::PlannedChange;
 
 /// Which command is rendering.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -269,8 +269,8 @@ pub fn json(r: &Report<'_>) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apply::detail::Detail;
-    use crate::apply::level::{Action, Change, Level};
+    use crate::plan::detail::Detail;
+    use crate::plan::level::{Action, Change, Level};
 
     fn pc(action: Action, level: Level) -> PlannedChange {
         PlannedChange {

@@ -8,9 +8,9 @@
 //! `~ update` once; here it does not. The live items are read with ONE batched,
 //! strongly consistent read instead of one GetItem per level.
 
-use crate::apply::level::{Action, Change, Level};
-use crate::apply::managed::ManagedSet;
 use crate::manifest::Manifest;
+use crate::plan::level::{Action, Change, Level};
+use crate::plan::managed::ManagedSet;
 use crate::store::{Item, Store, StoreError};
 
 /// The declared changes, in order: system; resources sorted by name, then deleted

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::apply::diff::normalise_number;
 use crate::items::attrs::{self, Field, LevelAttrs, Prefix};
+use crate::plan::diff::normalise_number;
 use crate::store::{AttrValue, Item};
 
 /// One line of detail.

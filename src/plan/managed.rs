@@ -4,8 +4,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::apply::level::Level;
 use crate::manifest::Manifest;
+use crate::plan::level::Level;
 use crate::store::{AttrValue, Item, Key, Store, StoreError};
 
 /// Levels owned by the declarative manifest.
@@ -23,7 +23,7 @@ pub struct ProvisionerRecord {
     pub managed: ManagedSet,
     /// Legacy owed cascade fan-outs as (level, target); retried, then dropped at the next write.
     pub cascade_pending: Vec<(String, String)>,
-    /// `applied_hash` and `last_applied` ([`crate::apply::digests::stamp`]):
+    /// `applied_hash` and `last_applied` ([`crate::plan::digests::stamp`]):
     /// which apply wrote the record. `None` when there is no record.
     pub stamp: Option<String>,
 }
@@ -139,7 +139,7 @@ pub fn read(store: &dyn Store, ns: &str) -> Result<ProvisionerRecord, StoreError
     Ok(ProvisionerRecord {
         managed,
         cascade_pending,
-        stamp: Some(crate::apply::digests::stamp(
+        stamp: Some(crate::plan::digests::stamp(
             text("applied_hash"),
             text("last_applied"),
         )),

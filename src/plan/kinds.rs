@@ -7,8 +7,8 @@
 
 use zae_limiter_engine::concurrency::{check_kind_change, KindChangeError};
 
-use crate::apply::level::Level;
 use crate::items::config::counted_kinds;
+use crate::plan::level::Level;
 use crate::store::Item;
 
 /// One limit that would change kind, on one level.
