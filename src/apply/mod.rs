@@ -4,9 +4,15 @@
 //! `#PROVISIONER` record with the level digests at the end. [`run::apply`]
 //! runs those steps in order.
 
+/// How long an apply holds what it claims (its shares of pending fan-outs,
+/// its entity-count journal): the reference's 900 s Lambda budget plus 60 s.
+pub const LEASE_MS: i64 = 960_000;
+
 pub mod counts;
 pub mod fanout;
 pub mod fault;
+pub mod gate;
 pub mod pending;
+pub mod record;
 pub mod run;
 pub mod writes;

@@ -1,6 +1,17 @@
-//! `limits apply` (spec manifest-cli.md §3.3): gates, claim of abandoned
-//! fan-outs, write-ahead of owed fan-outs, config writes in change order,
-//! fan-outs, then the `#PROVISIONER` record.
+//! `limits apply`, step by step (docs/storage.md, "Apply"), numbered as the
+//! reference numbers them:
+//! * 1: refuse limits the table's Lambdas cannot enforce ([`gate`]);
+//! * 2–3: claim the fan-outs earlier applies abandoned, settle their entity
+//!   counts, then plan: read and compare ([`crate::plan::prepare`]);
+//! * 4: write ahead a pending item for every fan-out the changes owe;
+//! * 5: write the levels and their registries ([`writes`]);
+//! * 7: re-assert explicit `disabled`;
+//! * 8–9: run every owed fan-out, release what finished, expire what failed;
+//! * 10: write the `#PROVISIONER` record, then the level digests ([`record`]);
+//! * 11: count what is still owed.
+//!
+//! (Step 6 of the reference, fan-outs only the `ALL_OLD` images reveal, is
+//! folded into 4; see below.)
 //!
 //! Crash safety: every step is either idempotent or recorded before it runs. A
 //! process killed at any point leaves (a) config items that are each either old or
@@ -24,19 +35,15 @@ use std::collections::{BTreeSet, HashMap};
 
 use crate::apply::fanout::{self, FanOutKind, LevelKind, Owed};
 use crate::apply::pending::{self, Share};
-use crate::apply::{counts, writes};
+use crate::apply::{counts, gate, record, writes, LEASE_MS};
 use crate::items::config;
 use crate::manifest::Manifest;
-use crate::plan::digests::{self, Untrusted};
+use crate::plan::digests::{self, Digest, Recorded, Untrusted};
 use crate::plan::level::{Action, Level};
-use crate::plan::managed::{self, ManagedSet};
-use crate::plan::prepare::{prepare_with_record, BuildFn, PlannedChange, Refresh};
-use crate::plan::version;
-use crate::store::{Item, Key, Store};
+use crate::plan::managed::{self, ProvisionerRecord};
+use crate::plan::prepare::{prepare_with_record, BuildFn, PlannedChange, Prepared, Refresh};
+use crate::store::{Item, Key, Store, StoreError};
 
-/// How long this apply holds the fan-outs it owes: the reference's 900 s Lambda
-/// budget plus 60 s.
-pub const LEASE_MS: i64 = 960_000;
 const FANOUT_ROUNDS: usize = 3;
 
 /// What an apply did.
@@ -72,101 +79,27 @@ pub struct ApplyRequest<'a> {
     pub refresh: Refresh,
 }
 
-/// Runs one apply. `Err` means nothing was written to any config item (a refused
-/// version gate, or the store failed before the first config write).
+/// Runs one apply, in the steps the module doc lists. `Err` means nothing was
+/// written to any config item (a refused version gate, or the store failed
+/// before the first config write).
 pub fn apply(store: &dyn Store, req: &ApplyRequest<'_>) -> Result<Applied, String> {
-    let ns = req.ns;
     // 1. Gates over every declared level, before any write.
-    version::enforce(store, req.manifest)?;
-
+    gate::enforce(store, req.manifest)?;
+    let mut run = Run {
+        store,
+        req,
+        lease: req.now_ms + LEASE_MS,
+        owed: BTreeSet::new(),
+    };
     // 2–3. Claim what earlier applies left behind once their leases ran out.
-    let lease = req.now_ms + LEASE_MS;
-    let mut owed: BTreeSet<Owed> = BTreeSet::new();
-    let mut resumed = false;
-    for p in pending::list(store, ns).map_err(|e| e.to_string())? {
-        if !p.claimable(req.now_ms) {
-            continue;
-        }
-        let was_full = p.owners.values().any(|s| s.full);
-        let share = Share { lease, full: false };
-        if pending::claim(store, ns, &p, req.token, share, req.now_ms).map_err(|e| e.to_string())? {
-            resumed |= req.full && was_full;
-            owed.insert(p.owed);
-        }
-    }
-    // Legacy (0.16) entries on the record become pending items before the record,
-    // which drops them, is rewritten.
-    let record = managed::read(store, ns).map_err(|e| e.to_string())?;
-    for (level, target) in &record.cascade_pending {
-        let Some(level) = Level::from_parts(level, target) else {
-            continue;
-        };
-        let o = Owed {
-            kind: FanOutKind::Cascade,
-            level: level.kind(),
-            target: level.target(),
-        };
-        pending::write_ahead(
-            store,
-            ns,
-            &o,
-            req.token,
-            Share { lease, full: false },
-            req.now_ms,
-        )
-        .map_err(|e| e.to_string())?;
-        owed.insert(o);
-    }
-
+    let (record, resumed) = run.claim_abandoned()?;
     // Entity counts a dead apply left half done, settled before the pre-read.
-    let recovered = counts::recover(store, ns, req.now_ms);
-
+    let recovered = counts::recover(store, req.ns, req.now_ms);
     // A resumed full apply continues change-only instead of starting over.
     let full = req.full && !resumed;
-    // Refused (or unreadable): hand what this apply took over back at once.
-    let abandon = |owed: &BTreeSet<Owed>, e: String| -> Result<Applied, String> {
-        for o in owed {
-            let _ = pending::expire(store, ns, o, req.token, req.now_ms);
-        }
-        Err(e)
-    };
-    let recorded = match digests::read(store, ns, record.stamp.as_deref()) {
-        Ok(r) => r,
-        Err(e) => return abandon(&owed, e.to_string()),
-    };
-    let trust = (req.refresh == Refresh::Trust).then_some(&recorded);
-    let prepared =
-        match prepare_with_record(store, ns, req.manifest, full, req.build, record, trust) {
-            Ok(p) => p,
-            Err(e) => return abandon(&owed, e.to_string()),
-        };
-
+    let (prepared, recorded) = run.plan(record, full).map_err(|e| run.abandon(e))?;
     // 4. Write ahead every fan-out the changes make necessary (one batch).
-    let mut ahead = Vec::new();
-    for pc in &prepared.changes {
-        for kind in owed_kinds(pc, full) {
-            let o = Owed {
-                kind,
-                level: pc.change.level.kind(),
-                target: pc.change.level.target(),
-            };
-            if !ahead.contains(&o) {
-                ahead.push(o);
-            }
-        }
-    }
-    pending::write_ahead_many(
-        store,
-        ns,
-        &ahead,
-        req.token,
-        Share { lease, full },
-        req.now_ms,
-    )
-    .map_err(|e| e.to_string())?;
-    owed.extend(ahead);
-
-    // 5. Config writes, in change order; a failure is recorded and the loop goes on.
+    run.write_ahead(&prepared.changes, full)?;
     let mut out = Applied {
         changes: Vec::new(),
         created: 0,
@@ -185,185 +118,315 @@ pub fn apply(store: &dyn Store, req: &ApplyRequest<'_>) -> Result<Applied, Strin
             "settling the entity-config counts of an earlier apply: {e}"
         ));
     }
-    let changes = &prepared.changes;
-    // Levels written all at once (order inside one apply is invisible to the
-    // end state); an unbuildable level is reported and skipped.
-    let mut writes_of = Vec::new();
-    let mut outcome: Vec<Option<Result<(), String>>> = Vec::with_capacity(changes.len());
-    for pc in changes {
-        let w = match (&pc.desired, pc.change.action) {
-            (_, Action::Delete) => writes::LevelWrite::Delete {
-                level: &pc.change.level,
-                existed: pc.live.is_some(),
-            },
-            (Some(Ok(item)), _) => writes::LevelWrite::Put {
-                level: &pc.change.level,
-                item,
-                existed: pc.live.is_some(),
-            },
-            (Some(Err(e)), _) => {
-                outcome.push(Some(Err(e.clone())));
-                continue;
-            }
-            (None, _) => {
-                outcome.push(Some(Err("no item to write".into())));
-                continue;
-            }
-        };
-        writes_of.push(w);
-        outcome.push(None);
-    }
-    // The recorded digests stop being true with the first config write.
-    if !writes_of.is_empty() {
-        if let Err(e) = digests::invalidate(store, ns) {
-            return abandon(&owed, format!("clearing the recorded level digests: {e}"));
-        }
-    }
-    let written = writes::write_levels(store, ns, req.token, lease, &writes_of);
-    let mut recorded_now = prepared.unchanged_digests.clone();
-    let mut results = written.results.into_iter();
-    // What this apply just wrote: the fan-outs' first "before" image.
-    let mut wrote: HashMap<Key, Option<Item>> = HashMap::new();
-    for (pc, o) in changes.iter().zip(outcome) {
-        let r = o.unwrap_or_else(|| {
-            results
-                .next()
-                .unwrap_or_else(|| Err(crate::store::StoreError::Backend("not written".into())))
-                .map_err(|e| e.to_string())
-        });
-        match r {
-            Ok(()) => {
-                count(&mut out, pc.change.action);
-                let item = match &pc.desired {
-                    Some(Ok(item)) if pc.change.action != Action::Delete => Some(item.clone()),
-                    _ => None,
-                };
-                if let Some(item) = &item {
-                    recorded_now.push(digests::digest(&pc.change.level.key(ns), item));
-                }
-                wrote.insert(pc.change.level.key(ns), item);
-            }
-            Err(e) => out.errors.push(format!("{}: {e}", pc.change)),
-        }
-    }
-    if let Some(e) = written.counts {
-        out.errors.push(format!(
-            "updating the entity-config counts: {e} (settled by a later apply)"
-        ));
-    }
+    // 5. Config writes.
+    let written = run
+        .write_levels(&prepared, &mut out)
+        .map_err(|e| run.abandon(e))?;
     out.changes = prepared.changes;
-
     // 7. Re-assert explicit `disabled` on declared levels not already being fanned out.
-    let reassert: Vec<Owed> = declared_disabled(req.manifest)
-        .into_iter()
-        .map(|level| Owed {
-            kind: FanOutKind::Disabled,
-            level: level.kind(),
-            target: level.target(),
-        })
-        .filter(|o| !owed.contains(o))
-        .collect();
-    for (o, r) in reassert
-        .iter()
-        .zip(run_fanouts(store, ns, &reassert, req.now_ms))
-    {
-        if let Err(e) = r {
-            out.errors.push(fanout_error(o, &e));
-        }
-    }
-
-    // 8. Every owed fan-out, from the live config item, redone (up to 3 rounds)
-    //    while the item changes under it; a stable one releases its share.
-    let mut remaining: Vec<Owed> = owed.into_iter().collect();
-    remaining.sort_by(pending::run_order);
-    let mut released = Vec::new();
-    let mut failed: Vec<(Owed, String)> = Vec::new();
-    for _ in 0..FANOUT_ROUNDS {
-        if remaining.is_empty() {
-            break;
-        }
-        let keys: Vec<Option<Key>> = remaining
-            .iter()
-            .map(|o| Level::from_parts(o.level.as_str(), &o.target).map(|l| l.key(ns)))
-            .collect();
-        // The first round starts from what step 5 wrote; only the levels it did
-        // not write are read. Later rounds read everything again.
-        let before = read_levels_except(store, &keys, &wrote);
-        wrote.clear();
-        let results = run_fanouts(store, ns, &remaining, req.now_ms);
-        let after = read_levels(store, &keys);
-        let mut next = Vec::new();
-        for (i, (o, r)) in remaining.into_iter().zip(results).enumerate() {
-            match r {
-                Err(e) => {
-                    let msg = fanout_error(&o, &e);
-                    failed.push((o, msg));
-                }
-                Ok(()) => {
-                    let stable = matches!((&before, &after), (Ok(a), Ok(b)) if a[i] == b[i]);
-                    if stable {
-                        released.push(o);
-                    } else {
-                        next.push(o);
-                    }
-                }
-            }
-        }
-        remaining = next;
-    }
-    for o in remaining {
-        let msg = format!(
-            "retry {} {} {}: the config item kept changing during the fan-out (retried on the next apply)",
-            o.kind.as_str(),
-            o.level.as_str(),
-            o.target
-        );
-        failed.push((o, msg));
-    }
-    if let Err(e) = pending::release_many(store, ns, &released, req.token, req.now_ms) {
-        out.errors.push(format!("releasing finished fan-outs: {e}"));
-    }
-    failed.sort_by(|a, b| pending::run_order(&a.0, &b.0));
-    for (o, msg) in failed {
-        out.errors.push(msg);
-        // 9. Hand what failed to the next apply at once.
-        let _ = pending::expire(store, ns, &o, req.token, req.now_ms);
-    }
-
-    // 10. The record: managed = what the manifest declares, even for failed writes.
-    let last_applied = managed::iso_timestamp(req.now_ms);
-    let item = managed::record_item(
-        ns,
-        &ManagedSet::from_manifest(req.manifest),
-        &last_applied,
-        req.applied_hash,
-    );
-    match store.write(crate::store::WriteOp::Put {
-        item,
-        condition: None,
-    }) {
-        Err(e) => out
-            .errors
-            .push(format!("writing the #PROVISIONER record: {e}")),
-        // 10b. The digests of what the levels now hold, for `--no-refresh`.
-        Ok(_) => {
-            let stamp = digests::stamp(req.applied_hash, &last_applied);
-            if let Err(e) =
-                digests::write(store, ns, req.token, &stamp, &recorded_now, &recorded.keys)
-            {
-                out.warnings.push(format!(
-                    "recording the level digests: {e} (the next --no-refresh run reads every level)"
-                ));
-            }
-        }
-    }
-
+    run.reassert_disabled(&mut out);
+    // 8–9. Every owed fan-out; what fails is handed to the next apply.
+    run.fan_out(written.items, &mut out);
+    // 10. The record, then the digests of what the levels now hold.
+    run.record(&recorded, &written.digests, &mut out);
     // 11. What is still owed.
-    match pending::count(store, ns) {
+    match pending::count(store, req.ns) {
         Ok(n) => out.pending = n,
         Err(e) => out.errors.push(format!("counting pending fan-outs: {e}")),
     }
     Ok(out)
+}
+
+/// One apply in progress: the fan-outs it owes (claimed or written ahead).
+struct Run<'a> {
+    store: &'a dyn Store,
+    req: &'a ApplyRequest<'a>,
+    /// The deadline of this apply's shares and journal entries.
+    lease: i64,
+    owed: BTreeSet<Owed>,
+}
+
+/// What step 5 wrote: each written level's new item (`None`: deleted), the
+/// fan-outs' first "before" image; and the digests of the levels now as declared.
+struct Written {
+    items: HashMap<Key, Option<Item>>,
+    digests: Vec<Digest>,
+}
+
+impl Run<'_> {
+    fn share(&self, full: bool) -> Share {
+        Share {
+            lease: self.lease,
+            full,
+        }
+    }
+
+    /// Claims the pending fan-outs whose leases ran out, and turns legacy
+    /// (0.16) `cascade_pending` entries on the record into pending items
+    /// before the record, which drops them, is rewritten. Returns the record
+    /// and whether an interrupted full apply is being resumed.
+    fn claim_abandoned(&mut self) -> Result<(ProvisionerRecord, bool), String> {
+        let (store, req) = (self.store, self.req);
+        let mut resumed = false;
+        for p in pending::list(store, req.ns).map_err(|e| e.to_string())? {
+            if !p.claimable(req.now_ms) {
+                continue;
+            }
+            let was_full = p.owners.values().any(|s| s.full);
+            let claimed =
+                pending::claim(store, req.ns, &p, req.token, self.share(false), req.now_ms)
+                    .map_err(|e| e.to_string())?;
+            if claimed {
+                resumed |= req.full && was_full;
+                self.owed.insert(p.owed);
+            }
+        }
+        let record = managed::read(store, req.ns).map_err(|e| e.to_string())?;
+        for (level, target) in &record.cascade_pending {
+            let Some(level) = Level::from_parts(level, target) else {
+                continue;
+            };
+            let o = Owed {
+                kind: FanOutKind::Cascade,
+                level: level.kind(),
+                target: level.target(),
+            };
+            pending::write_ahead(store, req.ns, &o, req.token, self.share(false), req.now_ms)
+                .map_err(|e| e.to_string())?;
+            self.owed.insert(o);
+        }
+        Ok((record, resumed))
+    }
+
+    /// Hands what this apply took over back at once (refused, or the store
+    /// failed before the first config write); returns `e`.
+    fn abandon(&self, e: String) -> String {
+        for o in &self.owed {
+            let _ = pending::expire(self.store, self.req.ns, o, self.req.token, self.req.now_ms);
+        }
+        e
+    }
+
+    /// The plan, from the record just read (and the digests, for `--no-refresh`).
+    fn plan(&self, record: ProvisionerRecord, full: bool) -> Result<(Prepared, Recorded), String> {
+        let (store, req) = (self.store, self.req);
+        let recorded =
+            digests::read(store, req.ns, record.stamp.as_deref()).map_err(|e| e.to_string())?;
+        let trust = (req.refresh == Refresh::Trust).then_some(&recorded);
+        let prepared =
+            prepare_with_record(store, req.ns, req.manifest, full, req.build, record, trust)
+                .map_err(|e| e.to_string())?;
+        Ok((prepared, recorded))
+    }
+
+    /// Writes a pending item for every fan-out the changes make necessary.
+    fn write_ahead(&mut self, changes: &[PlannedChange], full: bool) -> Result<(), String> {
+        let mut ahead = Vec::new();
+        for pc in changes {
+            for kind in owed_kinds(pc, full) {
+                let o = Owed {
+                    kind,
+                    level: pc.change.level.kind(),
+                    target: pc.change.level.target(),
+                };
+                if !ahead.contains(&o) {
+                    ahead.push(o);
+                }
+            }
+        }
+        let req = self.req;
+        pending::write_ahead_many(
+            self.store,
+            req.ns,
+            &ahead,
+            req.token,
+            self.share(full),
+            req.now_ms,
+        )
+        .map_err(|e| e.to_string())?;
+        self.owed.extend(ahead);
+        Ok(())
+    }
+
+    /// Writes every level at once (order inside one apply is invisible to the
+    /// end state); a level that cannot be built or written is reported and
+    /// the rest go on. `Err` only when the recorded digests could not be
+    /// cleared, before anything was written.
+    fn write_levels(&self, prepared: &Prepared, out: &mut Applied) -> Result<Written, String> {
+        let (store, ns) = (self.store, self.req.ns);
+        let changes = &prepared.changes;
+        let mut writes_of = Vec::new();
+        let mut outcome: Vec<Option<Result<(), String>>> = Vec::with_capacity(changes.len());
+        for pc in changes {
+            let w = match (&pc.desired, pc.change.action) {
+                (_, Action::Delete) => writes::LevelWrite::Delete {
+                    level: &pc.change.level,
+                    existed: pc.live.is_some(),
+                },
+                (Some(Ok(item)), _) => writes::LevelWrite::Put {
+                    level: &pc.change.level,
+                    item,
+                    existed: pc.live.is_some(),
+                },
+                (Some(Err(e)), _) => {
+                    outcome.push(Some(Err(e.clone())));
+                    continue;
+                }
+                (None, _) => {
+                    outcome.push(Some(Err("no item to write".into())));
+                    continue;
+                }
+            };
+            writes_of.push(w);
+            outcome.push(None);
+        }
+        // The recorded digests stop being true with the first config write.
+        if !writes_of.is_empty() {
+            record::invalidate(store, ns)
+                .map_err(|e| format!("clearing the recorded level digests: {e}"))?;
+        }
+        let written = writes::write_levels(store, ns, self.req.token, self.lease, &writes_of);
+        let mut digests_now = prepared.unchanged_digests.clone();
+        let mut results = written.results.into_iter();
+        let mut items: HashMap<Key, Option<Item>> = HashMap::new();
+        for (pc, o) in changes.iter().zip(outcome) {
+            let r = o.unwrap_or_else(|| {
+                results
+                    .next()
+                    .unwrap_or_else(|| Err(StoreError::Backend("not written".into())))
+                    .map_err(|e| e.to_string())
+            });
+            match r {
+                Ok(()) => {
+                    count(out, pc.change.action);
+                    let item = match &pc.desired {
+                        Some(Ok(item)) if pc.change.action != Action::Delete => Some(item.clone()),
+                        _ => None,
+                    };
+                    if let Some(item) = &item {
+                        digests_now.push(digests::digest(&pc.change.level.key(ns), item));
+                    }
+                    items.insert(pc.change.level.key(ns), item);
+                }
+                Err(e) => out.errors.push(format!("{}: {e}", pc.change)),
+            }
+        }
+        if let Some(e) = written.counts {
+            out.errors.push(format!(
+                "updating the entity-config counts: {e} (settled by a later apply)"
+            ));
+        }
+        Ok(Written {
+            items,
+            digests: digests_now,
+        })
+    }
+
+    /// Fans out `disabled` again for every declared level that sets it and is
+    /// not already owed a fan-out.
+    fn reassert_disabled(&self, out: &mut Applied) {
+        let req = self.req;
+        let reassert: Vec<Owed> = declared_disabled(req.manifest)
+            .into_iter()
+            .map(|level| Owed {
+                kind: FanOutKind::Disabled,
+                level: level.kind(),
+                target: level.target(),
+            })
+            .filter(|o| !self.owed.contains(o))
+            .collect();
+        for (o, r) in reassert
+            .iter()
+            .zip(run_fanouts(self.store, req.ns, &reassert, req.now_ms))
+        {
+            if let Err(e) = r {
+                out.errors.push(fanout_error(o, &e));
+            }
+        }
+    }
+
+    /// Every owed fan-out, from the live config item, redone (up to 3 rounds)
+    /// while the item changes under it; a stable one releases its share, a
+    /// failed one is expired for the next apply at once. `wrote` is what step
+    /// 5 wrote: the first round reads only the levels it did not write.
+    fn fan_out(&mut self, mut wrote: HashMap<Key, Option<Item>>, out: &mut Applied) {
+        let (store, req) = (self.store, self.req);
+        let ns = req.ns;
+        let mut remaining: Vec<Owed> = std::mem::take(&mut self.owed).into_iter().collect();
+        remaining.sort_by(pending::run_order);
+        let mut released = Vec::new();
+        let mut failed: Vec<(Owed, String)> = Vec::new();
+        for _ in 0..FANOUT_ROUNDS {
+            if remaining.is_empty() {
+                break;
+            }
+            let keys: Vec<Option<Key>> = remaining
+                .iter()
+                .map(|o| Level::from_parts(o.level.as_str(), &o.target).map(|l| l.key(ns)))
+                .collect();
+            let before = read_levels_except(store, &keys, &wrote);
+            wrote.clear();
+            let results = run_fanouts(store, ns, &remaining, req.now_ms);
+            let after = read_levels(store, &keys);
+            let mut next = Vec::new();
+            for (i, (o, r)) in remaining.into_iter().zip(results).enumerate() {
+                match r {
+                    Err(e) => {
+                        let msg = fanout_error(&o, &e);
+                        failed.push((o, msg));
+                    }
+                    Ok(()) => {
+                        let stable = matches!((&before, &after), (Ok(a), Ok(b)) if a[i] == b[i]);
+                        if stable {
+                            released.push(o);
+                        } else {
+                            next.push(o);
+                        }
+                    }
+                }
+            }
+            remaining = next;
+        }
+        for o in remaining {
+            let msg = format!(
+                "retry {} {} {}: the config item kept changing during the fan-out (retried on the next apply)",
+                o.kind.as_str(),
+                o.level.as_str(),
+                o.target
+            );
+            failed.push((o, msg));
+        }
+        if let Err(e) = pending::release_many(store, ns, &released, req.token, req.now_ms) {
+            out.errors.push(format!("releasing finished fan-outs: {e}"));
+        }
+        failed.sort_by(|a, b| pending::run_order(&a.0, &b.0));
+        for (o, msg) in failed {
+            out.errors.push(msg);
+            let _ = pending::expire(store, ns, &o, req.token, req.now_ms);
+        }
+    }
+
+    /// The `#PROVISIONER` record (managed = what the manifest declares, even
+    /// for failed writes), then the level digests for `--no-refresh`.
+    fn record(&self, recorded: &Recorded, digests_now: &[Digest], out: &mut Applied) {
+        let (store, req) = (self.store, self.req);
+        match record::write_record(store, req.ns, req.manifest, req.now_ms, req.applied_hash) {
+            Err(e) => out
+                .errors
+                .push(format!("writing the #PROVISIONER record: {e}")),
+            Ok(last_applied) => {
+                let stamp = digests::stamp(req.applied_hash, &last_applied);
+                let stale = &recorded.keys;
+                if let Err(e) =
+                    record::write_digests(store, req.ns, req.token, &stamp, digests_now, stale)
+                {
+                    out.warnings.push(format!(
+                        "recording the level digests: {e} (the next --no-refresh run reads every level)"
+                    ));
+                }
+            }
+        }
+    }
 }
 
 fn count(out: &mut Applied, action: Action) {
@@ -547,6 +610,7 @@ mod tests {
     use super::*;
     use crate::manifest::model::{LevelConfig, LimitSpec};
     use crate::plan::level::Change;
+    use crate::plan::managed::ManagedSet;
     use crate::store::memory::MemoryStore;
     use crate::store::AttrValue;
 
@@ -893,7 +957,7 @@ mod tests {
         );
         assert_eq!(plan_caps(&s, &[], Refresh::Trust).fallback, None);
         // An apply that died after clearing the digests leaves none to trust.
-        digests::invalidate(&s, "ns").unwrap();
+        record::invalidate(&s, "ns").unwrap();
         assert_eq!(
             plan_caps(&s, &[], Refresh::Trust).fallback,
             Some(Untrusted::Missing)

@@ -229,13 +229,7 @@ pub fn delete_level(store: &dyn Store, ns: &str, level: &Level) -> Result<(), St
 
 fn single(store: &dyn Store, ns: &str, w: LevelWrite<'_>) -> Result<(), StoreError> {
     let token = format!("single-{}-{}", std::process::id(), now_ms());
-    let mut out = write_levels(
-        store,
-        ns,
-        &token,
-        now_ms() + crate::apply::run::LEASE_MS,
-        &[w],
-    );
+    let mut out = write_levels(store, ns, &token, now_ms() + crate::apply::LEASE_MS, &[w]);
     match (out.results.pop(), out.counts) {
         (Some(Err(e)), _) | (_, Some(e)) => Err(e),
         _ => Ok(()),
