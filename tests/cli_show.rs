@@ -1,6 +1,7 @@
 //! `entity get-limits`, `resource get-defaults`, `system get-defaults` through
-//! the binary on a local store: the reference's verified text (manifest-cli.md
-//! §4.2) for the same stored items, listed by name; the read-only refusals.
+//! the binary on a local store: the reference's verified text (docs/manifest.md,
+//! "Showing stored limits") for the same stored items, listed by name; the
+//! read-only refusals.
 
 mod common;
 
@@ -54,7 +55,7 @@ fn limit(capacity: u64, refill: u64, period: u64) -> LimitSpec {
     LimitSpec::bucket(capacity, refill, period)
 }
 
-/// Example 2 of manifest-cli.md §1.9 (the normalised levels).
+/// `fixtures/manifests/valid/reference-example-2.yaml` (the normalised levels).
 fn example2() -> (LevelConfig, LevelConfig) {
     let ny = "America/New_York";
     let sched = |cron: &str, tz: &str, modifier| ScheduleEntry {
@@ -147,7 +148,7 @@ fn example_2_round_trip_matches_the_verified_display() {
     )
     .unwrap();
 
-    // manifest-cli.md §4.2, "Round trip of Example 2", first half (resource).
+    // The reference's round trip of Example 2, first half (resource).
     let verified_resource = "  rpm: 1,000/min
     Schedule:
       \"* 9-17 * * MON-FRI\" America/New_York  → scale 50%
@@ -184,7 +185,7 @@ fn example_2_round_trip_matches_the_verified_display() {
 #[test]
 fn the_verified_limit_lines_for_every_kind_of_limit() {
     let (_d, path, store, ns) = setup();
-    // The §4.2 verified block, stored as items. One item holds one timezone, so
+    // The reference's verified block, stored as items. One item holds one timezone, so
     // the America/New_York limits and the UTC limits are two levels.
     put_raw(
         &store,
@@ -348,7 +349,7 @@ fn system_defaults_with_limits() {
 
 #[test]
 fn items_from_the_python_dump_display() {
-    // dynamodb.md §15: user-1's two levels as the Python client wrote them.
+    // fixtures/items/reference-dump.jsonl: user-1's two levels as the Python client wrote them.
     let (_d, path, store, _) = setup();
     let ns = "lum6SW9LwCI";
     put_raw(

@@ -1,5 +1,5 @@
-//! Effective limit parameters under a schedule (engine spec §4) and the
-//! magnitude bounds every stored value respects (§10).
+//! Effective limit parameters under a schedule (docs/semantics.md, "Effective parameters") and the
+//! magnitude bounds every stored value respects (docs/semantics.md, "Limits").
 //!
 //! Capacity and refill are milli-tokens, the period milliseconds, all `i128`.
 //! The one float operation is the scale multiply, done exactly as the reference

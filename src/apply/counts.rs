@@ -1,5 +1,5 @@
 //! The Python client's entity-config count (`#ENTITY_CONFIG_RESOURCES`: per
-//! resource, how many entity config items exist; spec dynamodb.md §5.6), kept
+//! resource, how many entity config items exist; docs/storage.md, "Registries"), kept
 //! exact across crashes without a transaction per level.
 //!
 //! An increment is not idempotent, so it cannot simply be redone after a crash,

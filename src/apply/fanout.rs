@@ -1,4 +1,4 @@
-//! Bucket fan-out after a config write (spec manifest-cli.md §3.4): push the new
+//! Bucket fan-out after a config write (docs/storage.md, "Bucket items"): push the new
 //! limits and flags into existing bucket items so running limiters enforce them.
 //!
 //! CONTRACT between apply (which decides what is owed, writes pending items
@@ -92,7 +92,7 @@ pub fn run_many(
             (FanOutKind::Disabled, Scope::Entity(..) | Scope::Resource(_)) => Job::Disabled,
             (FanOutKind::Cascade, Scope::Entity(..) | Scope::Resource(_)) => Job::Cascade,
             (FanOutKind::Soft, Scope::System | Scope::Resource(_)) => Job::Soft,
-            // Resource/system limit changes reach buckets through their TTL (§3.4);
+            // Resource/system limit changes reach buckets through their TTL (docs/storage.md);
             // entity soft-ness travels with the sync; there are no system flags.
             _ => continue,
         };

@@ -1,4 +1,4 @@
-//! Pending fan-outs (spec manifest-cli.md §3.5, dynamodb.md §7.2): one item per
+//! Pending fan-outs (docs/storage.md, "Pending fan-outs"): one item per
 //! owed bucket fan-out, written *before* the config write that makes it necessary
 //! and deleted only when no owner share is left. A share whose lease has expired
 //! (its apply died or gave up) is claimed by the next apply.

@@ -489,7 +489,7 @@ fn read_levels(store: &dyn Store, keys: &[Option<Key>]) -> Result<Vec<Option<Ite
         .collect())
 }
 
-/// The reference's wording for a failed fan-out (§3.3 step 8).
+/// The reference's wording for a failed fan-out (docs/manifest.md, "Plan, diff and apply output").
 pub fn fanout_error(o: &Owed, e: &str) -> String {
     let (level, target) = (o.level.as_str(), &o.target);
     match o.kind {

@@ -1,7 +1,7 @@
 //! Config writes, done so the Python tool's listings see what apply wrote: a
 //! resource level also appears in the `#RESOURCES` set, and entity levels are
-//! counted per resource in `#ENTITY_CONFIG_RESOURCES` (spec dynamodb.md §5.5,
-//! §5.6).
+//! counted per resource in `#ENTITY_CONFIG_RESOURCES` (docs/storage.md,
+//! "Registries").
 //!
 //! Many levels are written at once, as batched writes ([`Store::batch_write`])
 //! and, for entity creates and deletes, concurrent conditional writes: one

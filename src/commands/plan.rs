@@ -1,4 +1,5 @@
-//! `limits plan`, `limits diff`, `limits apply [--full]` (spec manifest-cli.md §3).
+//! `limits plan`, `limits diff`, `limits apply [--full]` (docs/manifest.md,
+//! docs/storage.md "Apply").
 //!
 //! Every command validates the manifest first and writes nothing when it is
 //! invalid. plan and diff are read-only and refuse a store this client may not

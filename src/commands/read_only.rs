@@ -1,6 +1,6 @@
-//! The refusals every read-only command shares (spec manifest-cli.md §3.1): no
-//! table, no usable version record, a client below `client_min_version`, an
-//! unregistered namespace. Nothing here writes.
+//! The refusals every read-only command shares (docs/manifest.md, "Plan, diff
+//! and apply output"): no table, no usable version record, a client below
+//! `client_min_version`, an unregistered namespace. Nothing here writes.
 
 use crate::cli::CliError;
 use crate::items::namespace;

@@ -697,7 +697,7 @@ mod tests {
         }
     }
 
-    /// Example 2 of manifest-cli.md §1.9, normalised.
+    /// `fixtures/manifests/valid/reference-example-2.yaml`, normalised.
     pub(crate) fn example2() -> (LevelConfig, LevelConfig) {
         let ny = "America/New_York";
         let mut rpm = limit(1000, 1000, 60);
@@ -776,7 +776,7 @@ mod tests {
 
     #[test]
     fn items_written_by_the_python_client_are_reproduced_exactly() {
-        // From the dump (dynamodb.md §15): user-1's _default_ level and the system level.
+        // From the dump (`fixtures/items/reference-dump.jsonl`): user-1's _default_ level and the system level.
         let user1 = item_from_str(r##"{"PK":{"S":"lum6SW9LwCI/ENTITY#user-1"},"SK":{"S":"#CONFIG#_default_"},"GSI3PK":{"S":"lum6SW9LwCI/ENTITY_CONFIG#_default_"},"GSI3SK":{"S":"user-1"},"GSI4PK":{"S":"lum6SW9LwCI"},"GSI4SK":{"S":"lum6SW9LwCI/ENTITY#user-1"},"config_version":{"N":"1"},"entity_id":{"S":"user-1"},"l_rph_cp":{"N":"3000"},"l_rph_ra":{"N":"3000"},"l_rph_rp":{"N":"3600"},"resource":{"S":"_default_"}}"##).unwrap();
         let level = LevelConfig {
             limits: IndexMap::from([("rph".to_string(), limit(3000, 3000, 3600))]),

@@ -1,4 +1,4 @@
-//! The key grammar of a zae-limiter 0.17 table (spec dynamodb.md §2) and the
+//! The key grammar of a zae-limiter 0.17 table (docs/storage.md, "Keys") and the
 //! identifier rules that keep keys parseable: `#` delimits, `/` splits the
 //! namespace off, so user identifiers are checked before they become keys.
 

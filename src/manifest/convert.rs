@@ -1,6 +1,6 @@
 //! Located YAML tree → validated [`Manifest`], by hand, checking every rule of
-//! spec manifest-cli.md §2 plus the fixes for what the reference accepts but
-//! should not (§2.5). Every problem is reported; conversion carries on past
+//! the reference's rules plus the fixes for what it accepts but should not
+//! (docs/manifest.md, "Decisions"). Every problem is reported; conversion carries on past
 //! each one so a single run shows them all.
 
 use indexmap::IndexMap;
@@ -942,8 +942,9 @@ fn warn_yaml11_name(r: &mut Reporter, n: &Node, path: &str, what: &str) {
     }
 }
 
-/// §3.7: `resources.{name}` with `cascade: true` and no entity declaring that
-/// resource (or `_default_`) limits parents by the per-user resource defaults.
+/// The cascade warning (docs/manifest.md, "Decisions"): `resources.{name}` with
+/// `cascade: true` and no entity declaring that resource (or `_default_`)
+/// limits parents by the per-user resource defaults.
 fn cascade_warnings(
     r: &mut Reporter,
     res_node: &Node,

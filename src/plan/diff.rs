@@ -1,4 +1,4 @@
-//! The diff (spec manifest-cli.md §3.2): the declared change list, in the
+//! The diff (docs/storage.md, "The `#PROVISIONER` record"): the declared change list, in the
 //! reference's order, then `drop_unchanged` against the live items.
 //!
 //! Deliberate difference from the reference: an unchanged level is recognised by

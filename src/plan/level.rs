@@ -74,7 +74,8 @@ impl Level {
     }
 }
 
-/// What apply does to a level. The label comes from the managed set only (§3.2).
+/// What apply does to a level. The label comes from the managed set only
+/// (docs/storage.md, "The `#PROVISIONER` record").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Action {
     Create,

@@ -1,4 +1,4 @@
-//! The managed set (spec manifest-cli.md §3.2, dynamodb.md §7.1): which levels a
+//! The managed set (docs/storage.md, "The `#PROVISIONER` record"): which levels a
 //! manifest owns. It lives in the `#PROVISIONER` record, one per namespace; only
 //! levels in it are ever created, updated or deleted by apply.
 

@@ -1,10 +1,11 @@
 //! Rendering plan, diff and apply results.
 //!
 //! **Text** keeps the reference's lines word for word (spec manifest-cli.md
-//! §3.7: `Plan:`, `Drift detected:`, `Applied:`, `No changes…`, `Note:`,
-//! `Errors (K):`, the `+ ~ -` symbols and two-space indents) and adds, under each
-//! change, its attribute-level detail indented six spaces
-//! (`      rpm.capacity: 500 → 600`); `-q` hides the change list and the detail.
+//! docs/manifest.md, "Plan, diff and apply output": `Plan:`, `Drift detected:`,
+//! `Applied:`, `No changes…`, `Note:`, `Errors (K):`, the `+ ~ -` symbols and
+//! two-space indents) and adds, under each change, its attribute-level detail
+//! indented six spaces (`      rpm.capacity: 500 → 600`); `-q` hides the change
+//! list and the detail.
 //!
 //! **JSON** (`--format json`) is one document, version 1:
 //!
