@@ -422,12 +422,7 @@ fn json_format() {
     assert_eq!(v["configured"], true);
     assert_eq!(v["cascade"], false);
     assert_eq!(v["disabled"], serde_json::Value::Null);
-    let names: Vec<&str> = v["limits"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|l| l["name"].as_str().unwrap())
-        .collect();
+    let names = common::column(&v["limits"], "name");
     assert_eq!(names, ["monthly", "session"]);
     assert_eq!(v["limits"][0]["kind"], "calendar_quota");
     assert_eq!(

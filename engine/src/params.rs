@@ -129,28 +129,22 @@ pub enum BoundsError {
 /// Check a token count (capacity, refill amount) against `0 < v ≤ 10^15`
 /// (`allow_zero` for a refill amount, which may be 0 on a quota).
 pub fn check_tokens(what: &'static str, v: i128, allow_zero: bool) -> Result<(), BoundsError> {
-    if v < 0 || (v == 0 && !allow_zero) {
-        return Err(BoundsError::NotPositive { what });
-    }
-    if v > i128::from(MAX_TOKENS) {
-        return Err(BoundsError::TooLarge {
-            what,
-            max: MAX_TOKENS.into(),
-            got: v,
-        });
-    }
-    Ok(())
+    check_range(what, v, allow_zero, MAX_TOKENS)
 }
 
 /// Check a duration in seconds against `0 < v ≤ 10^9`.
 pub fn check_period(what: &'static str, v: i128) -> Result<(), BoundsError> {
-    if v <= 0 {
+    check_range(what, v, false, MAX_PERIOD_SECONDS)
+}
+
+fn check_range(what: &'static str, v: i128, allow_zero: bool, max: u64) -> Result<(), BoundsError> {
+    if v < 0 || (v == 0 && !allow_zero) {
         return Err(BoundsError::NotPositive { what });
     }
-    if v > i128::from(MAX_PERIOD_SECONDS) {
+    if v > i128::from(max) {
         return Err(BoundsError::TooLarge {
             what,
-            max: MAX_PERIOD_SECONDS.into(),
+            max: max.into(),
             got: v,
         });
     }

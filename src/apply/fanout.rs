@@ -287,11 +287,18 @@ fn fan_out(
             let Some(Some(current)) = fetched.get(key) else {
                 continue;
             };
+            let b = Bucket {
+                levels: &levels,
+                scope: &t.scope,
+                id,
+                current,
+                now_ms,
+            };
             let planned = match t.job {
-                Job::Sync => plan_sync(&levels, id, current, now_ms),
-                Job::Disabled => plan_disabled(&levels, &t.scope, id, current, now_ms),
-                Job::Cascade => plan_cascade(&levels, ns, id, &metas),
-                Job::Soft => plan_soft(&levels, &t.scope, id, current, now_ms),
+                Job::Sync => plan_sync(&b),
+                Job::Disabled => plan_disabled(&b),
+                Job::Cascade => plan_cascade(&b, ns, &metas),
+                Job::Soft => plan_soft(&b),
             };
             if let Some((actions, extra)) = planned.filter(|(a, _)| !a.is_empty()) {
                 let condition = match extra {
@@ -335,24 +342,29 @@ fn fan_out(
 
 type Planned = Option<(Vec<UpdateAction>, Option<Condition>)>;
 
+/// One bucket a task updates, with what its update is planned from.
+struct Bucket<'a> {
+    levels: &'a Levels,
+    scope: &'a Scope,
+    id: &'a BucketId,
+    /// The bucket as read.
+    current: &'a Item,
+    now_ms: i64,
+}
+
 /// The limits resolved for the bucket's own (entity, resource), so a
 /// `_default_` sync never clobbers an entity+resource config.
-fn plan_sync(levels: &Levels, id: &BucketId, current: &Item, now_ms: i64) -> Planned {
-    let (source, cfg) = levels.resolve_limits(&id.entity, &id.resource)?;
-    Some((sync_actions(cfg, source, current, now_ms), None))
+fn plan_sync(b: &Bucket<'_>) -> Planned {
+    let (source, cfg) = b.levels.resolve_limits(&b.id.entity, &b.id.resource)?;
+    Some((sync_actions(cfg, source, b.current, b.now_ms), None))
 }
 
 /// `SET disabled=true REMOVE bypass`, `SET bypass=<deadline> REMOVE disabled`,
 /// or `REMOVE disabled, bypass`. A resource-level directive skips buckets whose
 /// entity sets its own value, and buckets already stamped correctly.
-fn plan_disabled(
-    levels: &Levels,
-    scope: &Scope,
-    id: &BucketId,
-    current: &Item,
-    now_ms: i64,
-) -> Planned {
-    let resolved = levels.resolve_disabled(&id.entity, &id.resource);
+fn plan_disabled(b: &Bucket<'_>) -> Planned {
+    let (scope, current, now_ms) = (b.scope, b.current, b.now_ms);
+    let resolved = b.levels.resolve_disabled(&b.id.entity, &b.id.resource);
     if matches!(scope, Scope::Resource(_))
         && resolved.as_ref().is_some_and(|(src, _)| src.is_entity())
     {
@@ -398,7 +410,8 @@ fn plan_disabled(
 
 /// `SET cascade, parent_id[, pgen, pinc]` from the owner's META, conditioned on
 /// the bucket not carrying a newer parent generation. Owners without META are skipped.
-fn plan_cascade(levels: &Levels, ns: &str, id: &BucketId, metas: &HashMap<Key, Item>) -> Planned {
+fn plan_cascade(b: &Bucket<'_>, ns: &str, metas: &HashMap<Key, Item>) -> Planned {
+    let (levels, id) = (b.levels, b.id);
     let meta = metas.get(&meta_key(ns, &id.entity))?;
     let policy = levels
         .resolve_cascade(&id.entity, &id.resource)
@@ -437,14 +450,9 @@ fn plan_cascade(levels: &Levels, ns: &str, id: &BucketId, metas: &HashMap<Key, I
 }
 
 /// Soft stamps for buckets whose limits resolve from this system/resource level.
-fn plan_soft(
-    levels: &Levels,
-    scope: &Scope,
-    id: &BucketId,
-    current: &Item,
-    now_ms: i64,
-) -> Planned {
-    let (source, cfg) = levels.resolve_limits(&id.entity, &id.resource)?;
+fn plan_soft(b: &Bucket<'_>) -> Planned {
+    let (scope, id, current) = (b.scope, b.id, b.current);
+    let (source, cfg) = b.levels.resolve_limits(&id.entity, &id.resource)?;
     let from_here = match scope {
         Scope::System => source == Source::System,
         Scope::Resource(r) => source == Source::Resource && *r == id.resource,
@@ -453,7 +461,7 @@ fn plan_soft(
     if !from_here {
         return None;
     }
-    let deadline = stamp_deadline(now_ms);
+    let deadline = stamp_deadline(b.now_ms);
     let mut actions = vec![];
     for n in bucket_limits(current) {
         let Some(l) = cfg.buckets().find(|l| l.name == n) else {

@@ -396,10 +396,7 @@ pub fn release(
     token: &str,
     now_ms: i64,
 ) -> Result<(), StoreError> {
-    modify(store, ns, owed, now_ms, |_, owners| {
-        owners.remove(token).is_some()
-    })
-    .map(|_| ())
+    release_many(store, ns, std::slice::from_ref(owed), token, now_ms)
 }
 
 /// [`release`] for many fan-outs at once.

@@ -89,20 +89,9 @@ pub fn write_digests(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::digests::tests::{item, key};
     use crate::store::memory::MemoryStore;
-    use crate::store::{AttrValue, Item};
-
-    fn item(cap: &str) -> Item {
-        let mut i = Item::new();
-        i.insert("PK".into(), AttrValue::s("ns/ENTITY#u"));
-        i.insert("SK".into(), AttrValue::s("#CONFIG#r"));
-        i.insert("l_rpm_cp".into(), AttrValue::N(cap.into()));
-        i
-    }
-
-    fn key() -> Key {
-        Key::new("ns/ENTITY#u", "#CONFIG#r")
-    }
+    use crate::store::AttrValue;
 
     fn many(n: usize) -> Vec<Digest> {
         (0..n)

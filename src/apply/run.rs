@@ -36,7 +36,7 @@ use std::collections::{BTreeSet, HashMap};
 use crate::apply::fanout::{self, FanOutKind, LevelKind, Owed};
 use crate::apply::pending::{self, Share};
 use crate::apply::{counts, gate, record, writes, LEASE_MS};
-use crate::items::config;
+use crate::items::{attrs, config};
 use crate::manifest::Manifest;
 use crate::plan::digests::{self, Digest, Recorded, Untrusted};
 use crate::plan::level::{Action, Level};
@@ -536,8 +536,18 @@ pub fn owed_kinds(pc: &PlannedChange, full: bool) -> Vec<FanOutKind> {
     let attr = |i: Option<&Item>, n: &str| i.and_then(|i| i.get(n)).cloned();
     let changed = |n: &str| attr(live, n) != attr(desired, n);
     let soft_changed = soft_set(live) != soft_set(desired);
+    let level = pc.change.level.kind();
     let mut out = Vec::new();
-    match pc.change.level.kind() {
+    if level != LevelKind::System {
+        // The flags live on resource and entity levels only.
+        if full || changed(attrs::DISABLED) {
+            out.push(FanOutKind::Disabled);
+        }
+        if full || changed(attrs::CASCADE) {
+            out.push(FanOutKind::Cascade);
+        }
+    }
+    match level {
         LevelKind::System => {
             let involved = !soft_set(live).is_empty() || !soft_set(desired).is_empty();
             if soft_changed || (full && involved) {
@@ -545,23 +555,11 @@ pub fn owed_kinds(pc: &PlannedChange, full: bool) -> Vec<FanOutKind> {
             }
         }
         LevelKind::Resource => {
-            if full || changed("disabled") {
-                out.push(FanOutKind::Disabled);
-            }
-            if full || changed("cascade") {
-                out.push(FanOutKind::Cascade);
-            }
             if full || soft_changed {
                 out.push(FanOutKind::Soft);
             }
         }
         LevelKind::Entity => {
-            if full || changed("disabled") {
-                out.push(FanOutKind::Disabled);
-            }
-            if full || changed("cascade") {
-                out.push(FanOutKind::Cascade);
-            }
             let deleted = pc.change.action == Action::Delete && live.is_some();
             if full || deleted || bucket_content(live) != bucket_content(desired) {
                 out.push(FanOutKind::Sync);
@@ -611,6 +609,7 @@ mod tests {
     use crate::manifest::model::{LevelConfig, LimitSpec};
     use crate::plan::level::Change;
     use crate::plan::managed::ManagedSet;
+    use crate::store::item::keyed;
     use crate::store::memory::MemoryStore;
     use crate::store::AttrValue;
 
@@ -618,13 +617,7 @@ mod tests {
 
     fn item(level: &Level, attrs: &[(&str, AttrValue)]) -> Item {
         let k = level.key("ns");
-        let mut i = Item::new();
-        i.insert("PK".into(), AttrValue::s(k.pk));
-        i.insert("SK".into(), AttrValue::s(k.sk));
-        for (n, v) in attrs {
-            i.insert(n.to_string(), v.clone());
-        }
-        i
+        keyed(&k.pk, &k.sk, attrs)
     }
 
     fn pc(

@@ -291,16 +291,13 @@ fn update_resources_set(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::item::keyed;
     use crate::store::memory::MemoryStore;
     use crate::store::AttrValue;
 
     fn item(level: &Level) -> Item {
         let k = level.key("ns");
-        let mut i = Item::new();
-        i.insert("PK".into(), AttrValue::s(k.pk));
-        i.insert("SK".into(), AttrValue::s(k.sk));
-        i.insert("l_rpm_cp".into(), AttrValue::n(5));
-        i
+        keyed(&k.pk, &k.sk, &[("l_rpm_cp", AttrValue::n(5))])
     }
 
     #[test]
@@ -341,30 +338,23 @@ mod tests {
             put_level(&one, "ns", l, item(l), false).unwrap();
         }
         let items: Vec<Item> = levels.iter().map(item).collect();
-        let batch: Vec<LevelWrite<'_>> = levels
-            .iter()
-            .zip(&items)
-            .map(|(level, item)| LevelWrite::Put {
-                level,
-                item,
-                existed: false,
-            })
-            .collect();
-        let out = write_levels(&many, "ns", "t", 0, &batch);
+        let puts = |existed: bool| -> Vec<LevelWrite<'_>> {
+            levels
+                .iter()
+                .zip(&items)
+                .map(|(level, item)| LevelWrite::Put {
+                    level,
+                    item,
+                    existed,
+                })
+                .collect()
+        };
+        let out = write_levels(&many, "ns", "t", 0, &puts(false));
         assert!(out.results.iter().all(Result::is_ok) && out.counts.is_none());
         assert_eq!(one.snapshot(), many.snapshot());
         // Marked as existing, they are replaced without counting them again.
         let before = many.snapshot();
-        let batch: Vec<LevelWrite<'_>> = levels
-            .iter()
-            .zip(&items)
-            .map(|(level, item)| LevelWrite::Put {
-                level,
-                item,
-                existed: true,
-            })
-            .collect();
-        write_levels(&many, "ns", "t", 0, &batch);
+        write_levels(&many, "ns", "t", 0, &puts(true));
         assert_eq!(many.snapshot(), before);
         // Deleting them all, in one batch, empties the registries.
         let batch: Vec<LevelWrite<'_>> = levels

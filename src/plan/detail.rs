@@ -349,12 +349,7 @@ fn list_diff(out: &mut Vec<Detail>, limit: &str, what: &str, old: &[String], new
 mod tests {
     use super::*;
 
-    fn item(pairs: &[(&str, AttrValue)]) -> Item {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.clone()))
-            .collect()
-    }
+    use crate::store::item::from_pairs as item;
 
     fn lines(d: &[Detail]) -> Vec<String> {
         d.iter().map(Detail::render).collect()

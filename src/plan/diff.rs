@@ -185,12 +185,7 @@ mod tests {
         assert_eq!(render(&got), ["update u/b", "delete u/a"]);
     }
 
-    fn item(pairs: &[(&str, AttrValue)]) -> Item {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.clone()))
-            .collect()
-    }
+    use crate::store::item::from_pairs as item;
 
     #[test]
     fn api_bookkeeping_does_not_count_as_a_change() {

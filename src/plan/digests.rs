@@ -192,18 +192,18 @@ fn parse_hex(hex: &[u8]) -> Option<Digest> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn item(cap: &str) -> Item {
-        let mut i = Item::new();
-        i.insert("PK".into(), AttrValue::s("ns/ENTITY#u"));
-        i.insert("SK".into(), AttrValue::s("#CONFIG#r"));
-        i.insert("l_rpm_cp".into(), AttrValue::N(cap.into()));
-        i
+    pub(crate) fn item(cap: &str) -> Item {
+        crate::store::item::keyed(
+            "ns/ENTITY#u",
+            "#CONFIG#r",
+            &[("l_rpm_cp", AttrValue::N(cap.into()))],
+        )
     }
 
-    fn key() -> Key {
+    pub(crate) fn key() -> Key {
         Key::new("ns/ENTITY#u", "#CONFIG#r")
     }
 

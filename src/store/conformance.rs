@@ -18,16 +18,7 @@ fn each_store(test: impl Fn(&dyn Store)) {
     test(&MemoryStore::new());
 }
 
-fn item(pk: &str, sk: &str, extra: &[(&str, AttrValue)]) -> Item {
-    let mut i = Item::from([
-        ("PK".to_string(), AttrValue::s(pk)),
-        ("SK".to_string(), AttrValue::s(sk)),
-    ]);
-    for (k, v) in extra {
-        i.insert(k.to_string(), v.clone());
-    }
-    i
-}
+use crate::store::item::keyed as item;
 
 fn put(s: &dyn Store, i: Item) -> Option<Item> {
     s.write(WriteOp::Put {

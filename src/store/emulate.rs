@@ -358,16 +358,7 @@ pub fn index_keys(item: &Item, index: Index) -> Option<(&str, &str)> {
 mod tests {
     use super::*;
 
-    fn item(pk: &str, sk: &str, extra: &[(&str, AttrValue)]) -> Item {
-        let mut i = Item::from([
-            ("PK".to_string(), AttrValue::s(pk)),
-            ("SK".to_string(), AttrValue::s(sk)),
-        ]);
-        for (k, v) in extra {
-            i.insert(k.to_string(), v.clone());
-        }
-        i
-    }
+    use crate::store::item::keyed as item;
 
     #[test]
     fn conditions_follow_dynamodb() {

@@ -307,6 +307,33 @@ impl LocalStore {
         Ok(())
     }
 
+    /// The rows of `sql` (parameters: table, `pk`, `sk_prefix`; ordered by
+    /// the sort key it compares) while that sort key starts with `sk_prefix`.
+    /// `row` reads one as (its sort key, the value kept).
+    fn prefix_rows<T>(
+        &self,
+        sql: &str,
+        pk: &str,
+        sk_prefix: &str,
+        row: impl Fn(&rusqlite::Row<'_>) -> rusqlite::Result<(String, T)>,
+    ) -> Result<Vec<T>, StoreError> {
+        self.with_read(|conn| {
+            let mut stmt = conn.prepare_cached(sql).map_err(|e| self.backend(e))?;
+            let mut rows = stmt
+                .query(params![self.table, pk, sk_prefix])
+                .map_err(|e| self.backend(e))?;
+            let mut out = Vec::new();
+            while let Some(r) = rows.next().map_err(|e| self.backend(e))? {
+                let (sort_key, value) = row(r).map_err(|e| self.backend(e))?;
+                if !sort_key.starts_with(sk_prefix) {
+                    break;
+                }
+                out.push(value);
+            }
+            Ok(out)
+        })
+    }
+
     /// Carries out a change [`emulate`] decided.
     fn apply(&self, conn: &Connection, key: &Key, change: Change) -> Result<(), StoreError> {
         match change {
@@ -366,49 +393,27 @@ impl Store for LocalStore {
     }
 
     fn query(&self, pk: &str, sk_prefix: &str, _consistent: bool) -> Result<Vec<Item>, StoreError> {
-        self.with_read(|conn| {
-            let mut stmt = conn
-                .prepare_cached(
-                    "SELECT sk, item FROM items WHERE tbl = ?1 AND pk = ?2 AND sk >= ?3 ORDER BY sk",
-                )
-                .map_err(|e| self.backend(e))?;
-            let mut rows = stmt
-                .query(params![self.table, pk, sk_prefix])
-                .map_err(|e| self.backend(e))?;
-            let mut out = Vec::new();
-            while let Some(row) = rows.next().map_err(|e| self.backend(e))? {
-                let sk: String = row.get(0).map_err(|e| self.backend(e))?;
-                if !sk.starts_with(sk_prefix) {
-                    break;
-                }
-                let body: String = row.get(1).map_err(|e| self.backend(e))?;
-                out.push(self.decode(&Key::new(pk, sk), &body)?);
-            }
-            Ok(out)
-        })
+        let sql = "SELECT sk, item FROM items WHERE tbl = ?1 AND pk = ?2 AND sk >= ?3 ORDER BY sk";
+        self.prefix_rows(sql, pk, sk_prefix, |row| {
+            let sk: String = row.get(0)?;
+            let body: String = row.get(1)?;
+            Ok((sk.clone(), (Key::new(pk, sk), body)))
+        })?
+        .into_iter()
+        .map(|(key, body)| self.decode(&key, &body))
+        .collect()
     }
 
     fn query_index(&self, index: Index, pk: &str, sk_prefix: &str) -> Result<Vec<Key>, StoreError> {
         let (pcol, scol) = columns(index);
-        self.with_read(|conn| {
-            let sql = format!(
-                "SELECT pk, sk, {scol} FROM items WHERE tbl = ?1 AND {pcol} = ?2 AND {scol} >= ?3 ORDER BY {scol}, pk, sk"
-            );
-            let mut stmt = conn.prepare_cached(&sql).map_err(|e| self.backend(e))?;
-            let mut rows = stmt
-                .query(params![self.table, pk, sk_prefix])
-                .map_err(|e| self.backend(e))?;
-            let mut out = Vec::new();
-            while let Some(row) = rows.next().map_err(|e| self.backend(e))? {
-                let isk: String = row.get(2).map_err(|e| self.backend(e))?;
-                if !isk.starts_with(sk_prefix) {
-                    break;
-                }
-                let pk: String = row.get(0).map_err(|e| self.backend(e))?;
-                let sk: String = row.get(1).map_err(|e| self.backend(e))?;
-                out.push(Key::new(pk, sk));
-            }
-            Ok(out)
+        let sql = format!(
+            "SELECT pk, sk, {scol} FROM items WHERE tbl = ?1 AND {pcol} = ?2 AND {scol} >= ?3 ORDER BY {scol}, pk, sk"
+        );
+        self.prefix_rows(&sql, pk, sk_prefix, |row| {
+            Ok((
+                row.get(2)?,
+                Key::new(row.get::<_, String>(0)?, row.get::<_, String>(1)?),
+            ))
         })
     }
 
@@ -472,16 +477,7 @@ mod tests {
         (dir, s)
     }
 
-    fn item(pk: &str, sk: &str, extra: &[(&str, AttrValue)]) -> Item {
-        let mut i = Item::from([
-            ("PK".to_string(), AttrValue::s(pk)),
-            ("SK".to_string(), AttrValue::s(sk)),
-        ]);
-        for (k, v) in extra {
-            i.insert(k.to_string(), v.clone());
-        }
-        i
-    }
+    use crate::store::item::keyed as item;
 
     /// Another process holding the write lock while this one switches a new
     /// file to WAL: SQLite answers SQLITE_BUSY without waiting (the switch

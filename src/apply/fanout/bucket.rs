@@ -270,12 +270,7 @@ mod tests {
         decode_level(item).map_err(|e| e.to_string())
     }
 
-    fn item(attrs: &[(&str, AttrValue)]) -> Item {
-        attrs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.clone()))
-            .collect()
-    }
+    use crate::store::item::from_pairs as item;
 
     #[test]
     fn parses_bucket_keys_with_slashes_in_resources() {

@@ -112,12 +112,7 @@ mod tests {
     use super::*;
     use crate::store::AttrValue;
 
-    fn item(attrs: &[(&str, AttrValue)]) -> Item {
-        attrs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.clone()))
-            .collect()
-    }
+    use crate::store::item::from_pairs as item;
 
     #[test]
     fn resolution_takes_the_first_level_with_limits_and_flags_separately() {

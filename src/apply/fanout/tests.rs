@@ -7,15 +7,7 @@ use crate::store::memory::MemoryStore;
 const NS: &str = "ns1";
 const NOW: i64 = 1_800_000_000_000;
 
-fn item(pk: &str, sk: &str, attrs: &[(&str, AttrValue)]) -> Item {
-    let mut i: Item = attrs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.clone()))
-        .collect();
-    i.insert("PK".into(), AttrValue::s(pk));
-    i.insert("SK".into(), AttrValue::s(sk));
-    i
-}
+use crate::store::item::keyed as item;
 
 /// A token bucket's attributes on a config item.
 fn limit(n: &str, cp: i64, ra: i64, rp: i64) -> Vec<(String, AttrValue)> {
@@ -68,6 +60,11 @@ fn bucket_item(store: &MemoryStore, e: &str, r: &str, k: u32) -> Item {
         .expect("bucket exists")
 }
 
+/// Runs one fan-out that must succeed.
+fn fan(s: &MemoryStore, kind: FanOutKind, level: LevelKind, target: &str) {
+    run(s, NS, &owed(kind, level, target), NOW).unwrap();
+}
+
 fn owed(kind: FanOutKind, level: LevelKind, target: &str) -> Owed {
     Owed {
         kind,
@@ -97,13 +94,7 @@ fn entity_sync_updates_every_shard_of_that_pair_only() {
     s.put(bucket("u1", "claude", 0, "rpm", 100_000));
     s.put(bucket("u2", "gpt", 0, "rpm", 100_000));
     let before_other = s.snapshot();
-    run(
-        &s,
-        NS,
-        &owed(FanOutKind::Sync, LevelKind::Entity, "u1/gpt"),
-        NOW,
-    )
-    .unwrap();
+    fan(&s, FanOutKind::Sync, LevelKind::Entity, "u1/gpt");
     for k in 0..2 {
         let b = bucket_item(&s, "u1", "gpt", k);
         assert_eq!(n(&b, "b_rpm_cp").as_deref(), Some("2000"));
@@ -141,13 +132,7 @@ fn default_sync_writes_each_bucket_its_own_resolution() {
     ));
     s.put(bucket("u1", "gpt", 0, "rpm", 100_000));
     s.put(bucket("u1", "claude", 0, "rpm", 100_000));
-    run(
-        &s,
-        NS,
-        &owed(FanOutKind::Sync, LevelKind::Entity, "u1/_default_"),
-        NOW,
-    )
-    .unwrap();
+    fan(&s, FanOutKind::Sync, LevelKind::Entity, "u1/_default_");
     let gpt = bucket_item(&s, "u1", "gpt", 0);
     assert_eq!(
         n(&gpt, "b_rpm_cp").as_deref(),
@@ -172,13 +157,7 @@ fn a_deleted_entity_level_resyncs_to_the_defaults_with_a_ttl() {
         limit("rpm", 100, 100, 60),
     ));
     s.put(bucket("u1", "gpt", 0, "rpm", 7_000));
-    run(
-        &s,
-        NS,
-        &owed(FanOutKind::Sync, LevelKind::Entity, "u1/gpt"),
-        NOW,
-    )
-    .unwrap();
+    fan(&s, FanOutKind::Sync, LevelKind::Entity, "u1/gpt");
     let b = bucket_item(&s, "u1", "gpt", 0);
     assert_eq!(n(&b, "b_rpm_cp").as_deref(), Some("100000"));
     assert_eq!(n(&b, "ttl"), Some((NOW / 1000 + 7 * 60).to_string()));
@@ -198,13 +177,7 @@ fn resource_disabled_skips_entities_with_their_own_directive() {
     stamped.insert("disabled".into(), AttrValue::Bool(true));
     s.put(stamped);
     s.put(bucket("vip", "gpt", 0, "rpm", 1000));
-    run(
-        &s,
-        NS,
-        &owed(FanOutKind::Disabled, LevelKind::Resource, "gpt"),
-        NOW,
-    )
-    .unwrap();
+    fan(&s, FanOutKind::Disabled, LevelKind::Resource, "gpt");
     let u1 = bucket_item(&s, "u1", "gpt", 0);
     assert!(!u1.contains_key("disabled"));
     let bypass: i64 = n(&u1, "bypass").unwrap().parse().unwrap();
@@ -215,13 +188,7 @@ fn resource_disabled_skips_entities_with_their_own_directive() {
     let mut vip = bucket_item(&s, "vip", "gpt", 0);
     vip.insert("disabled".into(), AttrValue::Bool(true));
     s.put(vip);
-    run(
-        &s,
-        NS,
-        &owed(FanOutKind::Disabled, LevelKind::Entity, "vip/gpt"),
-        NOW,
-    )
-    .unwrap();
+    fan(&s, FanOutKind::Disabled, LevelKind::Entity, "vip/gpt");
     let vip = bucket_item(&s, "vip", "gpt", 0);
     assert!(!vip.contains_key("disabled") && !vip.contains_key("bypass"));
 }
@@ -246,13 +213,7 @@ fn cascade_copies_the_owner_stamp_and_skips_owners_without_meta() {
     s.put(bucket("child", "gpt", 0, "rpm", 1000));
     s.put(bucket("ghost", "gpt", 0, "rpm", 1000));
     let ghost_before = bucket_item(&s, "ghost", "gpt", 0);
-    run(
-        &s,
-        NS,
-        &owed(FanOutKind::Cascade, LevelKind::Resource, "gpt"),
-        NOW,
-    )
-    .unwrap();
+    fan(&s, FanOutKind::Cascade, LevelKind::Resource, "gpt");
     let b = bucket_item(&s, "child", "gpt", 0);
     assert_eq!(
         b.get("cascade"),
@@ -276,7 +237,7 @@ fn system_soft_stamps_only_buckets_resolving_from_system() {
     ));
     s.put(bucket("u1", "claude", 0, "rpm", 100_000));
     s.put(bucket("u1", "gpt", 0, "rpm", 50_000));
-    run(&s, NS, &owed(FanOutKind::Soft, LevelKind::System, ""), NOW).unwrap();
+    fan(&s, FanOutKind::Soft, LevelKind::System, "");
     assert!(bucket_item(&s, "u1", "claude", 0).contains_key("b_rpm_soft"));
     assert!(!bucket_item(&s, "u1", "gpt", 0).contains_key("b_rpm_soft"));
 }
@@ -289,13 +250,7 @@ fn nothing_is_created_and_malformed_targets_are_refused() {
         limit("rpm", 2, 2, 60),
     ));
     let before = s.snapshot();
-    run(
-        &s,
-        NS,
-        &owed(FanOutKind::Sync, LevelKind::Entity, "u1/gpt"),
-        NOW,
-    )
-    .unwrap();
+    fan(&s, FanOutKind::Sync, LevelKind::Entity, "u1/gpt");
     assert_eq!(s.snapshot(), before);
     assert!(run(
         &s,
