@@ -29,6 +29,13 @@ fn run(store: &Path, args: &[&str]) -> (i32, String, String) {
 
 /// A fresh local store with the version record and the `default` namespace;
 /// returns (tempdir guard, store path, store, namespace id).
+/// Writes `entity` as team-a's level on gpt-4.
+fn put_team_a(store: &dyn zae_limiter::store::Store, ns: &str, entity: &LevelConfig) {
+    let item = config::build_entity(ns, "team-a", "gpt-4", entity).unwrap();
+    let level = Level::Entity("team-a".into(), "gpt-4".into());
+    writes::put_level(store, ns, &level, item, false).unwrap();
+}
+
 fn setup() -> (tempfile::TempDir, PathBuf, LocalStore, String) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("local.sqlite");
@@ -139,14 +146,7 @@ fn example_2_round_trip_matches_the_verified_display() {
         false,
     )
     .unwrap();
-    writes::put_level(
-        &store,
-        &ns,
-        &Level::Entity("team-a".into(), "gpt-4".into()),
-        config::build_entity(&ns, "team-a", "gpt-4", &entity).unwrap(),
-        false,
-    )
-    .unwrap();
+    put_team_a(&store, &ns, &entity);
 
     // The reference's round trip of Example 2, first half (resource).
     let verified_resource = "  rpm: 1,000/min
@@ -395,14 +395,7 @@ fn items_from_the_python_dump_display() {
 fn json_format() {
     let (_d, path, store, ns) = setup();
     let (_, entity) = example2();
-    writes::put_level(
-        &store,
-        &ns,
-        &Level::Entity("team-a".into(), "gpt-4".into()),
-        config::build_entity(&ns, "team-a", "gpt-4", &entity).unwrap(),
-        false,
-    )
-    .unwrap();
+    put_team_a(&store, &ns, &entity);
     let (code, out, err) = run(
         &path,
         &[
