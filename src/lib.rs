@@ -13,5 +13,6 @@ pub mod exit_codes;
 pub mod input;
 pub mod items;
 pub mod manifest;
+pub mod plan;
 pub mod simulate;
 pub mod store;

@@ -18,7 +18,7 @@ fn run(args: &[&str]) -> (i32, String, String) {
     common::outcome(out)
 }
 
-/// manifest-cli.md §5, "Verified output for Example 2 with `--full` (stack `prod-stack`)",
+/// The reference's verified output for Example 2 with `--full` (stack `prod-stack`),
 /// including the trailing blank line.
 const EXAMPLE_2_FULL: &str = "\
 AWSTemplateFormatVersion: '2010-09-09'

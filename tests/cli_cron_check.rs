@@ -4,7 +4,7 @@
 //!
 //! The New York and Lord Howe instants agree with zae-limiter 0.17's
 //! `next_reset_edge`; the Chatham ones are the plain definition where the
-//! reference misses windows (engine spec §13 B2/B3).
+//! reference misses windows (docs/semantics.md, B2/B3).
 
 use std::process::{Command, Output};
 

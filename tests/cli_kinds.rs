@@ -31,6 +31,15 @@ impl Env {
         }
     }
 
+    /// A store `manifest` (saved as `before.yaml`) was applied to.
+    fn applied(manifest: &str) -> Env {
+        let env = Env::new();
+        let file = env.write("before.yaml", manifest);
+        let (code, out, err) = env.run(&["limits", "apply", "-f", &file]);
+        assert_eq!(code, 0, "{out}{err}");
+        env
+    }
+
     fn store_path(&self) -> PathBuf {
         self.dir.path().join("local.sqlite")
     }
@@ -161,10 +170,7 @@ const BEFORE: &str = "namespace: default\nresources:\n  gpt-4:\n    limits:\n   
 
 #[test]
 fn plan_and_apply_refuse_a_change_to_or_from_concurrency_and_write_nothing() {
-    let env = Env::new();
-    let before = env.write("before.yaml", BEFORE);
-    let (code, out, err) = env.run(&["limits", "apply", "-f", &before]);
-    assert_eq!(code, 0, "{out}{err}");
+    let env = Env::applied(BEFORE);
     let stored = env.configs();
 
     // jobs: concurrency → bucket; rpd: rolling → concurrency; rpm stays.
@@ -213,10 +219,7 @@ fn plan_and_apply_refuse_a_change_to_or_from_concurrency_and_write_nothing() {
 
 #[test]
 fn a_changed_rolling_window_or_hold_ttl_is_a_planned_update() {
-    let env = Env::new();
-    let before = env.write("before.yaml", BEFORE);
-    let (code, out, err) = env.run(&["limits", "apply", "-f", &before]);
-    assert_eq!(code, 0, "{out}{err}");
+    let env = Env::applied(BEFORE);
     for (from, to, detail) in [
         (
             "window: day",

@@ -68,12 +68,7 @@ fn register_initialises_a_new_store_and_is_idempotent() {
     assert_eq!(code, 0);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["version"], 1);
-    let names: Vec<&str> = v["namespaces"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|n| n["name"].as_str().unwrap())
-        .collect();
+    let names = common::column(&v["namespaces"], "name");
     assert_eq!(names, ["default", "prod"]);
     assert_eq!(v["namespaces"][1]["id"], id.as_str());
     assert_eq!(v["namespaces"][1]["status"], "active");

@@ -1,16 +1,17 @@
 //! `entity get-limits`, `resource get-defaults`, `system get-defaults` through
-//! the binary on a local store: the reference's verified text (manifest-cli.md
-//! §4.2) for the same stored items, listed by name; the read-only refusals.
+//! the binary on a local store: the reference's verified text (docs/manifest.md,
+//! "Showing stored limits") for the same stored items, listed by name; the
+//! read-only refusals.
 
 mod common;
 
 use std::path::{Path, PathBuf};
 
 use indexmap::IndexMap;
-use zae_limiter::apply::level::Level;
 use zae_limiter::apply::writes;
 use zae_limiter::items::{config, keys, namespace, version};
 use zae_limiter::manifest::model::{LevelConfig, LimitSpec, Modifier, ResetEntry, ScheduleEntry};
+use zae_limiter::plan::level::Level;
 use zae_limiter::store::local::LocalStore;
 use zae_limiter::store::typed_json::item_from_str;
 use zae_limiter::store::{Item, Store, WriteOp};
@@ -28,6 +29,13 @@ fn run(store: &Path, args: &[&str]) -> (i32, String, String) {
 
 /// A fresh local store with the version record and the `default` namespace;
 /// returns (tempdir guard, store path, store, namespace id).
+/// Writes `entity` as team-a's level on gpt-4.
+fn put_team_a(store: &dyn zae_limiter::store::Store, ns: &str, entity: &LevelConfig) {
+    let item = config::build_entity(ns, "team-a", "gpt-4", entity).unwrap();
+    let level = Level::Entity("team-a".into(), "gpt-4".into());
+    writes::put_level(store, ns, &level, item, false).unwrap();
+}
+
 fn setup() -> (tempfile::TempDir, PathBuf, LocalStore, String) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("local.sqlite");
@@ -54,7 +62,7 @@ fn limit(capacity: u64, refill: u64, period: u64) -> LimitSpec {
     LimitSpec::bucket(capacity, refill, period)
 }
 
-/// Example 2 of manifest-cli.md §1.9 (the normalised levels).
+/// `fixtures/manifests/valid/reference-example-2.yaml` (the normalised levels).
 fn example2() -> (LevelConfig, LevelConfig) {
     let ny = "America/New_York";
     let sched = |cron: &str, tz: &str, modifier| ScheduleEntry {
@@ -138,16 +146,9 @@ fn example_2_round_trip_matches_the_verified_display() {
         false,
     )
     .unwrap();
-    writes::put_level(
-        &store,
-        &ns,
-        &Level::Entity("team-a".into(), "gpt-4".into()),
-        config::build_entity(&ns, "team-a", "gpt-4", &entity).unwrap(),
-        false,
-    )
-    .unwrap();
+    put_team_a(&store, &ns, &entity);
 
-    // manifest-cli.md §4.2, "Round trip of Example 2", first half (resource).
+    // The reference's round trip of Example 2, first half (resource).
     let verified_resource = "  rpm: 1,000/min
     Schedule:
       \"* 9-17 * * MON-FRI\" America/New_York  → scale 50%
@@ -184,7 +185,7 @@ fn example_2_round_trip_matches_the_verified_display() {
 #[test]
 fn the_verified_limit_lines_for_every_kind_of_limit() {
     let (_d, path, store, ns) = setup();
-    // The §4.2 verified block, stored as items. One item holds one timezone, so
+    // The reference's verified block, stored as items. One item holds one timezone, so
     // the America/New_York limits and the UTC limits are two levels.
     put_raw(
         &store,
@@ -348,7 +349,7 @@ fn system_defaults_with_limits() {
 
 #[test]
 fn items_from_the_python_dump_display() {
-    // dynamodb.md §15: user-1's two levels as the Python client wrote them.
+    // fixtures/items/reference-dump.jsonl: user-1's two levels as the Python client wrote them.
     let (_d, path, store, _) = setup();
     let ns = "lum6SW9LwCI";
     put_raw(
@@ -394,14 +395,7 @@ fn items_from_the_python_dump_display() {
 fn json_format() {
     let (_d, path, store, ns) = setup();
     let (_, entity) = example2();
-    writes::put_level(
-        &store,
-        &ns,
-        &Level::Entity("team-a".into(), "gpt-4".into()),
-        config::build_entity(&ns, "team-a", "gpt-4", &entity).unwrap(),
-        false,
-    )
-    .unwrap();
+    put_team_a(&store, &ns, &entity);
     let (code, out, err) = run(
         &path,
         &[
@@ -421,12 +415,7 @@ fn json_format() {
     assert_eq!(v["configured"], true);
     assert_eq!(v["cascade"], false);
     assert_eq!(v["disabled"], serde_json::Value::Null);
-    let names: Vec<&str> = v["limits"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|l| l["name"].as_str().unwrap())
-        .collect();
+    let names = common::column(&v["limits"], "name");
     assert_eq!(names, ["monthly", "session"]);
     assert_eq!(v["limits"][0]["kind"], "calendar_quota");
     assert_eq!(

@@ -551,12 +551,7 @@ fn the_shared_every_kind_manifest_simulates() {
         simulate_with(&manifest, "user-1", "gpt-4", &trace, &["--format", "json"]);
     assert_eq!(code, 0, "{err}");
     let doc = json(&out);
-    let kinds: Vec<&str> = doc["limits"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|l| l["kind"].as_str().unwrap())
-        .collect();
+    let kinds = common::column(&doc["limits"], "kind");
     assert_eq!(kinds, ["bucket", "quota", "rolling", "concurrency"]);
     // 60 requests a minute against rpm 60 and a rolling 30 a minute: the
     // rolling guard binds first.

@@ -125,7 +125,7 @@ fn every_reference_bad_input_row_has_a_fixture() {
         let prefix = format!("row-{row:02}-");
         assert!(
             names.iter().any(|n| n.starts_with(&prefix)),
-            "no fixture for §2.6 row {row}"
+            "no fixture for row {row} of the reference's bad-input table"
         );
     }
 }

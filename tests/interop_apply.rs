@@ -10,7 +10,7 @@ mod interop_support;
 
 use std::collections::BTreeMap;
 
-use interop_support::interop;
+use interop_support::{interop, resolve_args};
 use serde_json::Value;
 
 const FIXTURE: &str = include_str!("../scripts/interop/manifests/fixture.yaml");
@@ -65,10 +65,7 @@ fn apply_matches_the_reference_provisioner_and_resolution() {
     ours.apply(&manifest);
 
     let (o, t) = (ours.table.as_str(), theirs.table.as_str());
-    let mut resolve_o: Vec<&str> = vec!["resolve", o, "default"];
-    resolve_o.extend_from_slice(PAIRS);
-    let mut resolve_t: Vec<&str> = vec!["resolve", t, "default"];
-    resolve_t.extend_from_slice(PAIRS);
+    let (resolve_o, resolve_t) = (resolve_args(o, PAIRS), resolve_args(t, PAIRS));
     let answers = ours.reference_many(&[
         &["create-table", t],
         &["provision", t, "apply", &m],

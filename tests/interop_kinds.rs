@@ -11,7 +11,7 @@
 
 mod interop_support;
 
-use interop_support::interop;
+use interop_support::{interop, resolve_args};
 use serde_json::Value;
 use zae_limiter::manifest::model::LimitKind;
 
@@ -123,10 +123,7 @@ fn python_resolves_exactly_the_bucket_limits_of_our_items() {
     ours.apply(&kinds);
 
     let (o, t) = (ours.table.as_str(), theirs.table.as_str());
-    let mut resolve_o: Vec<&str> = vec!["resolve", o, "default"];
-    resolve_o.extend_from_slice(PAIRS);
-    let mut resolve_t: Vec<&str> = vec!["resolve", t, "default"];
-    resolve_t.extend_from_slice(PAIRS);
+    let (resolve_o, resolve_t) = (resolve_args(o, PAIRS), resolve_args(t, PAIRS));
     let b = buckets.to_string_lossy();
     let answers = ours.reference_many(&[
         &["create-table", t],

@@ -1,7 +1,8 @@
-//! Millitoken token buckets (engine spec §5) and their per-shard shares (§6).
+//! Millitoken token buckets and their per-shard shares (docs/semantics.md,
+//! "Buckets and shards").
 //!
 //! Integer arithmetic only, with Python's floor division. Multiplications
-//! saturate instead of overflowing: inside the magnitude bounds (§10) every
+//! saturate instead of overflowing: inside the magnitude bounds (docs/semantics.md, "Limits") every
 //! product fits in `i128` exactly, and outside them no input may panic.
 
 use crate::params::{effective_params, Params};
@@ -41,7 +42,7 @@ pub fn refill_bucket(
 }
 
 /// One bucket as the limiter holds it: the stored balance plus the limit's
-/// undivided base parameters and schedules (§5–§8).
+/// undivided base parameters and schedules (docs/semantics.md).
 #[derive(Debug, Clone, PartialEq)]
 pub struct BucketState {
     pub tokens_milli: i128,

@@ -74,12 +74,18 @@ pub const MIN_HOLD_TTL_SECONDS: i64 = 1;
 pub const MAX_HOLD_TTL_SECONDS: i64 = 3_600;
 /// The longest hold id, in bytes.
 pub const MAX_HOLD_ID_BYTES: usize = 256;
+/// The most slots a concurrency limit may have. Open holds are one ledger
+/// (an id and an expiry each, one item per subject), and DynamoDB items stop
+/// at 400 KB, so the slot count stays far below what would not fit.
+pub const MAX_SLOTS: u64 = 1_000;
 
 /// Why a concurrency limit, hold or stored state was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConcurrencyError {
     #[error("a concurrent limit needs at least one slot, got {slots}")]
     NoSlots { slots: u64 },
+    #[error("a concurrent limit has at most {MAX_SLOTS} slots, got {slots}")]
+    TooManySlots { slots: u64 },
     #[error("hold_ttl_seconds must be between {MIN_HOLD_TTL_SECONDS} and {MAX_HOLD_TTL_SECONDS}, got {ttl_seconds}")]
     TtlOutOfRange { ttl_seconds: i64 },
     #[error("invalid hold id {id:?}: {reason}")]
@@ -104,6 +110,9 @@ impl ConcurrencyLimit {
     pub fn new(slots: u64, hold_ttl_seconds: Option<i64>) -> Result<Self, ConcurrencyError> {
         if slots == 0 {
             return Err(ConcurrencyError::NoSlots { slots });
+        }
+        if slots > MAX_SLOTS {
+            return Err(ConcurrencyError::TooManySlots { slots });
         }
         let hold_ttl_seconds = validate_ttl(hold_ttl_seconds.unwrap_or(DEFAULT_HOLD_TTL_SECONDS))?;
         Ok(ConcurrencyLimit {
@@ -417,6 +426,13 @@ mod tests {
         }
         assert!(ConcurrencyLimit::new(1, Some(1)).is_ok());
         assert!(ConcurrencyLimit::new(1, Some(3_600)).is_ok());
+        assert!(ConcurrencyLimit::new(MAX_SLOTS, None).is_ok());
+        assert_eq!(
+            ConcurrencyLimit::new(MAX_SLOTS + 1, None),
+            Err(ConcurrencyError::TooManySlots {
+                slots: MAX_SLOTS + 1
+            })
+        );
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! CLI): the public names and signatures below are relied on elsewhere; extend,
 //! don't rename.
 //!
-//! The grammar is the reference's, not a generic cron's (engine spec §1):
+//! The grammar is the reference's, not a generic cron's (docs/semantics.md, "Cron patterns"):
 //! fields are split on Python's notion of whitespace, upper-cased with full
 //! Unicode rules (`ſun` is `SUN`), names are `JAN`–`DEC` and `SUN`–`SAT`
 //! only, Sunday is `0` inside ranges and steps (so `SAT-SUN` is backwards),
@@ -165,7 +165,8 @@ fn max_days_in_month(month: u32) -> u32 {
 }
 
 impl CronSpec {
-    /// Parse a 5-field pattern exactly as zae-limiter 0.17 accepts it (engine spec §1).
+    /// Parse a 5-field pattern exactly as zae-limiter 0.17 accepts it
+    /// (docs/semantics.md, "Cron patterns").
     ///
     /// Errors name the field, carry the byte span of its text in `expr`, and
     /// say how to fix the pattern where the fix is obvious.
@@ -533,7 +534,8 @@ fn range_mask(lo: u32, hi: u32) -> u64 {
     upper & (u64::MAX << lo)
 }
 
-/// cronsim's recursive field grammar (engine spec §1.1); the first rule that applies wins.
+/// cronsim's recursive field grammar (docs/semantics.md, "Cron patterns"); the
+/// first rule that applies wins.
 fn parse_expr(s: &str, field: CronField) -> Result<u64, Problem> {
     if s == "*" {
         return Ok(full(field));

@@ -1,5 +1,6 @@
 //! The compact storage encoding of schedules and reset schedules, both ways
-//! (engine spec §11, manifest-cli spec §1.8): `1h9-17w1-5s500;h0-6c100a50`.
+//! (docs/semantics.md, "Compact encoding"; docs/storage.md, "Config items"):
+//! `1h9-17w1-5s500;h0-6c100a50`.
 //!
 //! This is what a zae-limiter 0.17 limiter reads from a config item, so the
 //! encoder writes exactly what the reference writes, and the decoder accepts
@@ -9,16 +10,13 @@
 //! Two deliberate differences, both to keep stored values readable:
 //! * a reset schedule that is a single `* * * * *` entry is written `1m*`,
 //!   not the reference's `1`, which no reader (not even the reference) can
-//!   decode (spec §13 B5). Decoding `1` is still an error.
+//!   decode (docs/semantics.md, B5). Decoding `1` is still an error.
 //! * names are recognised after full Unicode upper-casing, as the parser
-//!   does, so `ſep` encodes as `9` where the reference raises (§13 B7).
+//!   does, so `ſep` encodes as `9` where the reference raises (docs/semantics.md, B7).
 
 use crate::cron::{python_split, CronError, CronSpec, DAY_NAMES, MONTH_NAMES};
 
-/// Largest capacity or refill amount, in tokens.
-pub const MAX_TOKENS: u64 = 1_000_000_000_000_000;
-/// Largest refill period, in seconds.
-pub const MAX_PERIOD_SECONDS: u64 = 1_000_000_000;
+pub use crate::params::{MAX_PERIOD_SECONDS, MAX_TOKENS};
 /// Largest scale (10^6), in per-mille.
 pub const MAX_SCALE_PERMILLE: u64 = 1_000_000_000;
 
@@ -103,7 +101,7 @@ impl Modifier {
         }
     }
 
-    /// Check the bounds a stored entry must satisfy (spec §10): exactly one
+    /// Check the bounds a stored entry must satisfy (docs/semantics.md, "Limits"): exactly one
     /// kind of modifier, every value positive and within its bound.
     pub fn validate(&self) -> Result<(), EntryError> {
         match *self {
@@ -383,7 +381,7 @@ pub fn encode_schedule(entries: &[(&str, Modifier)]) -> Result<String, EncodeErr
 }
 
 /// Encode a reset schedule: the same format without modifiers (`1m0h0D1`).
-/// A lone `* * * * *` is written `1m*` (readable), not `1` (spec §13 B5).
+/// A lone `* * * * *` is written `1m*` (readable), not `1` (docs/semantics.md, B5).
 pub fn encode_reset(crons: &[&str]) -> Result<String, EncodeError> {
     if crons.is_empty() {
         return Ok(String::new());

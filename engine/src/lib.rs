@@ -13,6 +13,7 @@ pub mod cooldown;
 pub mod cron;
 pub mod encoding;
 pub mod limit;
+pub mod names;
 pub mod params;
 pub mod quota;
 pub mod render;

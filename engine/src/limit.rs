@@ -1,7 +1,10 @@
-//! A limit's definition and the reference's construction rules (engine spec §10):
-//! name, magnitude bounds, "drips or resets, never both", one recovery mechanism
-//! per quota, one zone for all entries.
+//! A limit's definition and its rules, the one copy every layer applies (the
+//! manifest as located diagnostics, the item codec as an unreadable item, the
+//! engine as a refused [`Limit`]): the name rule ([`crate::names::LIMIT_NAME`]),
+//! magnitude bounds, "drips or resets, never both", one recovery mechanism per
+//! quota, one zone for all entries (docs/semantics.md, "Limits").
 
+use crate::names::{NameError, LIMIT_NAME};
 use crate::params::{check_period, check_tokens, BoundsError};
 use crate::schedule::Schedule;
 
@@ -21,10 +24,8 @@ pub struct Limit {
 /// Why a limit cannot be built.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum LimitError {
-    #[error("invalid name {0:?}: start with a letter, then letters, digits, `_`, `.` or `-`, at most 64 characters")]
-    InvalidName(String),
-    #[error("invalid name: 'wcu' is a reserved limit name")]
-    ReservedName,
+    #[error(transparent)]
+    Name(#[from] NameError),
     #[error(transparent)]
     Bounds(#[from] BoundsError),
     #[error("`schedule` takes parameter entries (scale or absolute fields) only")]
@@ -45,6 +46,75 @@ pub enum LimitError {
     InvalidPattern(#[from] crate::cron::CronError),
     #[error("reset_after must be a positive whole number of seconds")]
     ResetAfterNotWholeSeconds,
+    /// Ours, stricter than the reference: a quota's parameter windows cannot drip either.
+    #[error("a limit drips or resets, never both, inside every scheduled window too")]
+    WindowDripsAndResets,
+}
+
+/// The fields the construction rules look at, as declared or stored: whole
+/// tokens and seconds, and whether the limit resets on a calendar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fields<'a> {
+    pub name: &'a str,
+    pub capacity: i128,
+    pub refill_amount: i128,
+    pub refill_period_seconds: i128,
+    pub reset_schedule: bool,
+    pub reset_after_seconds: Option<i128>,
+}
+
+/// The reference's construction rules on a limit's fields: the name, the
+/// bounds, then how it recovers ([`recovery_problems`]). The first broken rule.
+pub fn check(f: &Fields<'_>) -> Result<(), LimitError> {
+    LIMIT_NAME.check(f.name)?;
+    check_tokens("capacity", f.capacity, false)?;
+    check_tokens("refill_amount", f.refill_amount, true)?;
+    check_period("refill_period_seconds", f.refill_period_seconds)?;
+    if let Some(rsa) = f.reset_after_seconds {
+        check_period("reset_after", rsa)?;
+    }
+    let recovery = recovery_problems(
+        Some(f.refill_amount),
+        f.reset_schedule,
+        f.reset_after_seconds.is_some(),
+    );
+    recovery.into_iter().next().map_or(Ok(()), Err)
+}
+
+/// Every rule about how a limit gets its tokens back that it breaks, in this
+/// order: a calendar reset and a `reset_after` window both ([`LimitError::BothResets`]),
+/// no way back at all ([`LimitError::NoRecovery`]), a drip beside a reset
+/// ([`LimitError::DripsAndResets`]). `refill_amount` `None` is one not given,
+/// which takes the default that fits (the capacity for a drip, 0 for a reset).
+pub fn recovery_problems(
+    refill_amount: Option<i128>,
+    reset_schedule: bool,
+    reset_after: bool,
+) -> Vec<LimitError> {
+    let resets = reset_schedule || reset_after;
+    let mut out = Vec::new();
+    if reset_schedule && reset_after {
+        out.push(LimitError::BothResets);
+    }
+    match refill_amount {
+        Some(0) if !resets => out.push(LimitError::NoRecovery),
+        Some(ra) if ra > 0 && resets => out.push(LimitError::DripsAndResets),
+        _ => {}
+    }
+    out
+}
+
+/// Our rule beyond the reference's: a limit that resets cannot set a refill
+/// amount in a parameter window either, or it would drip while that window is
+/// active ([`LimitError::WindowDripsAndResets`]).
+pub fn check_window_refill(
+    resets: bool,
+    window_refill_amount: Option<i128>,
+) -> Result<(), LimitError> {
+    if resets && window_refill_amount.is_some() {
+        return Err(LimitError::WindowDripsAndResets);
+    }
+    Ok(())
 }
 
 /// Build a schedule from entries that each name their zone; they must agree
@@ -62,19 +132,6 @@ pub fn one_zone(
     })
 }
 
-fn check_name(name: &str) -> Result<(), LimitError> {
-    let mut chars = name.chars();
-    let first_ok = chars.next().is_some_and(|c| c.is_ascii_alphabetic());
-    let rest_ok = chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
-    if !first_ok || !rest_ok || name.len() > 64 {
-        return Err(LimitError::InvalidName(name.to_string()));
-    }
-    if name == "wcu" {
-        return Err(LimitError::ReservedName);
-    }
-    Ok(())
-}
-
 impl Limit {
     /// `Limit(name, capacity, refill_amount, refill_period_seconds, schedule,
     /// reset_schedule, reset_after)` with every construction check.
@@ -87,28 +144,19 @@ impl Limit {
         reset_schedule: Schedule,
         reset_after_seconds: Option<i64>,
     ) -> Result<Limit, LimitError> {
-        check_name(name)?;
-        check_tokens("capacity", capacity, false)?;
-        check_tokens("refill_amount", refill_amount, true)?;
-        check_period("refill_period_seconds", refill_period_seconds)?;
+        check(&Fields {
+            name,
+            capacity,
+            refill_amount,
+            refill_period_seconds,
+            reset_schedule: !reset_schedule.is_empty(),
+            reset_after_seconds: reset_after_seconds.map(i128::from),
+        })?;
         if schedule.entries.iter().any(|e| e.modifier.is_none()) {
             return Err(LimitError::ScheduleEntryWithoutModifier);
         }
         if reset_schedule.entries.iter().any(|e| e.modifier.is_some()) {
             return Err(LimitError::ResetEntryWithModifier);
-        }
-        if let Some(rsa) = reset_after_seconds {
-            check_period("reset_after", i128::from(rsa))?;
-        }
-        let resets = !reset_schedule.is_empty() || reset_after_seconds.is_some();
-        if !reset_schedule.is_empty() && reset_after_seconds.is_some() {
-            return Err(LimitError::BothResets);
-        }
-        if refill_amount == 0 && !resets {
-            return Err(LimitError::NoRecovery);
-        }
-        if refill_amount > 0 && resets {
-            return Err(LimitError::DripsAndResets);
         }
         if !schedule.is_empty() && !reset_schedule.is_empty() && schedule.tz != reset_schedule.tz {
             return Err(LimitError::MixedZones);
@@ -205,11 +253,31 @@ mod tests {
 
     #[test]
     fn names() {
-        assert!(check_name("rpm").is_ok());
-        assert!(check_name("a.b-c_1").is_ok());
-        assert!(check_name("1a").is_err());
-        assert!(check_name("wcu").is_err());
-        assert!(check_name(&"a".repeat(65)).is_err());
+        let named = |n: &str| Limit::per_minute(n, 5, None).map(|_| ());
+        assert!(named("rpm").is_ok());
+        assert!(named("a.b-c_1").is_ok());
+        assert!(named("1a").is_err());
+        assert!(named("wcu").is_err());
+        assert!(named(&"a".repeat(65)).is_err());
+    }
+
+    #[test]
+    fn every_recovery_problem_is_listed() {
+        use LimitError::*;
+        assert_eq!(recovery_problems(Some(5), false, false), vec![]);
+        assert_eq!(recovery_problems(Some(0), false, false), vec![NoRecovery]);
+        assert_eq!(recovery_problems(None, false, false), vec![]);
+        assert_eq!(
+            recovery_problems(Some(5), true, true),
+            vec![BothResets, DripsAndResets]
+        );
+        assert_eq!(recovery_problems(None, true, true), vec![BothResets]);
+        assert_eq!(recovery_problems(Some(0), false, true), vec![]);
+        assert_eq!(
+            check_window_refill(true, Some(0)),
+            Err(WindowDripsAndResets)
+        );
+        assert_eq!(check_window_refill(false, Some(5)), Ok(()));
     }
 
     #[test]

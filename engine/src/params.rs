@@ -1,5 +1,5 @@
-//! Effective limit parameters under a schedule (engine spec §4) and the
-//! magnitude bounds every stored value respects (§10).
+//! Effective limit parameters under a schedule (docs/semantics.md, "Effective parameters") and the
+//! magnitude bounds every stored value respects (docs/semantics.md, "Limits").
 //!
 //! Capacity and refill are milli-tokens, the period milliseconds, all `i128`.
 //! The one float operation is the scale multiply, done exactly as the reference
@@ -8,10 +8,10 @@
 
 use crate::schedule::Schedule;
 
-/// Largest capacity or refill amount, in tokens.
-pub const MAX_TOKENS: i128 = 1_000_000_000_000_000;
-/// Largest period or `reset_after`, in seconds.
-pub const MAX_PERIOD_SECONDS: i128 = 1_000_000_000;
+/// Largest capacity or refill amount, in tokens (the reference's bound).
+pub const MAX_TOKENS: u64 = 1_000_000_000_000_000;
+/// Largest period or `reset_after`, in seconds (the reference's bound).
+pub const MAX_PERIOD_SECONDS: u64 = 1_000_000_000;
 /// Largest scale factor.
 pub const MAX_SCALE: f64 = 1_000_000.0;
 /// Largest value DynamoDB stores exactly (38 digits).
@@ -129,28 +129,22 @@ pub enum BoundsError {
 /// Check a token count (capacity, refill amount) against `0 < v ≤ 10^15`
 /// (`allow_zero` for a refill amount, which may be 0 on a quota).
 pub fn check_tokens(what: &'static str, v: i128, allow_zero: bool) -> Result<(), BoundsError> {
-    if v < 0 || (v == 0 && !allow_zero) {
-        return Err(BoundsError::NotPositive { what });
-    }
-    if v > MAX_TOKENS {
-        return Err(BoundsError::TooLarge {
-            what,
-            max: MAX_TOKENS,
-            got: v,
-        });
-    }
-    Ok(())
+    check_range(what, v, allow_zero, MAX_TOKENS)
 }
 
 /// Check a duration in seconds against `0 < v ≤ 10^9`.
 pub fn check_period(what: &'static str, v: i128) -> Result<(), BoundsError> {
-    if v <= 0 {
+    check_range(what, v, false, MAX_PERIOD_SECONDS)
+}
+
+fn check_range(what: &'static str, v: i128, allow_zero: bool, max: u64) -> Result<(), BoundsError> {
+    if v < 0 || (v == 0 && !allow_zero) {
         return Err(BoundsError::NotPositive { what });
     }
-    if v > MAX_PERIOD_SECONDS {
+    if v > i128::from(max) {
         return Err(BoundsError::TooLarge {
             what,
-            max: MAX_PERIOD_SECONDS,
+            max: max.into(),
             got: v,
         });
     }
@@ -212,8 +206,9 @@ mod tests {
 
     #[test]
     fn bounds() {
-        assert!(check_tokens("capacity", MAX_TOKENS, false).is_ok());
-        assert!(check_tokens("capacity", MAX_TOKENS + 1, false).is_err());
+        let max = i128::from(MAX_TOKENS);
+        assert!(check_tokens("capacity", max, false).is_ok());
+        assert!(check_tokens("capacity", max + 1, false).is_err());
         assert!(check_tokens("capacity", 0, false).is_err());
         assert!(check_tokens("refill_amount", 0, true).is_ok());
         assert!(check_period("refill_period_seconds", 1_000_000_001).is_err());

@@ -1,6 +1,6 @@
-//! Calendar quotas (reset on the first request after an edge, §7) and session
-//! quotas (a window of `reset_after` seconds anchored to first use, §8): the
-//! limiter's slow pass over one bucket.
+//! Calendar quotas (reset on the first request after an edge;
+//! docs/semantics.md, "Quotas") and session quotas (a window of `reset_after`
+//! seconds anchored to first use): the limiter's slow pass over one bucket.
 
 use crate::bucket::{per_shard, BucketState, ShardLimit};
 use crate::schedule::{next_boundary, Schedule};
@@ -218,8 +218,8 @@ mod tests {
         assert!(pass.reset_applied && !pass.exceeded);
         assert_eq!(pass.state.tokens_milli, 9000);
         assert_eq!(pass.next_reset_edge_ms, Some(6 * 86_400_000));
-        // The commit writes rf = now (§7); a second request the same day finds
-        // no edge after it and does not reset again.
+        // The commit writes rf = now (docs/semantics.md, "Quotas"); a second
+        // request the same day finds no edge after it and does not reset again.
         let mut committed = pass.state.clone();
         committed.last_refill_ms = now;
         let again = slow_pass(&committed, &cfg, 1, now + 60_000);

@@ -1,8 +1,8 @@
 //! The named rendering `get-limits` shows for one stored entry
-//! (manifest-cli spec §4.3): `1h9-17w1-5s500` → `* 9-17 * * MON-FRI`.
+//! (docs/manifest.md, "Showing stored limits"): `1h9-17w1-5s500` → `* 9-17 * * MON-FRI`.
 //!
 //! The text is the reference's `to_cron` everywhere, except where the
-//! reference's text would not parse back to the same sets (spec §13 B6).
+//! reference's text would not parse back to the same sets (docs/semantics.md, B6).
 //! There we render each offending day-of-week item as follows:
 //!
 //! | stored item | reference | ours |
@@ -254,7 +254,7 @@ mod round_trip {
         ))]
 
         /// Whatever we render parses back to the sets that were stored
-        /// (the property the reference's `to_cron` lacks, spec §13 B6).
+        /// (the property the reference's `to_cron` lacks; docs/semantics.md, B6).
         #[test]
         fn render_parse(c in cron()) {
             let Ok(spec) = CronSpec::parse(&c) else { return Ok(()) };

@@ -1,4 +1,4 @@
-//! How long to wait before a refused request would succeed (engine spec §9),
+//! How long to wait before a refused request would succeed (docs/semantics.md, "Retry after"),
 //! and the fields of the reference's `RateLimitExceeded`.
 //!
 //! Waits are computed in integer milliseconds and turned into seconds only at
@@ -214,7 +214,8 @@ mod tests {
 
     #[test]
     fn spec_worked_example() {
-        // 500 tokens short at 1000/min, halved 10 s from now: 50.001 s (spec §9).
+        // 500 tokens short at 1000/min, halved 10 s from now: 50.001 s
+        // (docs/semantics.md, "Retry after").
         let sched = Schedule {
             tz: chrono_tz::UTC,
             entries: vec![crate::schedule::Entry {

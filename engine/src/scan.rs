@@ -2,13 +2,14 @@
 //! matching) in a zone, by jumping over fields instead of stepping minutes.
 //!
 //! The reference evaluates a pattern at UTC-minute-aligned instants, converting
-//! each to the zone's wall time (spec §2). Between two offset changes the wall
-//! clock is the UTC minute plus a constant, so within such a *segment* the search
-//! is a plain calendar search on wall-clock minutes: skip to the next month in
-//! the set, the next day whose day rule holds, the next hour, the next minute.
-//! A search crosses segments one at a time, so DST gaps (wall minutes that never
-//! occur) and overlaps (wall minutes that occur twice) follow from the offsets
-//! alone, and `0 0 29 2 *` four years away costs a few hundred steps.
+//! each to the zone's wall time (docs/semantics.md, "How the engine searches").
+//! Between two offset changes the wall clock is the UTC minute plus a constant,
+//! so within such a *segment* the search is a plain calendar search on
+//! wall-clock minutes: skip to the next month in the set, the next day whose
+//! day rule holds, the next hour, the next minute. A search crosses segments
+//! one at a time, so DST gaps (wall minutes that never occur) and overlaps
+//! (wall minutes that occur twice) follow from the offsets alone, and `0 0 29 2
+//! *` four years away costs a few hundred steps.
 //!
 //! All positions are minute indices (`epoch ms / 60000`); every search is bounded
 //! by an explicit limit and by [`MIN_MINUTE`]..=[`MAX_MINUTE`], so it terminates.

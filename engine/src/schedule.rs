@@ -1,13 +1,14 @@
 //! Schedules (entries sharing one zone) and the instants at which they change:
 //! the active entry, the next parameter boundary and the next and previous reset
-//! edges (engine spec §3).
+//! edges (docs/semantics.md, "Windows and edges").
 //!
 //! A *window* is a maximal run of UTC minutes at which a pattern matches; an
 //! *edge* is the first minute of a window. Parameter boundaries keep the
-//! reference's horizons (§3.1) because `next_boundary` is a "look again by"
-//! stamp and its capped fallback is part of what is stored; reset edges are
-//! found however far away they are (the reference's horizons are too short for
-//! `0 0 31 * *` and friends: bug B4), and every scan is bounded, so it returns.
+//! reference's horizons (docs/semantics.md, "Where we differ") because
+//! `next_boundary` is a "look again by" stamp and its capped fallback is part
+//! of what is stored; reset edges are found however far away they are (the
+//! reference's horizons are too short for `0 0 31 * *` and friends: bug B4),
+//! and every scan is bounded, so it returns.
 
 use chrono_tz::Tz;
 
@@ -90,7 +91,8 @@ impl Schedule {
         best
     }
 
-    /// The reference's parameter-change horizon for this schedule (§3.1).
+    /// The reference's parameter-change horizon for this schedule
+    /// (docs/semantics.md, "Where we differ": horizons).
     pub fn granularity(&self) -> (Unit, i64) {
         granularity(self.entries.iter().map(|e| &e.spec))
     }
@@ -162,7 +164,7 @@ pub fn next_boundary(sched: &Schedule, resets: &Schedule, now_ms: i64) -> Option
     }
 }
 
-/// The finest unit any entry constrains (§3.1).
+/// The finest unit any entry constrains (docs/semantics.md, "Where we differ": horizons).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Unit {
     Minute,
@@ -212,7 +214,8 @@ pub fn granularity<'a>(specs: impl IntoIterator<Item = &'a CronSpec>) -> (Unit, 
     (unit, cap)
 }
 
-/// `cycle_seconds(p)`: read from the coarsest constrained field (§3.1).
+/// `cycle_seconds(p)`: read from the coarsest constrained field
+/// (docs/semantics.md, "Where we differ": horizons).
 pub fn cycle_seconds(s: &CronSpec) -> i64 {
     if constrained(u64::from(s.months), 0b1_1111_1111_1110) {
         366 * 86_400

@@ -1,4 +1,4 @@
-//! IANA zones and wall-clock matching (engine spec §1 step 1 and §2).
+//! IANA zones and wall-clock matching (docs/semantics.md, "Instants, minutes and zones").
 //!
 //! A pattern is matched against the local wall time of a UTC instant:
 //! convert the instant to the zone's local time and test the fields. Every
@@ -136,9 +136,9 @@ pub fn wall_time(tz: Tz, t_ms: i64) -> Option<WallTime> {
 }
 
 /// Whether the minute containing the UTC instant `t_ms` matches `spec` in `tz`
-/// (engine spec §2). Seconds are ignored. Instants whose UTC or local date is
-/// outside years 1..=9999 never match (the reference raises there); this
-/// never panics.
+/// (docs/semantics.md, "Instants, minutes and zones"). Seconds are ignored.
+/// Instants whose UTC or local date is outside years 1..=9999 never match (the
+/// reference raises there); this never panics.
 pub fn matches(spec: &crate::cron::CronSpec, tz: Tz, t_ms: i64) -> bool {
     match wall_time(tz, t_ms) {
         Some(w) => spec.matches_fields(w.minute, w.hour, w.day, w.month, w.iso_weekday),

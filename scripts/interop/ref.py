@@ -1,5 +1,5 @@
 """The Python side of the interop tests: zae-limiter 0.17 used through its
-public API (and its provisioner handler called in-process, dynamodb.md §13)
+public API (and its provisioner handler called in-process; docs/storage.md, "Interop")
 against the moto endpoint in ZAEL_TEST_DYNAMODB_ENDPOINT.
 
 Usage: ref.py COMMAND ARGS... [+ COMMAND ARGS...]

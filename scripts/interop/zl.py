@@ -26,7 +26,7 @@ def client():
 
 
 def create_table(table):
-    """The reference's direct create path (dynamodb.md §13) plus TTL."""
+    """The reference's direct create path (docs/storage.md, "Interop") plus TTL."""
     repo = SyncRepository(name=table, region=REGION, endpoint_url=ENDPOINT)
     repo.create_table()
     client().update_time_to_live(

@@ -1,5 +1,5 @@
 //! The Python client's entity-config count (`#ENTITY_CONFIG_RESOURCES`: per
-//! resource, how many entity config items exist; spec dynamodb.md §5.6), kept
+//! resource, how many entity config items exist; docs/storage.md, "Registries"), kept
 //! exact across crashes without a transaction per level.
 //!
 //! An increment is not idempotent, so it cannot simply be redone after a crash,
@@ -288,7 +288,7 @@ fn decode(item: &Item) -> Result<Chunk, StoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apply::memstore::MemStore;
+    use crate::store::memory::MemoryStore;
 
     fn entry(e: &str, r: &str, create: bool) -> Entry {
         Entry {
@@ -298,7 +298,7 @@ mod tests {
         }
     }
 
-    fn put_config(s: &MemStore, e: &str, r: &str) {
+    fn put_config(s: &MemoryStore, e: &str, r: &str) {
         let k = keys::entity_config_key("ns", e, r);
         let mut i = Item::new();
         i.insert("PK".into(), AttrValue::s(k.pk));
@@ -310,18 +310,18 @@ mod tests {
         .unwrap();
     }
 
-    fn count(s: &MemStore, r: &str) -> Option<AttrValue> {
+    fn count(s: &MemoryStore, r: &str) -> Option<AttrValue> {
         s.item("ns/SYSTEM#", "#ENTITY_CONFIG_RESOURCES")
             .and_then(|i| i.get(r).cloned())
     }
 
-    fn journal(s: &MemStore) -> usize {
+    fn journal(s: &MemoryStore) -> usize {
         s.query("ns/SYSTEM#", SK_PREFIX, true).unwrap().len()
     }
 
     #[test]
     fn settling_counts_only_the_writes_that_happened_and_only_once() {
-        let s = MemStore::new();
+        let s = MemoryStore::new();
         let chunks = write_ahead(
             &s,
             "ns",
@@ -350,7 +350,7 @@ mod tests {
 
     #[test]
     fn a_dead_applys_journal_is_recovered_after_its_lease() {
-        let s = MemStore::new();
+        let s = MemoryStore::new();
         write_ahead(&s, "ns", "dead", 1_000, vec![entry("u1", "a", true)]).unwrap();
         put_config(&s, "u1", "a");
         assert_eq!(recover(&s, "ns", 999).unwrap(), 0, "lease still live");
@@ -362,7 +362,7 @@ mod tests {
 
     #[test]
     fn deletes_lower_the_count_and_drop_it_at_zero() {
-        let s = MemStore::new();
+        let s = MemoryStore::new();
         put_config(&s, "u1", "a");
         put_config(&s, "u2", "a");
         let c = write_ahead(
@@ -395,7 +395,7 @@ mod tests {
 
     #[test]
     fn large_journals_split_under_the_item_limit() {
-        let s = MemStore::new();
+        let s = MemoryStore::new();
         let long = "e".repeat(200);
         let entries: Vec<Entry> = (0..3_000)
             .map(|i| entry(&format!("{long}{i}"), "a", true))
@@ -411,7 +411,7 @@ mod tests {
 
     #[test]
     fn a_corrupt_journal_item_is_a_typed_error() {
-        let s = MemStore::new();
+        let s = MemoryStore::new();
         let mut i = Item::new();
         i.insert("PK".into(), AttrValue::s("ns/SYSTEM#"));
         i.insert("SK".into(), AttrValue::s(format!("{SK_PREFIX}x#0000")));

@@ -1,4 +1,4 @@
-//! Bucket fan-out after a config write (spec manifest-cli.md §3.4): push the new
+//! Bucket fan-out after a config write (docs/storage.md, "Bucket items"): push the new
 //! limits and flags into existing bucket items so running limiters enforce them.
 //!
 //! CONTRACT between apply (which decides what is owed, writes pending items
@@ -9,9 +9,12 @@ mod levels;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-use self::bucket::{bucket_limits, stamp_deadline, sync_actions, BucketId};
+use self::bucket::{stamp_deadline, sync_actions, BucketId};
 use self::levels::{meta_key, Levels, Source};
+use crate::items::attrs::{self, bucket_item, bucket_limits, BucketField};
 use crate::items::keys;
+use crate::manifest::model::Disabled;
+pub use crate::plan::level::LevelKind;
 use crate::store::{
     AttrValue, Condition, Index, Item, Key, Store, StoreError, UpdateAction, WriteOp,
 };
@@ -33,24 +36,6 @@ impl FanOutKind {
             FanOutKind::Cascade => "cascade",
             FanOutKind::Soft => "soft",
             FanOutKind::Sync => "sync",
-        }
-    }
-}
-
-/// A config level. Resource sorts before entity, as the reference runs them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum LevelKind {
-    System,
-    Resource,
-    Entity,
-}
-
-impl LevelKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LevelKind::System => "system",
-            LevelKind::Resource => "resource",
-            LevelKind::Entity => "entity",
         }
     }
 }
@@ -107,7 +92,7 @@ pub fn run_many(
             (FanOutKind::Disabled, Scope::Entity(..) | Scope::Resource(_)) => Job::Disabled,
             (FanOutKind::Cascade, Scope::Entity(..) | Scope::Resource(_)) => Job::Cascade,
             (FanOutKind::Soft, Scope::System | Scope::Resource(_)) => Job::Soft,
-            // Resource/system limit changes reach buckets through their TTL (§3.4);
+            // Resource/system limit changes reach buckets through their TTL (docs/storage.md);
             // entity soft-ness travels with the sync; there are no system flags.
             _ => continue,
         };
@@ -297,38 +282,38 @@ fn fan_out(
     let mut ops = vec![];
     let mut owner = vec![];
     for (t_ix, t) in tasks.iter().enumerate() {
-        let mut planned_err = None;
         for (key, id) in &t.buckets {
             // Gone since discovery: nothing to update (and never create it).
             let Some(Some(current)) = fetched.get(key) else {
                 continue;
             };
-            let planned = match t.job {
-                Job::Sync => plan_sync(&levels, id, current, now_ms),
-                Job::Disabled => Ok(plan_disabled(&levels, &t.scope, id, current, now_ms)),
-                Job::Cascade => Ok(plan_cascade(&levels, ns, id, &metas)),
-                Job::Soft => Ok(plan_soft(&levels, &t.scope, id, current, now_ms)),
+            let b = Bucket {
+                levels: &levels,
+                scope: &t.scope,
+                id,
+                current,
+                now_ms,
             };
-            match planned {
-                Ok(Some((actions, extra))) if !actions.is_empty() => {
-                    let condition = match extra {
-                        Some(c) => Condition::And(vec![Condition::Exists, c]),
-                        None => Condition::Exists,
-                    };
-                    ops.push(WriteOp::Update {
-                        key: key.clone(),
-                        actions,
-                        condition: Some(condition),
-                    });
-                    owner.push(t_ix);
-                }
-                Ok(_) => {}
-                Err(e) => {
-                    planned_err.get_or_insert(e);
-                }
+            let planned = match t.job {
+                Job::Sync => plan_sync(&b),
+                Job::Disabled => plan_disabled(&b),
+                Job::Cascade => plan_cascade(&b, ns, &metas),
+                Job::Soft => plan_soft(&b),
+            };
+            if let Some((actions, extra)) = planned.filter(|(a, _)| !a.is_empty()) {
+                let condition = match extra {
+                    Some(c) => Condition::And(vec![Condition::Exists, c]),
+                    None => Condition::Exists,
+                };
+                ops.push(WriteOp::Update {
+                    key: key.clone(),
+                    actions,
+                    condition: Some(condition),
+                });
+                owner.push(t_ix);
             }
         }
-        outcome.push((t.index, planned_err.map_or(Ok(()), Err)));
+        outcome.push((t.index, Ok(())));
     }
     let mut failures: Vec<(usize, String)> = vec![(0, String::new()); tasks.len()];
     for (res, t_ix) in store.write_many(ops).into_iter().zip(owner) {
@@ -357,62 +342,59 @@ fn fan_out(
 
 type Planned = Option<(Vec<UpdateAction>, Option<Condition>)>;
 
+/// One bucket a task updates, with what its update is planned from.
+struct Bucket<'a> {
+    levels: &'a Levels,
+    scope: &'a Scope,
+    id: &'a BucketId,
+    /// The bucket as read.
+    current: &'a Item,
+    now_ms: i64,
+}
+
 /// The limits resolved for the bucket's own (entity, resource), so a
 /// `_default_` sync never clobbers an entity+resource config.
-fn plan_sync(
-    levels: &Levels,
-    id: &BucketId,
-    current: &Item,
-    now_ms: i64,
-) -> Result<Planned, String> {
-    let Some((source, cfg)) = levels.resolve_limits(&id.entity, &id.resource) else {
-        return Ok(None);
-    };
-    let actions = sync_actions(cfg, source, current, now_ms)
-        .map_err(|e| format!("bucket {}/{}: {e}", id.entity, id.resource))?;
-    Ok(Some((actions, None)))
+fn plan_sync(b: &Bucket<'_>) -> Planned {
+    let (source, cfg) = b.levels.resolve_limits(&b.id.entity, &b.id.resource)?;
+    Some((sync_actions(cfg, source, b.current, b.now_ms), None))
 }
 
 /// `SET disabled=true REMOVE bypass`, `SET bypass=<deadline> REMOVE disabled`,
 /// or `REMOVE disabled, bypass`. A resource-level directive skips buckets whose
 /// entity sets its own value, and buckets already stamped correctly.
-fn plan_disabled(
-    levels: &Levels,
-    scope: &Scope,
-    id: &BucketId,
-    current: &Item,
-    now_ms: i64,
-) -> Planned {
-    let resolved = levels.resolve_disabled(&id.entity, &id.resource);
+fn plan_disabled(b: &Bucket<'_>) -> Planned {
+    let (scope, current, now_ms) = (b.scope, b.current, b.now_ms);
+    let resolved = b.levels.resolve_disabled(&b.id.entity, &b.id.resource);
     if matches!(scope, Scope::Resource(_))
         && resolved.as_ref().is_some_and(|(src, _)| src.is_entity())
     {
         return None;
     }
     let has = |a: &str| current.contains_key(a);
+    let (disabled, bypass) = (bucket_item::DISABLED, bucket_item::BYPASS);
     let actions = match resolved.map(|(_, v)| v) {
-        Some(AttrValue::Bool(true)) => {
-            if current.get("disabled") == Some(&AttrValue::Bool(true)) && !has("bypass") {
+        Some(Disabled::Disabled) => {
+            if current.get(disabled) == Some(&AttrValue::Bool(true)) && !has(bypass) {
                 return None;
             }
-            let mut a = vec![UpdateAction::Set("disabled".into(), AttrValue::Bool(true))];
-            if has("bypass") {
-                a.push(UpdateAction::Remove("bypass".into()));
+            let mut a = vec![UpdateAction::Set(disabled.into(), AttrValue::Bool(true))];
+            if has(bypass) {
+                a.push(UpdateAction::Remove(bypass.into()));
             }
             a
         }
-        Some(AttrValue::S(s)) if s == "bypass" => {
+        Some(Disabled::Bypass) => {
             let mut a = vec![UpdateAction::Set(
-                "bypass".into(),
+                bypass.into(),
                 AttrValue::n(stamp_deadline(now_ms)),
             )];
-            if has("disabled") {
-                a.push(UpdateAction::Remove("disabled".into()));
+            if has(disabled) {
+                a.push(UpdateAction::Remove(disabled.into()));
             }
             a
         }
-        _ => {
-            let a: Vec<UpdateAction> = ["disabled", "bypass"]
+        Some(Disabled::Enforced) | None => {
+            let a: Vec<UpdateAction> = [disabled, bypass]
                 .into_iter()
                 .filter(|n| has(n))
                 .map(|n| UpdateAction::Remove(n.into()))
@@ -428,43 +410,49 @@ fn plan_disabled(
 
 /// `SET cascade, parent_id[, pgen, pinc]` from the owner's META, conditioned on
 /// the bucket not carrying a newer parent generation. Owners without META are skipped.
-fn plan_cascade(levels: &Levels, ns: &str, id: &BucketId, metas: &HashMap<Key, Item>) -> Planned {
+fn plan_cascade(b: &Bucket<'_>, ns: &str, metas: &HashMap<Key, Item>) -> Planned {
+    let (levels, id) = (b.levels, b.id);
     let meta = metas.get(&meta_key(ns, &id.entity))?;
     let policy = levels
         .resolve_cascade(&id.entity, &id.resource)
         .map(|(_, v)| v)
-        .or_else(|| meta.get("cascade").and_then(AttrValue::as_bool))
+        .or_else(|| meta.get(attrs::CASCADE).and_then(AttrValue::as_bool))
         .unwrap_or(false);
-    let mut actions = vec![UpdateAction::Set("cascade".into(), AttrValue::Bool(policy))];
-    match meta.get("parent_id") {
-        Some(AttrValue::S(p)) => {
-            actions.push(UpdateAction::Set("parent_id".into(), AttrValue::s(p)))
-        }
-        _ => actions.push(UpdateAction::Remove("parent_id".into())),
+    let mut actions = vec![UpdateAction::Set(
+        bucket_item::CASCADE.into(),
+        AttrValue::Bool(policy),
+    )];
+    match meta.get(bucket_item::PARENT_ID) {
+        Some(AttrValue::S(p)) => actions.push(UpdateAction::Set(
+            bucket_item::PARENT_ID.into(),
+            AttrValue::s(p),
+        )),
+        _ => actions.push(UpdateAction::Remove(bucket_item::PARENT_ID.into())),
     }
     let mut condition = None;
-    if let Some(AttrValue::N(pgen)) = meta.get("pgen") {
-        actions.push(UpdateAction::Set("pgen".into(), AttrValue::N(pgen.clone())));
+    if let Some(AttrValue::N(pgen)) = meta.get(bucket_item::PARENT_GENERATION) {
+        actions.push(UpdateAction::Set(
+            bucket_item::PARENT_GENERATION.into(),
+            AttrValue::N(pgen.clone()),
+        ));
         condition = Some(Condition::Or(vec![
-            Condition::AttrNotExists("pgen".into()),
-            Condition::AttrNumLe("pgen".into(), pgen.clone()),
+            Condition::AttrNotExists(bucket_item::PARENT_GENERATION.into()),
+            Condition::AttrNumLe(bucket_item::PARENT_GENERATION.into(), pgen.clone()),
         ]));
     }
-    if let Some(AttrValue::S(pinc)) = meta.get("pinc") {
-        actions.push(UpdateAction::Set("pinc".into(), AttrValue::s(pinc)));
+    if let Some(AttrValue::S(pinc)) = meta.get(bucket_item::PARENT_INCARNATION) {
+        actions.push(UpdateAction::Set(
+            bucket_item::PARENT_INCARNATION.into(),
+            AttrValue::s(pinc),
+        ));
     }
     Some((actions, condition))
 }
 
 /// Soft stamps for buckets whose limits resolve from this system/resource level.
-fn plan_soft(
-    levels: &Levels,
-    scope: &Scope,
-    id: &BucketId,
-    current: &Item,
-    now_ms: i64,
-) -> Planned {
-    let (source, cfg) = levels.resolve_limits(&id.entity, &id.resource)?;
+fn plan_soft(b: &Bucket<'_>) -> Planned {
+    let (scope, id, current) = (b.scope, b.id, b.current);
+    let (source, cfg) = b.levels.resolve_limits(&id.entity, &id.resource)?;
     let from_here = match scope {
         Scope::System => source == Source::System,
         Scope::Resource(r) => source == Source::Resource && *r == id.resource,
@@ -473,13 +461,13 @@ fn plan_soft(
     if !from_here {
         return None;
     }
-    let deadline = stamp_deadline(now_ms);
+    let deadline = stamp_deadline(b.now_ms);
     let mut actions = vec![];
     for n in bucket_limits(current) {
-        let Some(l) = cfg.limits.get(&n) else {
+        let Some(l) = cfg.buckets().find(|l| l.name == n) else {
             continue;
         };
-        let attr = format!("b_{n}_soft");
+        let attr = BucketField::Soft.of(&n);
         if l.soft {
             actions.push(UpdateAction::Set(attr, AttrValue::n(deadline)));
         } else if current.contains_key(&attr) {

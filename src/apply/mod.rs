@@ -1,20 +1,18 @@
-//! plan / diff / apply: desired items from the manifest, the managed set, the
-//! diff against live items, writes, pending fan-outs.
+//! `limits apply`: carries out a plan ([`crate::plan`]) — the config writes and
+//! their registries ([`writes`], with the entity-count journal [`counts`]),
+//! the bucket fan-outs ([`fanout`], owed ahead as [`pending`] items), and the
+//! `#PROVISIONER` record with the level digests at the end. [`run::apply`]
+//! runs those steps in order.
+
+/// How long an apply holds what it claims (its shares of pending fan-outs,
+/// its entity-count journal): the reference's 900 s Lambda budget plus 60 s.
+pub const LEASE_MS: i64 = 960_000;
 
 pub mod counts;
-pub mod detail;
-pub mod diff;
-pub mod digests;
 pub mod fanout;
 pub mod fault;
-pub mod kinds;
-pub mod level;
-pub mod managed;
-#[cfg(test)]
-pub mod memstore;
-pub mod output;
+pub mod gate;
 pub mod pending;
-pub mod prepare;
+pub mod record;
 pub mod run;
-pub mod version;
 pub mod writes;

@@ -1,4 +1,4 @@
-//! Pending fan-outs (spec manifest-cli.md §3.5, dynamodb.md §7.2): one item per
+//! Pending fan-outs (docs/storage.md, "Pending fan-outs"): one item per
 //! owed bucket fan-out, written *before* the config write that makes it necessary
 //! and deleted only when no owner share is left. A share whose lease has expired
 //! (its apply died or gave up) is claimed by the next apply.
@@ -396,10 +396,7 @@ pub fn release(
     token: &str,
     now_ms: i64,
 ) -> Result<(), StoreError> {
-    modify(store, ns, owed, now_ms, |_, owners| {
-        owners.remove(token).is_some()
-    })
-    .map(|_| ())
+    release_many(store, ns, std::slice::from_ref(owed), token, now_ms)
 }
 
 /// [`release`] for many fan-outs at once.
@@ -438,7 +435,7 @@ pub fn expire(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apply::memstore::MemStore;
+    use crate::store::memory::MemoryStore;
 
     fn owed(kind: FanOutKind, level: LevelKind, target: &str) -> Owed {
         Owed {
@@ -452,7 +449,7 @@ mod tests {
 
     #[test]
     fn write_ahead_then_release_leaves_nothing() {
-        let s = MemStore::new();
+        let s = MemoryStore::new();
         let o = owed(FanOutKind::Sync, LevelKind::Entity, "user-1/gpt-4");
         let share = Share {
             lease: NOW + 5,
@@ -477,7 +474,7 @@ mod tests {
 
     #[test]
     fn batched_write_ahead_and_release_match_the_single_forms() {
-        let s = MemStore::new();
+        let s = MemoryStore::new();
         let a = owed(FanOutKind::Sync, LevelKind::Entity, "u/a");
         let b = owed(FanOutKind::Disabled, LevelKind::Resource, "b");
         let share = Share {
@@ -498,7 +495,7 @@ mod tests {
 
     #[test]
     fn only_expired_items_are_claimed_and_full_is_kept() {
-        let s = MemStore::new();
+        let s = MemoryStore::new();
         let o = owed(FanOutKind::Disabled, LevelKind::Resource, "r");
         write_ahead(
             &s,
@@ -537,7 +534,7 @@ mod tests {
 
     #[test]
     fn legacy_single_owner_items_are_read_and_rewritten_on_claim() {
-        let s = MemStore::new();
+        let s = MemoryStore::new();
         let o = owed(FanOutKind::Cascade, LevelKind::Entity, "u/r");
         let k = key("ns", &o);
         let mut item = Item::new();

@@ -1,6 +1,17 @@
-//! `limits apply` (spec manifest-cli.md §3.3): gates, claim of abandoned
-//! fan-outs, write-ahead of owed fan-outs, config writes in change order,
-//! fan-outs, then the `#PROVISIONER` record.
+//! `limits apply`, step by step (docs/storage.md, "Apply"), numbered as the
+//! reference numbers them:
+//! * 1: refuse limits the table's Lambdas cannot enforce ([`gate`]);
+//! * 2–3: claim the fan-outs earlier applies abandoned, settle their entity
+//!   counts, then plan: read and compare ([`crate::plan::prepare`]);
+//! * 4: write ahead a pending item for every fan-out the changes owe;
+//! * 5: write the levels and their registries ([`writes`]);
+//! * 7: re-assert explicit `disabled`;
+//! * 8–9: run every owed fan-out, release what finished, expire what failed;
+//! * 10: write the `#PROVISIONER` record, then the level digests ([`record`]);
+//! * 11: count what is still owed.
+//!
+//! (Step 6 of the reference, fan-outs only the `ALL_OLD` images reveal, is
+//! folded into 4; see below.)
 //!
 //! Crash safety: every step is either idempotent or recorded before it runs. A
 //! process killed at any point leaves (a) config items that are each either old or
@@ -22,19 +33,17 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use crate::apply::digests::{self, Untrusted};
 use crate::apply::fanout::{self, FanOutKind, LevelKind, Owed};
-use crate::apply::level::{Action, Level};
-use crate::apply::managed::{self, ManagedSet};
 use crate::apply::pending::{self, Share};
-use crate::apply::prepare::{prepare_with_record, BuildFn, PlannedChange, Refresh};
-use crate::apply::{counts, version, writes};
+use crate::apply::{counts, gate, record, writes, LEASE_MS};
+use crate::items::{attrs, config};
 use crate::manifest::Manifest;
-use crate::store::{AttrValue, Item, Key, Store};
+use crate::plan::digests::{self, Digest, Recorded, Untrusted};
+use crate::plan::level::{Action, Level};
+use crate::plan::managed::{self, ProvisionerRecord};
+use crate::plan::prepare::{prepare_with_record, BuildFn, PlannedChange, Prepared, Refresh};
+use crate::store::{Item, Key, Store, StoreError};
 
-/// How long this apply holds the fan-outs it owes: the reference's 900 s Lambda
-/// budget plus 60 s.
-pub const LEASE_MS: i64 = 960_000;
 const FANOUT_ROUNDS: usize = 3;
 
 /// What an apply did.
@@ -70,101 +79,27 @@ pub struct ApplyRequest<'a> {
     pub refresh: Refresh,
 }
 
-/// Runs one apply. `Err` means nothing was written to any config item (a refused
-/// version gate, or the store failed before the first config write).
+/// Runs one apply, in the steps the module doc lists. `Err` means nothing was
+/// written to any config item (a refused version gate, or the store failed
+/// before the first config write).
 pub fn apply(store: &dyn Store, req: &ApplyRequest<'_>) -> Result<Applied, String> {
-    let ns = req.ns;
     // 1. Gates over every declared level, before any write.
-    version::enforce(store, req.manifest)?;
-
+    gate::enforce(store, req.manifest)?;
+    let mut run = Run {
+        store,
+        req,
+        lease: req.now_ms + LEASE_MS,
+        owed: BTreeSet::new(),
+    };
     // 2–3. Claim what earlier applies left behind once their leases ran out.
-    let lease = req.now_ms + LEASE_MS;
-    let mut owed: BTreeSet<Owed> = BTreeSet::new();
-    let mut resumed = false;
-    for p in pending::list(store, ns).map_err(|e| e.to_string())? {
-        if !p.claimable(req.now_ms) {
-            continue;
-        }
-        let was_full = p.owners.values().any(|s| s.full);
-        let share = Share { lease, full: false };
-        if pending::claim(store, ns, &p, req.token, share, req.now_ms).map_err(|e| e.to_string())? {
-            resumed |= req.full && was_full;
-            owed.insert(p.owed);
-        }
-    }
-    // Legacy (0.16) entries on the record become pending items before the record,
-    // which drops them, is rewritten.
-    let record = managed::read(store, ns).map_err(|e| e.to_string())?;
-    for (level, target) in &record.cascade_pending {
-        let Some(level) = Level::from_parts(level, target) else {
-            continue;
-        };
-        let o = Owed {
-            kind: FanOutKind::Cascade,
-            level: level.kind(),
-            target: level.target(),
-        };
-        pending::write_ahead(
-            store,
-            ns,
-            &o,
-            req.token,
-            Share { lease, full: false },
-            req.now_ms,
-        )
-        .map_err(|e| e.to_string())?;
-        owed.insert(o);
-    }
-
+    let (record, resumed) = run.claim_abandoned()?;
     // Entity counts a dead apply left half done, settled before the pre-read.
-    let recovered = counts::recover(store, ns, req.now_ms);
-
+    let recovered = counts::recover(store, req.ns, req.now_ms);
     // A resumed full apply continues change-only instead of starting over.
     let full = req.full && !resumed;
-    // Refused (or unreadable): hand what this apply took over back at once.
-    let abandon = |owed: &BTreeSet<Owed>, e: String| -> Result<Applied, String> {
-        for o in owed {
-            let _ = pending::expire(store, ns, o, req.token, req.now_ms);
-        }
-        Err(e)
-    };
-    let recorded = match digests::read(store, ns, record.stamp.as_deref()) {
-        Ok(r) => r,
-        Err(e) => return abandon(&owed, e.to_string()),
-    };
-    let trust = (req.refresh == Refresh::Trust).then_some(&recorded);
-    let prepared =
-        match prepare_with_record(store, ns, req.manifest, full, req.build, record, trust) {
-            Ok(p) => p,
-            Err(e) => return abandon(&owed, e.to_string()),
-        };
-
+    let (prepared, recorded) = run.plan(record, full).map_err(|e| run.abandon(e))?;
     // 4. Write ahead every fan-out the changes make necessary (one batch).
-    let mut ahead = Vec::new();
-    for pc in &prepared.changes {
-        for kind in owed_kinds(pc, full) {
-            let o = Owed {
-                kind,
-                level: pc.change.level.kind(),
-                target: pc.change.level.target(),
-            };
-            if !ahead.contains(&o) {
-                ahead.push(o);
-            }
-        }
-    }
-    pending::write_ahead_many(
-        store,
-        ns,
-        &ahead,
-        req.token,
-        Share { lease, full },
-        req.now_ms,
-    )
-    .map_err(|e| e.to_string())?;
-    owed.extend(ahead);
-
-    // 5. Config writes, in change order; a failure is recorded and the loop goes on.
+    run.write_ahead(&prepared.changes, full)?;
     let mut out = Applied {
         changes: Vec::new(),
         created: 0,
@@ -183,185 +118,315 @@ pub fn apply(store: &dyn Store, req: &ApplyRequest<'_>) -> Result<Applied, Strin
             "settling the entity-config counts of an earlier apply: {e}"
         ));
     }
-    let changes = &prepared.changes;
-    // Levels written all at once (order inside one apply is invisible to the
-    // end state); an unbuildable level is reported and skipped.
-    let mut writes_of = Vec::new();
-    let mut outcome: Vec<Option<Result<(), String>>> = Vec::with_capacity(changes.len());
-    for pc in changes {
-        let w = match (&pc.desired, pc.change.action) {
-            (_, Action::Delete) => writes::LevelWrite::Delete {
-                level: &pc.change.level,
-                existed: pc.live.is_some(),
-            },
-            (Some(Ok(item)), _) => writes::LevelWrite::Put {
-                level: &pc.change.level,
-                item,
-                existed: pc.live.is_some(),
-            },
-            (Some(Err(e)), _) => {
-                outcome.push(Some(Err(e.clone())));
-                continue;
-            }
-            (None, _) => {
-                outcome.push(Some(Err("no item to write".into())));
-                continue;
-            }
-        };
-        writes_of.push(w);
-        outcome.push(None);
-    }
-    // The recorded digests stop being true with the first config write.
-    if !writes_of.is_empty() {
-        if let Err(e) = digests::invalidate(store, ns) {
-            return abandon(&owed, format!("clearing the recorded level digests: {e}"));
-        }
-    }
-    let written = writes::write_levels(store, ns, req.token, lease, &writes_of);
-    let mut recorded_now = prepared.unchanged_digests.clone();
-    let mut results = written.results.into_iter();
-    // What this apply just wrote: the fan-outs' first "before" image.
-    let mut wrote: HashMap<Key, Option<Item>> = HashMap::new();
-    for (pc, o) in changes.iter().zip(outcome) {
-        let r = o.unwrap_or_else(|| {
-            results
-                .next()
-                .unwrap_or_else(|| Err(crate::store::StoreError::Backend("not written".into())))
-                .map_err(|e| e.to_string())
-        });
-        match r {
-            Ok(()) => {
-                count(&mut out, pc.change.action);
-                let item = match &pc.desired {
-                    Some(Ok(item)) if pc.change.action != Action::Delete => Some(item.clone()),
-                    _ => None,
-                };
-                if let Some(item) = &item {
-                    recorded_now.push(digests::digest(&pc.change.level.key(ns), item));
-                }
-                wrote.insert(pc.change.level.key(ns), item);
-            }
-            Err(e) => out.errors.push(format!("{}: {e}", pc.change)),
-        }
-    }
-    if let Some(e) = written.counts {
-        out.errors.push(format!(
-            "updating the entity-config counts: {e} (settled by a later apply)"
-        ));
-    }
+    // 5. Config writes.
+    let written = run
+        .write_levels(&prepared, &mut out)
+        .map_err(|e| run.abandon(e))?;
     out.changes = prepared.changes;
-
     // 7. Re-assert explicit `disabled` on declared levels not already being fanned out.
-    let reassert: Vec<Owed> = declared_disabled(req.manifest)
-        .into_iter()
-        .map(|level| Owed {
-            kind: FanOutKind::Disabled,
-            level: level.kind(),
-            target: level.target(),
-        })
-        .filter(|o| !owed.contains(o))
-        .collect();
-    for (o, r) in reassert
-        .iter()
-        .zip(run_fanouts(store, ns, &reassert, req.now_ms))
-    {
-        if let Err(e) = r {
-            out.errors.push(fanout_error(o, &e));
-        }
-    }
-
-    // 8. Every owed fan-out, from the live config item, redone (up to 3 rounds)
-    //    while the item changes under it; a stable one releases its share.
-    let mut remaining: Vec<Owed> = owed.into_iter().collect();
-    remaining.sort_by(pending::run_order);
-    let mut released = Vec::new();
-    let mut failed: Vec<(Owed, String)> = Vec::new();
-    for _ in 0..FANOUT_ROUNDS {
-        if remaining.is_empty() {
-            break;
-        }
-        let keys: Vec<Option<Key>> = remaining
-            .iter()
-            .map(|o| Level::from_parts(o.level.as_str(), &o.target).map(|l| l.key(ns)))
-            .collect();
-        // The first round starts from what step 5 wrote; only the levels it did
-        // not write are read. Later rounds read everything again.
-        let before = read_levels_except(store, &keys, &wrote);
-        wrote.clear();
-        let results = run_fanouts(store, ns, &remaining, req.now_ms);
-        let after = read_levels(store, &keys);
-        let mut next = Vec::new();
-        for (i, (o, r)) in remaining.into_iter().zip(results).enumerate() {
-            match r {
-                Err(e) => {
-                    let msg = fanout_error(&o, &e);
-                    failed.push((o, msg));
-                }
-                Ok(()) => {
-                    let stable = matches!((&before, &after), (Ok(a), Ok(b)) if a[i] == b[i]);
-                    if stable {
-                        released.push(o);
-                    } else {
-                        next.push(o);
-                    }
-                }
-            }
-        }
-        remaining = next;
-    }
-    for o in remaining {
-        let msg = format!(
-            "retry {} {} {}: the config item kept changing during the fan-out (retried on the next apply)",
-            o.kind.as_str(),
-            o.level.as_str(),
-            o.target
-        );
-        failed.push((o, msg));
-    }
-    if let Err(e) = pending::release_many(store, ns, &released, req.token, req.now_ms) {
-        out.errors.push(format!("releasing finished fan-outs: {e}"));
-    }
-    failed.sort_by(|a, b| pending::run_order(&a.0, &b.0));
-    for (o, msg) in failed {
-        out.errors.push(msg);
-        // 9. Hand what failed to the next apply at once.
-        let _ = pending::expire(store, ns, &o, req.token, req.now_ms);
-    }
-
-    // 10. The record: managed = what the manifest declares, even for failed writes.
-    let last_applied = managed::iso_timestamp(req.now_ms);
-    let item = managed::record_item(
-        ns,
-        &ManagedSet::from_manifest(req.manifest),
-        &last_applied,
-        req.applied_hash,
-    );
-    match store.write(crate::store::WriteOp::Put {
-        item,
-        condition: None,
-    }) {
-        Err(e) => out
-            .errors
-            .push(format!("writing the #PROVISIONER record: {e}")),
-        // 10b. The digests of what the levels now hold, for `--no-refresh`.
-        Ok(_) => {
-            let stamp = digests::stamp(req.applied_hash, &last_applied);
-            if let Err(e) =
-                digests::write(store, ns, req.token, &stamp, &recorded_now, &recorded.keys)
-            {
-                out.warnings.push(format!(
-                    "recording the level digests: {e} (the next --no-refresh run reads every level)"
-                ));
-            }
-        }
-    }
-
+    run.reassert_disabled(&mut out);
+    // 8–9. Every owed fan-out; what fails is handed to the next apply.
+    run.fan_out(written.items, &mut out);
+    // 10. The record, then the digests of what the levels now hold.
+    run.record(&recorded, &written.digests, &mut out);
     // 11. What is still owed.
-    match pending::count(store, ns) {
+    match pending::count(store, req.ns) {
         Ok(n) => out.pending = n,
         Err(e) => out.errors.push(format!("counting pending fan-outs: {e}")),
     }
     Ok(out)
+}
+
+/// One apply in progress: the fan-outs it owes (claimed or written ahead).
+struct Run<'a> {
+    store: &'a dyn Store,
+    req: &'a ApplyRequest<'a>,
+    /// The deadline of this apply's shares and journal entries.
+    lease: i64,
+    owed: BTreeSet<Owed>,
+}
+
+/// What step 5 wrote: each written level's new item (`None`: deleted), the
+/// fan-outs' first "before" image; and the digests of the levels now as declared.
+struct Written {
+    items: HashMap<Key, Option<Item>>,
+    digests: Vec<Digest>,
+}
+
+impl Run<'_> {
+    fn share(&self, full: bool) -> Share {
+        Share {
+            lease: self.lease,
+            full,
+        }
+    }
+
+    /// Claims the pending fan-outs whose leases ran out, and turns legacy
+    /// (0.16) `cascade_pending` entries on the record into pending items
+    /// before the record, which drops them, is rewritten. Returns the record
+    /// and whether an interrupted full apply is being resumed.
+    fn claim_abandoned(&mut self) -> Result<(ProvisionerRecord, bool), String> {
+        let (store, req) = (self.store, self.req);
+        let mut resumed = false;
+        for p in pending::list(store, req.ns).map_err(|e| e.to_string())? {
+            if !p.claimable(req.now_ms) {
+                continue;
+            }
+            let was_full = p.owners.values().any(|s| s.full);
+            let claimed =
+                pending::claim(store, req.ns, &p, req.token, self.share(false), req.now_ms)
+                    .map_err(|e| e.to_string())?;
+            if claimed {
+                resumed |= req.full && was_full;
+                self.owed.insert(p.owed);
+            }
+        }
+        let record = managed::read(store, req.ns).map_err(|e| e.to_string())?;
+        for (level, target) in &record.cascade_pending {
+            let Some(level) = Level::from_parts(level, target) else {
+                continue;
+            };
+            let o = Owed {
+                kind: FanOutKind::Cascade,
+                level: level.kind(),
+                target: level.target(),
+            };
+            pending::write_ahead(store, req.ns, &o, req.token, self.share(false), req.now_ms)
+                .map_err(|e| e.to_string())?;
+            self.owed.insert(o);
+        }
+        Ok((record, resumed))
+    }
+
+    /// Hands what this apply took over back at once (refused, or the store
+    /// failed before the first config write); returns `e`.
+    fn abandon(&self, e: String) -> String {
+        for o in &self.owed {
+            let _ = pending::expire(self.store, self.req.ns, o, self.req.token, self.req.now_ms);
+        }
+        e
+    }
+
+    /// The plan, from the record just read (and the digests, for `--no-refresh`).
+    fn plan(&self, record: ProvisionerRecord, full: bool) -> Result<(Prepared, Recorded), String> {
+        let (store, req) = (self.store, self.req);
+        let recorded =
+            digests::read(store, req.ns, record.stamp.as_deref()).map_err(|e| e.to_string())?;
+        let trust = (req.refresh == Refresh::Trust).then_some(&recorded);
+        let prepared =
+            prepare_with_record(store, req.ns, req.manifest, full, req.build, record, trust)
+                .map_err(|e| e.to_string())?;
+        Ok((prepared, recorded))
+    }
+
+    /// Writes a pending item for every fan-out the changes make necessary.
+    fn write_ahead(&mut self, changes: &[PlannedChange], full: bool) -> Result<(), String> {
+        let mut ahead = Vec::new();
+        for pc in changes {
+            for kind in owed_kinds(pc, full) {
+                let o = Owed {
+                    kind,
+                    level: pc.change.level.kind(),
+                    target: pc.change.level.target(),
+                };
+                if !ahead.contains(&o) {
+                    ahead.push(o);
+                }
+            }
+        }
+        let req = self.req;
+        pending::write_ahead_many(
+            self.store,
+            req.ns,
+            &ahead,
+            req.token,
+            self.share(full),
+            req.now_ms,
+        )
+        .map_err(|e| e.to_string())?;
+        self.owed.extend(ahead);
+        Ok(())
+    }
+
+    /// Writes every level at once (order inside one apply is invisible to the
+    /// end state); a level that cannot be built or written is reported and
+    /// the rest go on. `Err` only when the recorded digests could not be
+    /// cleared, before anything was written.
+    fn write_levels(&self, prepared: &Prepared, out: &mut Applied) -> Result<Written, String> {
+        let (store, ns) = (self.store, self.req.ns);
+        let changes = &prepared.changes;
+        let mut writes_of = Vec::new();
+        let mut outcome: Vec<Option<Result<(), String>>> = Vec::with_capacity(changes.len());
+        for pc in changes {
+            let w = match (&pc.desired, pc.change.action) {
+                (_, Action::Delete) => writes::LevelWrite::Delete {
+                    level: &pc.change.level,
+                    existed: pc.live.is_some(),
+                },
+                (Some(Ok(item)), _) => writes::LevelWrite::Put {
+                    level: &pc.change.level,
+                    item,
+                    existed: pc.live.is_some(),
+                },
+                (Some(Err(e)), _) => {
+                    outcome.push(Some(Err(e.clone())));
+                    continue;
+                }
+                (None, _) => {
+                    outcome.push(Some(Err("no item to write".into())));
+                    continue;
+                }
+            };
+            writes_of.push(w);
+            outcome.push(None);
+        }
+        // The recorded digests stop being true with the first config write.
+        if !writes_of.is_empty() {
+            record::invalidate(store, ns)
+                .map_err(|e| format!("clearing the recorded level digests: {e}"))?;
+        }
+        let written = writes::write_levels(store, ns, self.req.token, self.lease, &writes_of);
+        let mut digests_now = prepared.unchanged_digests.clone();
+        let mut results = written.results.into_iter();
+        let mut items: HashMap<Key, Option<Item>> = HashMap::new();
+        for (pc, o) in changes.iter().zip(outcome) {
+            let r = o.unwrap_or_else(|| {
+                results
+                    .next()
+                    .unwrap_or_else(|| Err(StoreError::Backend("not written".into())))
+                    .map_err(|e| e.to_string())
+            });
+            match r {
+                Ok(()) => {
+                    count(out, pc.change.action);
+                    let item = match &pc.desired {
+                        Some(Ok(item)) if pc.change.action != Action::Delete => Some(item.clone()),
+                        _ => None,
+                    };
+                    if let Some(item) = &item {
+                        digests_now.push(digests::digest(&pc.change.level.key(ns), item));
+                    }
+                    items.insert(pc.change.level.key(ns), item);
+                }
+                Err(e) => out.errors.push(format!("{}: {e}", pc.change)),
+            }
+        }
+        if let Some(e) = written.counts {
+            out.errors.push(format!(
+                "updating the entity-config counts: {e} (settled by a later apply)"
+            ));
+        }
+        Ok(Written {
+            items,
+            digests: digests_now,
+        })
+    }
+
+    /// Fans out `disabled` again for every declared level that sets it and is
+    /// not already owed a fan-out.
+    fn reassert_disabled(&self, out: &mut Applied) {
+        let req = self.req;
+        let reassert: Vec<Owed> = declared_disabled(req.manifest)
+            .into_iter()
+            .map(|level| Owed {
+                kind: FanOutKind::Disabled,
+                level: level.kind(),
+                target: level.target(),
+            })
+            .filter(|o| !self.owed.contains(o))
+            .collect();
+        for (o, r) in reassert
+            .iter()
+            .zip(run_fanouts(self.store, req.ns, &reassert, req.now_ms))
+        {
+            if let Err(e) = r {
+                out.errors.push(fanout_error(o, &e));
+            }
+        }
+    }
+
+    /// Every owed fan-out, from the live config item, redone (up to 3 rounds)
+    /// while the item changes under it; a stable one releases its share, a
+    /// failed one is expired for the next apply at once. `wrote` is what step
+    /// 5 wrote: the first round reads only the levels it did not write.
+    fn fan_out(&mut self, mut wrote: HashMap<Key, Option<Item>>, out: &mut Applied) {
+        let (store, req) = (self.store, self.req);
+        let ns = req.ns;
+        let mut remaining: Vec<Owed> = std::mem::take(&mut self.owed).into_iter().collect();
+        remaining.sort_by(pending::run_order);
+        let mut released = Vec::new();
+        let mut failed: Vec<(Owed, String)> = Vec::new();
+        for _ in 0..FANOUT_ROUNDS {
+            if remaining.is_empty() {
+                break;
+            }
+            let keys: Vec<Option<Key>> = remaining
+                .iter()
+                .map(|o| Level::from_parts(o.level.as_str(), &o.target).map(|l| l.key(ns)))
+                .collect();
+            let before = read_levels_except(store, &keys, &wrote);
+            wrote.clear();
+            let results = run_fanouts(store, ns, &remaining, req.now_ms);
+            let after = read_levels(store, &keys);
+            let mut next = Vec::new();
+            for (i, (o, r)) in remaining.into_iter().zip(results).enumerate() {
+                match r {
+                    Err(e) => {
+                        let msg = fanout_error(&o, &e);
+                        failed.push((o, msg));
+                    }
+                    Ok(()) => {
+                        let stable = matches!((&before, &after), (Ok(a), Ok(b)) if a[i] == b[i]);
+                        if stable {
+                            released.push(o);
+                        } else {
+                            next.push(o);
+                        }
+                    }
+                }
+            }
+            remaining = next;
+        }
+        for o in remaining {
+            let msg = format!(
+                "retry {} {} {}: the config item kept changing during the fan-out (retried on the next apply)",
+                o.kind.as_str(),
+                o.level.as_str(),
+                o.target
+            );
+            failed.push((o, msg));
+        }
+        if let Err(e) = pending::release_many(store, ns, &released, req.token, req.now_ms) {
+            out.errors.push(format!("releasing finished fan-outs: {e}"));
+        }
+        failed.sort_by(|a, b| pending::run_order(&a.0, &b.0));
+        for (o, msg) in failed {
+            out.errors.push(msg);
+            let _ = pending::expire(store, ns, &o, req.token, req.now_ms);
+        }
+    }
+
+    /// The `#PROVISIONER` record (managed = what the manifest declares, even
+    /// for failed writes), then the level digests for `--no-refresh`.
+    fn record(&self, recorded: &Recorded, digests_now: &[Digest], out: &mut Applied) {
+        let (store, req) = (self.store, self.req);
+        match record::write_record(store, req.ns, req.manifest, req.now_ms, req.applied_hash) {
+            Err(e) => out
+                .errors
+                .push(format!("writing the #PROVISIONER record: {e}")),
+            Ok(last_applied) => {
+                let stamp = digests::stamp(req.applied_hash, &last_applied);
+                let stale = &recorded.keys;
+                if let Err(e) =
+                    record::write_digests(store, req.ns, req.token, &stamp, digests_now, stale)
+                {
+                    out.warnings.push(format!(
+                        "recording the level digests: {e} (the next --no-refresh run reads every level)"
+                    ));
+                }
+            }
+        }
+    }
 }
 
 fn count(out: &mut Applied, action: Action) {
@@ -424,7 +489,7 @@ fn read_levels(store: &dyn Store, keys: &[Option<Key>]) -> Result<Vec<Option<Ite
         .collect())
 }
 
-/// The reference's wording for a failed fan-out (§3.3 step 8).
+/// The reference's wording for a failed fan-out (docs/manifest.md, "Plan, diff and apply output").
 pub fn fanout_error(o: &Owed, e: &str) -> String {
     let (level, target) = (o.level.as_str(), &o.target);
     match o.kind {
@@ -471,8 +536,18 @@ pub fn owed_kinds(pc: &PlannedChange, full: bool) -> Vec<FanOutKind> {
     let attr = |i: Option<&Item>, n: &str| i.and_then(|i| i.get(n)).cloned();
     let changed = |n: &str| attr(live, n) != attr(desired, n);
     let soft_changed = soft_set(live) != soft_set(desired);
+    let level = pc.change.level.kind();
     let mut out = Vec::new();
-    match pc.change.level.kind() {
+    if level != LevelKind::System {
+        // The flags live on resource and entity levels only.
+        if full || changed(attrs::DISABLED) {
+            out.push(FanOutKind::Disabled);
+        }
+        if full || changed(attrs::CASCADE) {
+            out.push(FanOutKind::Cascade);
+        }
+    }
+    match level {
         LevelKind::System => {
             let involved = !soft_set(live).is_empty() || !soft_set(desired).is_empty();
             if soft_changed || (full && involved) {
@@ -480,25 +555,13 @@ pub fn owed_kinds(pc: &PlannedChange, full: bool) -> Vec<FanOutKind> {
             }
         }
         LevelKind::Resource => {
-            if full || changed("disabled") {
-                out.push(FanOutKind::Disabled);
-            }
-            if full || changed("cascade") {
-                out.push(FanOutKind::Cascade);
-            }
             if full || soft_changed {
                 out.push(FanOutKind::Soft);
             }
         }
         LevelKind::Entity => {
-            if full || changed("disabled") {
-                out.push(FanOutKind::Disabled);
-            }
-            if full || changed("cascade") {
-                out.push(FanOutKind::Cascade);
-            }
             let deleted = pc.change.action == Action::Delete && live.is_some();
-            if full || deleted || limit_attrs(live) != limit_attrs(desired) {
+            if full || deleted || bucket_content(live) != bucket_content(desired) {
                 out.push(FanOutKind::Sync);
             }
         }
@@ -507,25 +570,11 @@ pub fn owed_kinds(pc: &PlannedChange, full: bool) -> Vec<FanOutKind> {
 }
 
 fn soft_set(item: Option<&Item>) -> BTreeSet<String> {
-    item.into_iter()
-        .flat_map(|i| i.iter())
-        .filter(|(k, v)| {
-            (k.starts_with("l_") || k.starts_with("w_"))
-                && k.ends_with("_soft")
-                && **v == AttrValue::Bool(true)
-        })
-        .map(|(k, _)| k[2..k.len() - 5].to_string())
-        .collect()
+    item.map(config::soft_buckets).unwrap_or_default()
 }
 
-fn limit_attrs(item: Option<&Item>) -> Item {
-    let content = item
-        .map(crate::items::config::limit_content)
-        .unwrap_or_default();
-    content
-        .into_iter()
-        .filter(|(k, _)| k.starts_with("l_") || k.starts_with("w_") || k == "sched_tz")
-        .collect()
+fn bucket_content(item: Option<&Item>) -> Item {
+    item.map(config::bucket_content).unwrap_or_default()
 }
 
 /// A fresh apply token: 32 hex digits from the OS's random source.
@@ -557,21 +606,18 @@ pub fn new_token() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apply::level::Change;
-    use crate::apply::memstore::MemStore;
     use crate::manifest::model::{LevelConfig, LimitSpec};
+    use crate::plan::level::Change;
+    use crate::plan::managed::ManagedSet;
+    use crate::store::item::keyed;
+    use crate::store::memory::MemoryStore;
+    use crate::store::AttrValue;
 
     const NOW: i64 = 1_700_000_000_000;
 
     fn item(level: &Level, attrs: &[(&str, AttrValue)]) -> Item {
         let k = level.key("ns");
-        let mut i = Item::new();
-        i.insert("PK".into(), AttrValue::s(k.pk));
-        i.insert("SK".into(), AttrValue::s(k.sk));
-        for (n, v) in attrs {
-            i.insert(n.to_string(), v.clone());
-        }
-        i
+        keyed(&k.pk, &k.sk, attrs)
     }
 
     fn pc(
@@ -688,7 +734,7 @@ mod tests {
         Ok(item(level, &[("l_rpm_cp", AttrValue::n(5))]))
     }
 
-    fn apply_once(s: &MemStore, full: bool, token: &str, now_ms: i64) -> Applied {
+    fn apply_once(s: &MemoryStore, full: bool, token: &str, now_ms: i64) -> Applied {
         let m = manifest();
         let req = ApplyRequest {
             ns: "ns",
@@ -703,13 +749,13 @@ mod tests {
         apply(s, &req).unwrap()
     }
 
-    fn leftover(s: &MemStore, owed: &Owed, token: &str, lease: i64, full: bool) {
+    fn leftover(s: &MemoryStore, owed: &Owed, token: &str, lease: i64, full: bool) {
         pending::write_ahead(s, "ns", owed, token, Share { lease, full }, NOW - 10).unwrap();
     }
 
     #[test]
     fn an_apply_writes_levels_record_and_releases_what_it_owed() {
-        let s = MemStore::new();
+        let s = MemoryStore::new();
         let done = apply_once(&s, false, "t1", NOW);
         assert_eq!((done.created, done.errors.len(), done.pending), (2, 0, 0));
         assert!(s.item("ns/ENTITY#u", "#CONFIG#r").is_some());
@@ -722,7 +768,7 @@ mod tests {
 
     #[test]
     fn abandoned_fanouts_are_claimed_only_after_their_lease() {
-        let s = MemStore::new();
+        let s = MemoryStore::new();
         apply_once(&s, false, "t0", NOW);
         let owed = Owed {
             kind: FanOutKind::Sync,
@@ -742,7 +788,7 @@ mod tests {
 
     #[test]
     fn a_full_apply_resumes_an_interrupted_full_apply_change_only() {
-        let s = MemStore::new();
+        let s = MemoryStore::new();
         apply_once(&s, false, "t0", NOW);
         let owed = Owed {
             kind: FanOutKind::Cascade,
@@ -762,7 +808,7 @@ mod tests {
 
     #[test]
     fn legacy_cascade_pending_is_retried_then_dropped_from_the_record() {
-        let s = MemStore::new();
+        let s = MemoryStore::new();
         apply_once(&s, false, "t0", NOW);
         let key = managed::record_key("ns");
         let mut rec = s.item(&key.pk, &key.sk).unwrap();
@@ -785,7 +831,7 @@ mod tests {
 
     #[test]
     fn a_failed_fanout_stays_pending_and_expires_for_the_next_apply() {
-        let s = MemStore::new();
+        let s = MemoryStore::new();
         // The fan-out of a malformed target fails; its item must stay, claimable at once.
         let bad = Owed {
             kind: FanOutKind::Sync,
@@ -820,7 +866,7 @@ mod tests {
     }
 
     /// Applies manifest() built by [`caps_build`].
-    fn run_caps(s: &MemStore, caps: &[(&Level, i64)], refresh: Refresh, token: &str) -> Applied {
+    fn run_caps(s: &MemoryStore, caps: &[(&Level, i64)], refresh: Refresh, token: &str) -> Applied {
         let m = manifest();
         let build = caps_build(caps);
         let req = ApplyRequest {
@@ -838,17 +884,17 @@ mod tests {
 
     /// Plans manifest() built by [`caps_build`].
     fn plan_caps(
-        s: &MemStore,
+        s: &MemoryStore,
         caps: &[(&Level, i64)],
         refresh: Refresh,
-    ) -> crate::apply::prepare::Prepared {
+    ) -> crate::plan::prepare::Prepared {
         let build = caps_build(caps);
-        crate::apply::prepare::prepare(s, "ns", &manifest(), false, &build, refresh).unwrap()
+        crate::plan::prepare::prepare(s, "ns", &manifest(), false, &build, refresh).unwrap()
     }
 
     #[test]
     fn no_refresh_skips_levels_the_last_apply_recorded_and_reads_the_rest() {
-        let s = MemStore::new();
+        let s = MemoryStore::new();
         let entity = Level::Entity("u".into(), "r".into());
         let resource = Level::Resource("r".into());
         run_caps(&s, &[], Refresh::All, "t1");
@@ -881,7 +927,7 @@ mod tests {
 
     #[test]
     fn no_refresh_reads_everything_after_an_unfinished_or_foreign_apply() {
-        let s = MemStore::new();
+        let s = MemoryStore::new();
         let entity = Level::Entity("u".into(), "r".into());
         run_caps(&s, &[], Refresh::All, "t1");
         // Another provisioner rewrote the record (new timestamp): digests unusable.
@@ -904,7 +950,7 @@ mod tests {
         );
         assert_eq!(plan_caps(&s, &[], Refresh::Trust).fallback, None);
         // An apply that died after clearing the digests leaves none to trust.
-        digests::invalidate(&s, "ns").unwrap();
+        record::invalidate(&s, "ns").unwrap();
         assert_eq!(
             plan_caps(&s, &[], Refresh::Trust).fallback,
             Some(Untrusted::Missing)

@@ -1,7 +1,7 @@
 //! Config writes, done so the Python tool's listings see what apply wrote: a
 //! resource level also appears in the `#RESOURCES` set, and entity levels are
-//! counted per resource in `#ENTITY_CONFIG_RESOURCES` (spec dynamodb.md §5.5,
-//! §5.6).
+//! counted per resource in `#ENTITY_CONFIG_RESOURCES` (docs/storage.md,
+//! "Registries").
 //!
 //! Many levels are written at once, as batched writes ([`Store::batch_write`])
 //! and, for entity creates and deletes, concurrent conditional writes: one
@@ -15,7 +15,7 @@
 use std::collections::HashSet;
 
 use crate::apply::counts::{self, Entry};
-use crate::apply::level::Level;
+use crate::plan::level::Level;
 use crate::store::{Condition, Item, Store, StoreError, UpdateAction, WriteOp};
 
 use crate::items::keys::resources_registry_key as resources_key;
@@ -229,13 +229,7 @@ pub fn delete_level(store: &dyn Store, ns: &str, level: &Level) -> Result<(), St
 
 fn single(store: &dyn Store, ns: &str, w: LevelWrite<'_>) -> Result<(), StoreError> {
     let token = format!("single-{}-{}", std::process::id(), now_ms());
-    let mut out = write_levels(
-        store,
-        ns,
-        &token,
-        now_ms() + crate::apply::run::LEASE_MS,
-        &[w],
-    );
+    let mut out = write_levels(store, ns, &token, now_ms() + crate::apply::LEASE_MS, &[w]);
     match (out.results.pop(), out.counts) {
         (Some(Err(e)), _) | (_, Some(e)) => Err(e),
         _ => Ok(()),
@@ -297,21 +291,18 @@ fn update_resources_set(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apply::memstore::MemStore;
+    use crate::store::item::keyed;
+    use crate::store::memory::MemoryStore;
     use crate::store::AttrValue;
 
     fn item(level: &Level) -> Item {
         let k = level.key("ns");
-        let mut i = Item::new();
-        i.insert("PK".into(), AttrValue::s(k.pk));
-        i.insert("SK".into(), AttrValue::s(k.sk));
-        i.insert("l_rpm_cp".into(), AttrValue::n(5));
-        i
+        keyed(&k.pk, &k.sk, &[("l_rpm_cp", AttrValue::n(5))])
     }
 
     #[test]
     fn resource_writes_maintain_the_resources_set() {
-        let s = MemStore::new();
+        let s = MemoryStore::new();
         let a = Level::Resource("a".into());
         let b = Level::Resource("b".into());
         put_level(&s, "ns", &a, item(&a), false).unwrap();
@@ -341,36 +332,29 @@ mod tests {
             Level::Entity("u2".into(), "a".into()),
             Level::Entity("u2".into(), "_default_".into()),
         ];
-        let one = MemStore::new();
-        let many = MemStore::new();
+        let one = MemoryStore::new();
+        let many = MemoryStore::new();
         for l in &levels {
             put_level(&one, "ns", l, item(l), false).unwrap();
         }
         let items: Vec<Item> = levels.iter().map(item).collect();
-        let batch: Vec<LevelWrite<'_>> = levels
-            .iter()
-            .zip(&items)
-            .map(|(level, item)| LevelWrite::Put {
-                level,
-                item,
-                existed: false,
-            })
-            .collect();
-        let out = write_levels(&many, "ns", "t", 0, &batch);
+        let puts = |existed: bool| -> Vec<LevelWrite<'_>> {
+            levels
+                .iter()
+                .zip(&items)
+                .map(|(level, item)| LevelWrite::Put {
+                    level,
+                    item,
+                    existed,
+                })
+                .collect()
+        };
+        let out = write_levels(&many, "ns", "t", 0, &puts(false));
         assert!(out.results.iter().all(Result::is_ok) && out.counts.is_none());
         assert_eq!(one.snapshot(), many.snapshot());
         // Marked as existing, they are replaced without counting them again.
         let before = many.snapshot();
-        let batch: Vec<LevelWrite<'_>> = levels
-            .iter()
-            .zip(&items)
-            .map(|(level, item)| LevelWrite::Put {
-                level,
-                item,
-                existed: true,
-            })
-            .collect();
-        write_levels(&many, "ns", "t", 0, &batch);
+        write_levels(&many, "ns", "t", 0, &puts(true));
         assert_eq!(many.snapshot(), before);
         // Deleting them all, in one batch, empties the registries.
         let batch: Vec<LevelWrite<'_>> = levels
@@ -391,14 +375,14 @@ mod tests {
 
     #[test]
     fn entity_writes_count_references_per_resource() {
-        let s = MemStore::new();
+        let s = MemoryStore::new();
         let u1 = Level::Entity("u1".into(), "gpt-4".into());
         let u2 = Level::Entity("u2".into(), "gpt-4".into());
         put_level(&s, "ns", &u1, item(&u1), false).unwrap();
         // A stale "absent" pre-read must not count the same item twice.
         put_level(&s, "ns", &u1, item(&u1), false).unwrap();
         put_level(&s, "ns", &u2, item(&u2), true).unwrap();
-        let count = |s: &MemStore| {
+        let count = |s: &MemoryStore| {
             s.item("ns/SYSTEM#", "#ENTITY_CONFIG_RESOURCES")
                 .and_then(|i| i.get("gpt-4").cloned())
         };

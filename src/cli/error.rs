@@ -46,3 +46,13 @@ impl From<crate::store::StoreError> for CliError {
         CliError::Failed(e.to_string())
     }
 }
+
+impl From<crate::plan::prepare::PrepareError> for CliError {
+    /// Both are one-line (per refusal) explanations: exit 1, like other refusals.
+    fn from(e: crate::plan::prepare::PrepareError) -> Self {
+        match e {
+            crate::plan::prepare::PrepareError::Store(e) => e.into(),
+            crate::plan::prepare::PrepareError::KindChange(e) => CliError::Failed(e.to_string()),
+        }
+    }
+}

@@ -1,6 +1,6 @@
 //! `limits cfn-template`: a CloudFormation template whose custom resource
 //! (`Custom::ZaeLimiterLimits`) makes the stack's provisioner apply the
-//! manifest — the reference's template shape (spec manifest-cli.md §5), with
+//! manifest — the reference's template shape (docs/manifest.md, "`limits cfn-template`"), with
 //! two fixes: the manifest is validated first (errors as `limits validate`
 //! prints them, exit 1, no template), and a limit's `burst` is carried as its
 //! capacity instead of being dropped.

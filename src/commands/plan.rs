@@ -1,4 +1,5 @@
-//! `limits plan`, `limits diff`, `limits apply [--full]` (spec manifest-cli.md §3).
+//! `limits plan`, `limits diff`, `limits apply [--full]` (docs/manifest.md,
+//! docs/storage.md "Apply").
 //!
 //! Every command validates the manifest first and writes nothing when it is
 //! invalid. plan and diff are read-only and refuse a store this client may not
@@ -12,16 +13,17 @@
 //! with MSG) and `ZAEL_TEST_CLOCK_OFFSET_MS=MS` (shift the clock, so an
 //! interrupted apply's leases can expire without waiting).
 
-use crate::apply::digests::Untrusted;
-use crate::apply::level::Level;
-use crate::apply::output::{self, ApplyCounts, Command, Report};
-use crate::apply::prepare::{prepare, BuildFn, Refresh};
-use crate::apply::{fault, pending, run, version};
+use crate::apply::{fault, pending, run};
 use crate::cli::args::{ApplyArgs, PlanArgs, PlanCmdArgs, RefreshArg, TextOrJson};
 use crate::cli::CliError;
 use crate::exit_codes;
 use crate::items::{config, namespace};
 use crate::manifest::{self, Manifest, Severity};
+use crate::plan::digests::Untrusted;
+use crate::plan::level::Level;
+use crate::plan::output::{self, ApplyCounts, Command, Report};
+use crate::plan::prepare::{prepare, BuildFn, Refresh};
+use crate::plan::version;
 use crate::store::{open, Item};
 
 pub fn plan(args: PlanCmdArgs) -> Result<i32, CliError> {

@@ -1,10 +1,10 @@
-//! The refusals every read-only command shares (spec manifest-cli.md §3.1): no
-//! table, no usable version record, a client below `client_min_version`, an
-//! unregistered namespace. Nothing here writes.
+//! The refusals every read-only command shares (docs/manifest.md, "Plan, diff
+//! and apply output"): no table, no usable version record, a client below
+//! `client_min_version`, an unregistered namespace. Nothing here writes.
 
-use crate::apply::version;
 use crate::cli::CliError;
 use crate::items::namespace;
+use crate::plan::version;
 use crate::store::Store;
 
 /// Checks the table's version record and resolves namespace `name` to its id.

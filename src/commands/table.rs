@@ -1,5 +1,5 @@
 //! `table create`: a table the Python zae-limiter 0.17 library accepts — the
-//! DynamoDB layout of dynamodb.md §1 (or a local store table), the version
+//! DynamoDB layout of docs/storage.md ("Table and indexes") (or a local store table), the version
 //! record and the `default` namespace, as `Repository.open` leaves a new table.
 
 use crate::cli::args::{StoreArgs, TableCommand};

@@ -1,9 +1,9 @@
 //! `entity get-limits`, `resource get-defaults`, `system get-defaults`: the
-//! reference's text, line for line (spec manifest-cli.md §4), with two
+//! reference's text, line for line (docs/manifest.md, "Showing stored limits"), with two
 //! deliberate differences: limits are listed by name (the reference prints
 //! them in DynamoDB's attribute order, which is not stable), and cron entries
 //! use the engine's rendering, which never prints a day-of-week text that
-//! means other days (§13 B6).
+//! means other days (docs/semantics.md, B6).
 //!
 //! The JSON form (`--format json`), version 1:
 //! ```json

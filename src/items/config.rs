@@ -1,42 +1,30 @@
 //! Config items both ways: a manifest level → the item zae-limiter 0.17's
-//! Python client writes (spec dynamodb.md §5, manifest-cli.md §1.8), and a
-//! stored item → its limits, with the reference's reading rules (§5.1).
+//! Python client writes, and a stored item → its limits, with the reference's
+//! reading rules (docs/storage.md, "Config items"). Attribute names come from
+//! [`super::attrs`], the one owner of the stored vocabulary.
 //!
 //! Written like the client API, not the thinner provisioner items: every level
 //! carries `config_version` 1, entity items carry the sparse GSI3 keys, and
 //! apply updates the registries (see [`crate::apply::writes`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use zae_limiter_engine::encoding::{
-    decode_reset, decode_schedule, encode_reset, encode_schedule, EncodeError, Modifier,
-    MAX_PERIOD_SECONDS, MAX_TOKENS,
+    decode_reset, decode_schedule, encode_reset, encode_schedule, EncodeError, Modifier, MAX_TOKENS,
 };
+use zae_limiter_engine::limit::{self, LimitError};
 
+use super::attrs::{self, Field, LevelAttrs, LimitAttr, Prefix, BOOKKEEPING};
 use super::keys::{self, IdentifierError};
 use crate::manifest::model::{self, Disabled, LevelConfig, LimitKind, LimitSpec, SystemLevel};
-use crate::manifest::MAX_SLOTS;
 use crate::store::number::Number;
 use crate::store::{AttrValue, Item, Key};
 pub use zae_limiter_engine::concurrency::LimitKind as Counts;
-use zae_limiter_engine::concurrency::{MAX_HOLD_TTL_SECONDS, MIN_HOLD_TTL_SECONDS};
+use zae_limiter_engine::concurrency::{MAX_HOLD_TTL_SECONDS, MAX_SLOTS, MIN_HOLD_TTL_SECONDS};
 use zae_limiter_engine::rolling::{RollingWindow, Window};
 
 /// The constant every client-written level carries (read by nobody, kept for parity).
 pub const CONFIG_VERSION: u32 = 1;
-
-/// Attributes that are neither limits nor flags: bookkeeping of keys, indexes and the client.
-const BOOKKEEPING: [&str; 9] = [
-    "PK",
-    "SK",
-    "GSI3PK",
-    "GSI3SK",
-    "GSI4PK",
-    "GSI4SK",
-    "config_version",
-    "resource",
-    "entity_id",
-];
 
 /// Why a level cannot become an item, or an item cannot be read back.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -56,7 +44,7 @@ pub enum CodecError {
         limit: String,
         source: Box<EncodeError>,
     },
-    /// A stored item the reference would refuse to read (§5.1): the whole level is unreadable.
+    /// A stored item the reference would refuse to read: the whole level is unreadable.
     #[error("config item {pk} / {sk} is unreadable: {reason}")]
     Unreadable {
         pk: String,
@@ -69,12 +57,16 @@ fn n(v: u64) -> AttrValue {
     AttrValue::N(v.to_string())
 }
 
-/// The attribute prefix of a limit: `w_` for a session quota (hidden from readers before 0.15).
-pub fn limit_prefix(limit: &LimitSpec) -> &'static str {
-    if limit.reset_after_seconds.is_some() {
-        "w_"
-    } else {
-        "l_"
+/// The prefix a limit is stored under: `w_` for a session quota (hidden from
+/// readers before 0.15), `r_` / `c_` for the kinds Python 0.17 does not know
+/// (issue #7: its reader discovers limits by `_cp` under `l_`/`w_` only, so it
+/// skips them and sees the item's token buckets and quotas alone).
+pub fn prefix_of(limit: &LimitSpec) -> Prefix {
+    match limit.kind {
+        LimitKind::Bucket if limit.reset_after_seconds.is_some() => Prefix::Session,
+        LimitKind::Bucket => Prefix::Limit,
+        LimitKind::Rolling { .. } => Prefix::Rolling,
+        LimitKind::Concurrency { .. } => Prefix::Concurrency,
     }
 }
 
@@ -103,126 +95,98 @@ fn put_limits(
     let mut tz: Option<(String, String)> = None; // (limit, zone)
     for (name, limit) in limits {
         keys::validate_limit_name(name)?;
-        if put_other_kind(item, name, limit) {
-            continue;
-        }
-        let zones = limit
-            .schedule
-            .iter()
-            .map(|e| &e.tz)
-            .chain(limit.reset_schedule.iter().map(|e| &e.tz));
-        for zone in zones {
-            match &tz {
-                None => tz = Some((name.clone(), zone.clone())),
-                Some((first_limit, first_tz)) if first_tz != zone => {
-                    return Err(CodecError::MixedTimezones {
-                        first_limit: first_limit.clone(),
-                        first_tz: first_tz.clone(),
-                        limit: name.clone(),
-                        tz: zone.clone(),
-                    })
-                }
-                Some(_) => {}
-            }
-        }
-        let p = format!("{}{name}", limit_prefix(limit));
-        item.insert(format!("{p}_cp"), n(limit.capacity));
-        item.insert(format!("{p}_ra"), n(limit.refill_amount));
-        item.insert(format!("{p}_rp"), n(limit.refill_period));
-        let encode_err = |source| CodecError::Encode {
-            limit: name.clone(),
-            source: Box::new(source),
+        let prefix = prefix_of(limit);
+        let mut put = |field: Field, value: AttrValue| {
+            item.insert(LimitAttr::spell(prefix, name, field), value);
         };
-        if !limit.schedule.is_empty() {
-            let mut entries = Vec::with_capacity(limit.schedule.len());
-            for (index, e) in limit.schedule.iter().enumerate() {
-                let m = model_modifier(&e.modifier)
-                    .map_err(|source| encode_err(EncodeError::Entry { index, source }))?;
-                entries.push((e.cron.as_str(), m));
+        match limit.kind {
+            LimitKind::Rolling { window } => {
+                put(Field::Amount, n(limit.capacity));
+                put(Field::Window, AttrValue::s(window.to_string()));
             }
-            let s = encode_schedule(&entries).map_err(encode_err)?;
-            item.insert(format!("{p}_sched"), AttrValue::S(s));
-        }
-        if !limit.reset_schedule.is_empty() {
-            let crons: Vec<&str> = limit
-                .reset_schedule
-                .iter()
-                .map(|e| e.cron.as_str())
-                .collect();
-            let s = encode_reset(&crons).map_err(encode_err)?;
-            item.insert(format!("{p}_rsched"), AttrValue::S(s));
-        }
-        if let Some(rsa) = limit.reset_after_seconds {
-            item.insert(format!("{p}_rsa"), n(rsa));
+            LimitKind::Concurrency { hold_ttl_seconds } => {
+                put(Field::Slots, n(limit.capacity));
+                put(Field::HoldTtl, n(hold_ttl_seconds));
+            }
+            LimitKind::Bucket => {
+                let zones = limit
+                    .schedule
+                    .iter()
+                    .map(|e| &e.tz)
+                    .chain(limit.reset_schedule.iter().map(|e| &e.tz));
+                for zone in zones {
+                    match &tz {
+                        None => tz = Some((name.clone(), zone.clone())),
+                        Some((first_limit, first_tz)) if first_tz != zone => {
+                            return Err(CodecError::MixedTimezones {
+                                first_limit: first_limit.clone(),
+                                first_tz: first_tz.clone(),
+                                limit: name.clone(),
+                                tz: zone.clone(),
+                            })
+                        }
+                        Some(_) => {}
+                    }
+                }
+                put(Field::Capacity, n(limit.capacity));
+                put(Field::RefillAmount, n(limit.refill_amount));
+                put(Field::RefillPeriod, n(limit.refill_period));
+                let encode_err = |source| CodecError::Encode {
+                    limit: name.clone(),
+                    source: Box::new(source),
+                };
+                if !limit.schedule.is_empty() {
+                    let mut entries = Vec::with_capacity(limit.schedule.len());
+                    for (index, e) in limit.schedule.iter().enumerate() {
+                        let m = model_modifier(&e.modifier)
+                            .map_err(|source| encode_err(EncodeError::Entry { index, source }))?;
+                        entries.push((e.cron.as_str(), m));
+                    }
+                    let s = encode_schedule(&entries).map_err(encode_err)?;
+                    put(Field::Schedule, AttrValue::S(s));
+                }
+                if !limit.reset_schedule.is_empty() {
+                    let crons: Vec<&str> = limit
+                        .reset_schedule
+                        .iter()
+                        .map(|e| e.cron.as_str())
+                        .collect();
+                    let s = encode_reset(&crons).map_err(encode_err)?;
+                    put(Field::ResetSchedule, AttrValue::S(s));
+                }
+                if let Some(rsa) = limit.reset_after_seconds {
+                    put(Field::ResetAfter, n(rsa));
+                }
+            }
         }
         if limit.soft {
-            item.insert(format!("{p}_soft"), AttrValue::Bool(true));
+            put(Field::Soft, AttrValue::Bool(true));
         }
     }
     if let Some((_, zone)) = tz {
-        item.insert("sched_tz".into(), AttrValue::S(zone));
+        item.insert(attrs::SCHED_TZ.into(), AttrValue::S(zone));
     }
     Ok(())
 }
 
-/// Attribute prefixes of the kinds Python 0.17 does not know (issue #7). Its
-/// reader discovers limits by a `_cp` suffix under `l_`/`w_` only, so it skips
-/// these attributes and sees the item's token buckets and quotas alone.
-pub const ROLLING_PREFIX: &str = "r_";
-pub const CONCURRENCY_PREFIX: &str = "c_";
-
-/// Writes a rolling window (`r_{n}_amt`, `r_{n}_win`) or a concurrency limit
-/// (`c_{n}_slots`, `c_{n}_ttl`), each with `_soft` when soft. `false` for a
-/// bucket, which [`put_limits`] writes the 0.17 way.
-fn put_other_kind(item: &mut Item, name: &str, limit: &LimitSpec) -> bool {
-    let p = match limit.kind {
-        LimitKind::Bucket => return false,
-        LimitKind::Rolling { window } => {
-            let p = format!("{ROLLING_PREFIX}{name}");
-            item.insert(format!("{p}_amt"), n(limit.capacity));
-            item.insert(format!("{p}_win"), AttrValue::s(window.to_string()));
-            p
-        }
-        LimitKind::Concurrency { hold_ttl_seconds } => {
-            let p = format!("{CONCURRENCY_PREFIX}{name}");
-            item.insert(format!("{p}_slots"), n(limit.capacity));
-            item.insert(format!("{p}_ttl"), n(hold_ttl_seconds));
-            p
-        }
-    };
-    if limit.soft {
-        item.insert(format!("{p}_soft"), AttrValue::Bool(true));
+/// What a declared limit counts (use or holds), from its prefix.
+fn counts_of(prefix: Prefix) -> Counts {
+    match prefix {
+        Prefix::Concurrency => Counts::CountsHolds,
+        Prefix::Limit | Prefix::Session | Prefix::Rolling => Counts::CountsUse,
     }
-    true
 }
 
 /// Every limit name on a config item with what it counts, from the attribute
-/// names alone (a bucket's `_cp`, a rolling window's `r_{n}_amt`, a
-/// concurrency limit's `c_{n}_slots`): what `plan` compares to refuse a change
-/// of kind, even on an item the full reader would refuse.
+/// names alone (a bucket's `_cp`, a rolling window's `_amt`, a concurrency
+/// limit's `_slots`): what `plan` compares to refuse a change of kind, even on
+/// an item the full reader would refuse.
 pub fn counted_kinds(item: &Item) -> BTreeMap<String, Counts> {
-    let mut out = BTreeMap::new();
-    for attr in item.keys() {
-        let found = if let Some(body) = attr.strip_suffix("_cp") {
-            body.strip_prefix("l_")
-                .or_else(|| body.strip_prefix("w_"))
-                .map(|n| (n, Counts::CountsUse))
-        } else if let Some(body) = attr.strip_suffix("_amt") {
-            body.strip_prefix(ROLLING_PREFIX)
-                .map(|n| (n, Counts::CountsUse))
-        } else if let Some(body) = attr.strip_suffix("_slots") {
-            body.strip_prefix(CONCURRENCY_PREFIX)
-                .map(|n| (n, Counts::CountsHolds))
-        } else {
-            None
-        };
-        if let Some((name, counts)) = found {
-            if !name.is_empty() {
-                out.insert(name.to_string(), counts);
-            }
-        }
-    }
-    out
+    LevelAttrs::of(item)
+        .declared()
+        .filter(|(name, _, _)| !name.is_empty())
+        .map(|(name, prefix, _)| (name.to_string(), counts_of(prefix)))
+        .collect()
 }
 
 fn base(key: Key, ns: &str) -> Item {
@@ -231,16 +195,16 @@ fn base(key: Key, ns: &str) -> Item {
     item.insert("GSI4SK".into(), AttrValue::s(&key.pk));
     item.insert("PK".into(), AttrValue::S(key.pk));
     item.insert("SK".into(), AttrValue::S(key.sk));
-    item.insert("config_version".into(), n(CONFIG_VERSION.into()));
+    item.insert(attrs::CONFIG_VERSION.into(), n(CONFIG_VERSION.into()));
     item
 }
 
 fn put_flags(item: &mut Item, level: &LevelConfig) {
     if let Some(d) = level.disabled {
-        item.insert("disabled".into(), disabled_value(d));
+        item.insert(attrs::DISABLED.into(), disabled_value(d));
     }
     if let Some(c) = level.cascade {
-        item.insert("cascade".into(), AttrValue::Bool(c));
+        item.insert(attrs::CASCADE.into(), AttrValue::Bool(c));
     }
 }
 
@@ -258,7 +222,7 @@ pub fn build_system(ns: &str, level: &SystemLevel) -> Result<Item, CodecError> {
     let mut item = base(keys::system_config_key(ns), ns);
     put_limits(&mut item, &level.limits)?;
     if let Some(o) = level.on_unavailable {
-        item.insert("on_unavailable".into(), AttrValue::s(o.as_str()));
+        item.insert(attrs::ON_UNAVAILABLE.into(), AttrValue::s(o.as_str()));
     }
     Ok(item)
 }
@@ -267,7 +231,7 @@ pub fn build_system(ns: &str, level: &SystemLevel) -> Result<Item, CodecError> {
 pub fn build_resource(ns: &str, resource: &str, level: &LevelConfig) -> Result<Item, CodecError> {
     keys::validate_resource_name(resource)?;
     let mut item = base(keys::resource_config_key(ns, resource), ns);
-    item.insert("resource".into(), AttrValue::s(resource));
+    item.insert(attrs::RESOURCE.into(), AttrValue::s(resource));
     put_limits(&mut item, &level.limits)?;
     put_flags(&mut item, level);
     Ok(item)
@@ -284,8 +248,8 @@ pub fn build_entity(
     keys::validate_entity_id(entity)?;
     keys::validate_entity_resource(resource)?;
     let mut item = base(keys::entity_config_key(ns, entity, resource), ns);
-    item.insert("entity_id".into(), AttrValue::s(entity));
-    item.insert("resource".into(), AttrValue::s(resource));
+    item.insert(attrs::ENTITY_ID.into(), AttrValue::s(entity));
+    item.insert(attrs::RESOURCE.into(), AttrValue::s(resource));
     item.insert(
         "GSI3PK".into(),
         AttrValue::S(keys::entity_config_gsi3pk(ns, resource)),
@@ -331,6 +295,16 @@ impl StoredLimit {
     pub fn resets(&self) -> bool {
         !self.reset_schedule.is_empty() || self.reset_after_seconds.is_some()
     }
+
+    /// The stored compact `sched` text (entries joined back as they were stored).
+    pub fn compact_schedule(&self) -> Option<String> {
+        join_compact(&self.schedule)
+    }
+
+    /// The stored compact `rsched` text.
+    pub fn compact_reset_schedule(&self) -> Option<String> {
+        join_compact(&self.reset_schedule)
+    }
 }
 
 /// A config level as stored: limits sorted by name, and the flags.
@@ -347,6 +321,14 @@ pub struct StoredLevel {
     pub on_unavailable: Option<String>,
 }
 
+impl StoredLevel {
+    /// The limits zae-limiter 0.17 reads (token buckets and quotas): the ones
+    /// bucket items carry. Rolling windows and concurrency limits are not among them.
+    pub fn buckets(&self) -> impl Iterator<Item = &StoredLimit> {
+        self.limits.iter().filter(|l| l.kind == LimitKind::Bucket)
+    }
+}
+
 /// Splits a stored compact string into its entries, each with the version prefix.
 fn compact_entries(s: &str) -> Vec<String> {
     let digits = s.bytes().take_while(u8::is_ascii_digit).count();
@@ -354,11 +336,188 @@ fn compact_entries(s: &str) -> Vec<String> {
     rest.split(';').map(|p| format!("{version}{p}")).collect()
 }
 
-/// Reads a config item as the reference does (§5.1): limits are the `_cp`
+/// The inverse of [`compact_entries`]: `1a`, `1b` → `1a;b`.
+fn join_compact(entries: &[StoredEntry]) -> Option<String> {
+    let first = entries.first()?;
+    let digits = first.compact.bytes().take_while(u8::is_ascii_digit).count();
+    let bodies: Vec<&str> = entries.iter().map(|e| &e.compact[digits..]).collect();
+    Some(format!("{}{}", &first.compact[..digits], bodies.join(";")))
+}
+
+/// Reads the fields of one declared limit; every problem makes the item unreadable.
+struct FieldReader<'a, 'i> {
+    prefix: Prefix,
+    name: &'a str,
+    fields: &'a attrs::Fields<'i>,
+    bad: &'a dyn Fn(String) -> CodecError,
+}
+
+impl FieldReader<'_, '_> {
+    fn attr(&self, field: Field) -> String {
+        LimitAttr::spell(self.prefix, self.name, field)
+    }
+
+    /// A whole non-negative number, `None` when absent.
+    fn whole(&self, field: Field) -> Result<Option<u64>, CodecError> {
+        match self.fields.get(&field) {
+            None => Ok(None),
+            Some(AttrValue::N(text)) => Number::parse(text)
+                .ok()
+                .and_then(|num| num.to_i128())
+                .and_then(|v| u64::try_from(v).ok())
+                .map(Some)
+                .ok_or_else(|| {
+                    (self.bad)(format!(
+                        "{} = {text} is not a whole non-negative number",
+                        self.attr(field)
+                    ))
+                }),
+            Some(other) => Err((self.bad)(format!(
+                "{} is not a number: {other:?}",
+                self.attr(field)
+            ))),
+        }
+    }
+
+    /// A required whole number within `min..=max`.
+    fn bounded(&self, field: Field, min: u64, max: u64) -> Result<u64, CodecError> {
+        match self.whole(field)? {
+            Some(v) if (min..=max).contains(&v) => Ok(v),
+            Some(v) => Err((self.bad)(format!(
+                "{} = {v} is not a whole number from {min} to {max}",
+                self.attr(field)
+            ))),
+            None => Err((self.bad)(format!("{} is missing", self.attr(field)))),
+        }
+    }
+
+    fn text(&self, field: Field) -> Result<Option<&str>, CodecError> {
+        match self.fields.get(&field) {
+            None => Ok(None),
+            Some(AttrValue::S(s)) => Ok(Some(s)),
+            Some(other) => Err((self.bad)(format!(
+                "{} is not a string: {other:?}",
+                self.attr(field)
+            ))),
+        }
+    }
+
+    fn soft(&self) -> Result<bool, CodecError> {
+        match self.fields.get(&Field::Soft) {
+            None => Ok(false),
+            Some(AttrValue::Bool(b)) => Ok(*b),
+            Some(other) => Err((self.bad)(format!(
+                "{} is not a boolean: {other:?}",
+                self.attr(Field::Soft)
+            ))),
+        }
+    }
+
+    /// A token bucket or quota (`l_` / `w_`), with the reference's rules.
+    fn bucket(&self, zone: &str) -> Result<StoredLimit, CodecError> {
+        let name = self.name;
+        let capacity = self.whole(Field::Capacity)?.unwrap_or(0);
+        let refill_amount = self.whole(Field::RefillAmount)?.unwrap_or(0);
+        let refill_period = self.whole(Field::RefillPeriod)?.unwrap_or(0);
+        let reset_after_seconds = self.whole(Field::ResetAfter)?;
+        if self.prefix == Prefix::Session && reset_after_seconds.is_none() {
+            return Err((self.bad)(format!(
+                "limit '{name}' is a w_ limit without {}",
+                self.attr(Field::ResetAfter)
+            )));
+        }
+        let soft = self.soft()?;
+        let entries = |compact: &str, reset: bool| -> Result<Vec<StoredEntry>, CodecError> {
+            let decoded = if reset {
+                decode_reset(compact)
+            } else {
+                decode_schedule(compact)
+            }
+            .map_err(|e| (self.bad)(format!("limit '{name}': {e}")))?;
+            let parts = compact_entries(compact);
+            Ok(decoded
+                .into_iter()
+                .zip(parts)
+                .map(|(e, part)| StoredEntry {
+                    compact: part,
+                    cron: e.cron,
+                    tz: zone.to_string(),
+                    modifier: e.modifier,
+                })
+                .collect())
+        };
+        let schedule = match self.text(Field::Schedule)? {
+            Some(s) => entries(s, false)?,
+            None => Vec::new(),
+        };
+        let reset_schedule = match self.text(Field::ResetSchedule)? {
+            Some(s) => entries(s, true)?,
+            None => Vec::new(),
+        };
+        let limit = StoredLimit {
+            name: name.to_string(),
+            capacity,
+            refill_amount,
+            refill_period,
+            schedule,
+            reset_schedule,
+            reset_after_seconds,
+            soft,
+            kind: LimitKind::Bucket,
+        };
+        check_limit(&limit).map_err(|r| (self.bad)(format!("limit '{name}': {r}")))?;
+        Ok(limit)
+    }
+
+    /// A rolling window (`r_`) or a concurrency limit (`c_`): every field is
+    /// required and within the bounds the manifest allows.
+    fn other_kind(&self) -> Result<StoredLimit, CodecError> {
+        let (kind, capacity) = if self.prefix == Prefix::Rolling {
+            let win = self.attr(Field::Window);
+            let window = match self.text(Field::Window)? {
+                Some(w) => Window::parse(w)
+                    .and_then(|w| RollingWindow::try_from(w).ok())
+                    .ok_or_else(|| {
+                        (self.bad)(format!("{win} = '{w}' is not minute, hour or day"))
+                    })?,
+                None => return Err((self.bad)(format!("{win} is missing"))),
+            };
+            let amount = self.bounded(Field::Amount, 1, MAX_TOKENS)?;
+            (LimitKind::Rolling { window }, amount)
+        } else {
+            let ttl = self.bounded(
+                Field::HoldTtl,
+                MIN_HOLD_TTL_SECONDS as u64,
+                MAX_HOLD_TTL_SECONDS as u64,
+            )?;
+            let slots = self.bounded(Field::Slots, 1, MAX_SLOTS)?;
+            let kind = LimitKind::Concurrency {
+                hold_ttl_seconds: ttl,
+            };
+            (kind, slots)
+        };
+        keys::validate_limit_name(self.name)
+            .map_err(|e| (self.bad)(format!("limit '{}': {e}", self.name)))?;
+        Ok(StoredLimit {
+            name: self.name.to_string(),
+            capacity,
+            refill_amount: 0,
+            refill_period: 0,
+            schedule: Vec::new(),
+            reset_schedule: Vec::new(),
+            reset_after_seconds: None,
+            soft: self.soft()?,
+            kind,
+        })
+    }
+}
+
+/// Reads a config item as the reference does: limits are the `_cp`
 /// attributes under `l_`/`w_`, missing numbers read as 0, and an undecodable
 /// schedule, a `w_` limit without `rsa`, a name under both prefixes, a bad
 /// number or a limit the reference could not construct makes the whole item
-/// unreadable.
+/// unreadable. Rolling windows (`r_`) and concurrency limits (`c_`) are read
+/// with every field required; a name stored as two kinds is unreadable too.
 pub fn decode_level(item: &Item) -> Result<StoredLevel, CodecError> {
     let key = Key::of(item).unwrap_or_else(|| Key::new("?", "?"));
     let bad = |reason: String| CodecError::Unreadable {
@@ -366,7 +525,8 @@ pub fn decode_level(item: &Item) -> Result<StoredLevel, CodecError> {
         sk: key.sk.clone(),
         reason,
     };
-    let tz = match item.get("sched_tz") {
+    let view = LevelAttrs::of(item);
+    let tz = match view.rest.get(attrs::SCHED_TZ) {
         None => None,
         Some(AttrValue::S(s)) => Some(s.clone()),
         Some(other) => return Err(bad(format!("sched_tz is not a string: {other:?}"))),
@@ -378,128 +538,42 @@ pub fn decode_level(item: &Item) -> Result<StoredLevel, CodecError> {
         )));
     }
 
-    // Discover limits: `{l_|w_}{name}_cp`.
-    let mut found: BTreeMap<String, &'static str> = BTreeMap::new();
-    for attr in item.keys() {
-        let Some(body) = attr.strip_suffix("_cp") else {
-            continue;
-        };
-        let (prefix, name) = if let Some(n) = body.strip_prefix("l_") {
-            ("l_", n)
-        } else if let Some(n) = body.strip_prefix("w_") {
-            ("w_", n)
-        } else {
-            continue;
-        };
-        if found.insert(name.to_string(), prefix).is_some() {
-            return Err(bad(format!(
-                "limit '{name}' is stored under both l_ and w_"
-            )));
-        }
-    }
-
-    let mut limits = Vec::with_capacity(found.len());
-    for (name, prefix) in found {
-        let attr = |field: &str| item.get(&format!("{prefix}{name}_{field}"));
-        let whole = |field: &str| -> Result<Option<u64>, CodecError> {
-            match attr(field) {
-                None => Ok(None),
-                Some(AttrValue::N(text)) => Number::parse(text)
-                    .ok()
-                    .and_then(|num| num.to_i128())
-                    .and_then(|v| u64::try_from(v).ok())
-                    .map(Some)
-                    .ok_or_else(|| {
-                        bad(format!(
-                            "{prefix}{name}_{field} = {text} is not a whole non-negative number"
-                        ))
-                    }),
-                Some(other) => Err(bad(format!(
-                    "{prefix}{name}_{field} is not a number: {other:?}"
-                ))),
-            }
-        };
-        let text = |field: &str| -> Result<Option<String>, CodecError> {
-            match attr(field) {
-                None => Ok(None),
-                Some(AttrValue::S(s)) => Ok(Some(s.clone())),
-                Some(other) => Err(bad(format!(
-                    "{prefix}{name}_{field} is not a string: {other:?}"
-                ))),
-            }
-        };
-        let capacity = whole("cp")?.unwrap_or(0);
-        let refill_amount = whole("ra")?.unwrap_or(0);
-        let refill_period = whole("rp")?.unwrap_or(0);
-        let reset_after_seconds = whole("rsa")?;
-        if prefix == "w_" && reset_after_seconds.is_none() {
-            return Err(bad(format!(
-                "limit '{name}' is a w_ limit without w_{name}_rsa"
-            )));
-        }
-        let soft = match attr("soft") {
-            None => false,
-            Some(AttrValue::Bool(b)) => *b,
-            Some(other) => {
+    let mut limits = Vec::with_capacity(view.limits.len());
+    for (name, by_prefix) in &view.limits {
+        let declared: Vec<Prefix> = by_prefix
+            .iter()
+            .filter(|(p, f)| f.contains_key(&p.declaring_field()))
+            .map(|(p, _)| *p)
+            .collect();
+        let prefix = match declared[..] {
+            [] => continue,
+            [p] => p,
+            _ if declared.iter().all(|p| p.is_bucket()) => {
                 return Err(bad(format!(
-                    "{prefix}{name}_soft is not a boolean: {other:?}"
+                    "limit '{name}' is stored under both l_ and w_"
+                )))
+            }
+            _ => {
+                return Err(bad(format!(
+                    "limit '{name}' is stored as more than one kind"
                 )))
             }
         };
-        let entries = |compact: &str, reset: bool| -> Result<Vec<StoredEntry>, CodecError> {
-            let decoded = if reset {
-                decode_reset(compact)
-            } else {
-                decode_schedule(compact)
-            }
-            .map_err(|e| bad(format!("limit '{name}': {e}")))?;
-            let parts = compact_entries(compact);
-            Ok(decoded
-                .into_iter()
-                .zip(parts)
-                .map(|(e, part)| StoredEntry {
-                    compact: part,
-                    cron: e.cron,
-                    tz: zone.clone(),
-                    modifier: e.modifier,
-                })
-                .collect())
+        let reader = FieldReader {
+            prefix,
+            name,
+            fields: &by_prefix[&prefix],
+            bad: &bad,
         };
-        let schedule = match text("sched")? {
-            Some(s) => entries(&s, false)?,
-            None => Vec::new(),
-        };
-        let reset_schedule = match text("rsched")? {
-            Some(s) => entries(&s, true)?,
-            None => Vec::new(),
-        };
-        let limit = StoredLimit {
-            name: name.clone(),
-            capacity,
-            refill_amount,
-            refill_period,
-            schedule,
-            reset_schedule,
-            reset_after_seconds,
-            soft,
-            kind: LimitKind::Bucket,
-        };
-        check_limit(&limit).map_err(|r| bad(format!("limit '{name}': {r}")))?;
-        limits.push(limit);
+        limits.push(if prefix.is_bucket() {
+            reader.bucket(&zone)?
+        } else {
+            reader.other_kind()?
+        });
     }
 
-    for limit in other_kinds(item, &bad)? {
-        if limits.iter().any(|l: &StoredLimit| l.name == limit.name) {
-            return Err(bad(format!(
-                "limit '{}' is stored as more than one kind",
-                limit.name
-            )));
-        }
-        limits.push(limit);
-    }
-    limits.sort_by(|a, b| a.name.cmp(&b.name));
-
-    let disabled = match item.get("disabled") {
+    let flag = |name: &str| view.rest.get(name).copied();
+    let disabled = match flag(attrs::DISABLED) {
         None => None,
         Some(AttrValue::Bool(true)) => Some(Disabled::Disabled),
         Some(AttrValue::Bool(false)) => Some(Disabled::Enforced),
@@ -510,12 +584,12 @@ pub fn decode_level(item: &Item) -> Result<StoredLevel, CodecError> {
             )))
         }
     };
-    let cascade = match item.get("cascade") {
+    let cascade = match flag(attrs::CASCADE) {
         None => None,
         Some(AttrValue::Bool(b)) => Some(*b),
         Some(other) => return Err(bad(format!("cascade must be true or false, got {other:?}"))),
     };
-    let on_unavailable = match item.get("on_unavailable") {
+    let on_unavailable = match flag(attrs::ON_UNAVAILABLE) {
         None => None,
         Some(AttrValue::S(s)) => Some(s.clone()),
         Some(other) => return Err(bad(format!("on_unavailable is not a string: {other:?}"))),
@@ -529,137 +603,16 @@ pub fn decode_level(item: &Item) -> Result<StoredLevel, CodecError> {
     })
 }
 
-/// The rolling windows and concurrency limits of a config item (see
-/// [`put_other_kind`]). A missing or out-of-range attribute, or a name under
-/// both prefixes, makes the item unreadable, like a bad bucket does.
-fn other_kinds(
-    item: &Item,
-    bad: &dyn Fn(String) -> CodecError,
-) -> Result<Vec<StoredLimit>, CodecError> {
-    let mut out: Vec<StoredLimit> = Vec::new();
-    let whole = |attr: &str, min: u64, max: u64| -> Result<u64, CodecError> {
-        match item.get(attr) {
-            Some(AttrValue::N(text)) => Number::parse(text)
-                .ok()
-                .and_then(|num| num.to_i128())
-                .and_then(|v| u64::try_from(v).ok())
-                .filter(|v| (min..=max).contains(v))
-                .ok_or_else(|| {
-                    bad(format!(
-                        "{attr} = {text} is not a whole number from {min} to {max}"
-                    ))
-                }),
-            Some(other) => Err(bad(format!("{attr} is not a number: {other:?}"))),
-            None => Err(bad(format!("{attr} is missing"))),
-        }
-    };
-    let soft = |attr: String| -> Result<bool, CodecError> {
-        match item.get(&attr) {
-            None => Ok(false),
-            Some(AttrValue::Bool(b)) => Ok(*b),
-            Some(other) => Err(bad(format!("{attr} is not a boolean: {other:?}"))),
-        }
-    };
-    for attr in item.keys() {
-        let (name, kind) = if let Some(name) = attr
-            .strip_suffix("_amt")
-            .and_then(|b| b.strip_prefix(ROLLING_PREFIX))
-        {
-            let p = format!("{ROLLING_PREFIX}{name}");
-            let window = match item.get(&format!("{p}_win")) {
-                Some(AttrValue::S(w)) => Window::parse(w)
-                    .and_then(|w| RollingWindow::try_from(w).ok())
-                    .ok_or_else(|| bad(format!("{p}_win = '{w}' is not minute, hour or day")))?,
-                Some(other) => return Err(bad(format!("{p}_win is not a string: {other:?}"))),
-                None => return Err(bad(format!("{p}_win is missing"))),
-            };
-            (name, LimitKind::Rolling { window })
-        } else if let Some(name) = attr
-            .strip_suffix("_slots")
-            .and_then(|b| b.strip_prefix(CONCURRENCY_PREFIX))
-        {
-            let ttl = whole(
-                &format!("{CONCURRENCY_PREFIX}{name}_ttl"),
-                MIN_HOLD_TTL_SECONDS as u64,
-                MAX_HOLD_TTL_SECONDS as u64,
-            )?;
-            (
-                name,
-                LimitKind::Concurrency {
-                    hold_ttl_seconds: ttl,
-                },
-            )
-        } else {
-            continue;
-        };
-        keys::validate_limit_name(name).map_err(|e| bad(format!("limit '{name}': {e}")))?;
-        if out.iter().any(|l| l.name == name) {
-            return Err(bad(format!(
-                "limit '{name}' is stored as more than one kind"
-            )));
-        }
-        let (capacity, prefix) = match kind {
-            LimitKind::Rolling { .. } => (
-                whole(&format!("{ROLLING_PREFIX}{name}_amt"), 1, MAX_TOKENS)?,
-                ROLLING_PREFIX,
-            ),
-            _ => (
-                whole(&format!("{CONCURRENCY_PREFIX}{name}_slots"), 1, MAX_SLOTS)?,
-                CONCURRENCY_PREFIX,
-            ),
-        };
-        out.push(StoredLimit {
-            name: name.to_string(),
-            capacity,
-            refill_amount: 0,
-            refill_period: 0,
-            schedule: Vec::new(),
-            reset_schedule: Vec::new(),
-            reset_after_seconds: None,
-            soft: soft(format!("{prefix}{name}_soft"))?,
-            kind,
-        });
-    }
-    Ok(out)
-}
-
-/// The reference's `Limit` construction rules on a stored limit.
-fn check_limit(l: &StoredLimit) -> Result<(), String> {
-    keys::validate_limit_name(&l.name).map_err(|e| e.to_string())?;
-    if l.capacity == 0 {
-        return Err("capacity must be positive".into());
-    }
-    for (what, v) in [("capacity", l.capacity), ("refill_amount", l.refill_amount)] {
-        if v > MAX_TOKENS {
-            return Err(format!("{what} must be at most {MAX_TOKENS}, got {v}"));
-        }
-    }
-    if l.refill_period == 0 || l.refill_period > MAX_PERIOD_SECONDS {
-        return Err(format!(
-            "refill_period_seconds must be between 1 and {MAX_PERIOD_SECONDS}, got {}",
-            l.refill_period
-        ));
-    }
-    if let Some(rsa) = l.reset_after_seconds {
-        if rsa == 0 || rsa > MAX_PERIOD_SECONDS {
-            return Err(format!(
-                "reset_after must be between 1 and {MAX_PERIOD_SECONDS} seconds, got {rsa}"
-            ));
-        }
-        if !l.reset_schedule.is_empty() {
-            return Err("a limit resets on a calendar or after a window, never both".into());
-        }
-    }
-    if l.refill_amount == 0 && !l.resets() {
-        return Err(
-            "refill_amount=0 means the limit does not drip, which is only valid with a reset"
-                .into(),
-        );
-    }
-    if l.refill_amount > 0 && l.resets() {
-        return Err("a limit drips or resets, never both".into());
-    }
-    Ok(())
+/// The reference's `Limit` construction rules (the engine's copy) on a stored limit.
+fn check_limit(l: &StoredLimit) -> Result<(), LimitError> {
+    limit::check(&limit::Fields {
+        name: &l.name,
+        capacity: l.capacity.into(),
+        refill_amount: l.refill_amount.into(),
+        refill_period_seconds: l.refill_period.into(),
+        reset_schedule: !l.reset_schedule.is_empty(),
+        reset_after_seconds: l.reset_after_seconds.map(i128::from),
+    })
 }
 
 /// The limit-relevant content of a config item: limit attributes, `sched_tz`,
@@ -668,38 +621,54 @@ fn check_limit(l: &StoredLimit) -> Result<(), String> {
 /// `entity_id`) is left out, so a level written by the Python API compares equal
 /// to the same level built here, and `500.0` equals `500`. A quota's refill
 /// period is inert (nothing drips), so it is left out too: the API stores 1
-/// where a manifest stores 60 (manifest-cli.md §8.14).
+/// where a manifest stores 60 (docs/storage.md, "Config items").
 pub fn limit_content(item: &Item) -> Item {
-    let mut out = Item::new();
-    let quotas: Vec<String> = item
-        .keys()
-        .filter_map(|k| k.strip_suffix("_cp"))
-        .filter(|p| {
-            p.starts_with("w_")
-                || (p.starts_with("l_") && item.contains_key(&format!("{p}_rsched")))
+    let view = LevelAttrs::of(item);
+    let inert = |attr: &str| {
+        LimitAttr::parse(attr)
+            .is_some_and(|a| a.field == Field::RefillPeriod && view.is_quota(a.name, a.prefix))
+    };
+    item.iter()
+        .filter(|(k, _)| !BOOKKEEPING.contains(&k.as_str()) && !inert(k))
+        .map(|(k, v)| {
+            let v = match v {
+                AttrValue::N(t) => AttrValue::N(
+                    Number::parse(t)
+                        .map(|x| x.canonical())
+                        .unwrap_or_else(|_| t.clone()),
+                ),
+                other => other.clone(),
+            };
+            (k.clone(), v)
         })
-        .map(|p| format!("{p}_rp"))
-        .collect();
-    for (k, v) in item {
-        if BOOKKEEPING.contains(&k.as_str()) || quotas.contains(k) {
-            continue;
-        }
-        let v = match v {
-            AttrValue::N(t) => AttrValue::N(
-                Number::parse(t)
-                    .map(|x| x.canonical())
-                    .unwrap_or_else(|_| t.clone()),
-            ),
-            other => other.clone(),
-        };
-        out.insert(k.clone(), v);
-    }
-    out
+        .collect()
 }
 
 /// Whether two config items hold the same limits and flags (see [`limit_content`]).
 pub fn same_limits(a: &Item, b: &Item) -> bool {
     limit_content(a) == limit_content(b)
+}
+
+/// What bucket items are synced from: the [`limit_content`] of the token
+/// buckets and quotas (`l_`/`w_` attributes) and `sched_tz`. Rolling windows,
+/// concurrency limits and flags never reach a bucket's parameters.
+pub fn bucket_content(item: &Item) -> Item {
+    limit_content(item)
+        .into_iter()
+        .filter(|(k, _)| {
+            k == attrs::SCHED_TZ || LimitAttr::parse(k).is_some_and(|a| a.prefix.is_bucket())
+        })
+        .collect()
+}
+
+/// The token buckets and quotas an item marks soft (`{l_|w_}{name}_soft` true).
+pub fn soft_buckets(item: &Item) -> BTreeSet<String> {
+    item.iter()
+        .filter(|(_, v)| **v == AttrValue::Bool(true))
+        .filter_map(|(k, _)| LimitAttr::parse(k))
+        .filter(|a| a.prefix.is_bucket() && a.field == Field::Soft)
+        .map(|a| a.name.to_string())
+        .collect()
 }
 
 #[cfg(test)]
@@ -728,7 +697,7 @@ mod tests {
         }
     }
 
-    /// Example 2 of manifest-cli.md §1.9, normalised.
+    /// `fixtures/manifests/valid/reference-example-2.yaml`, normalised.
     pub(crate) fn example2() -> (LevelConfig, LevelConfig) {
         let ny = "America/New_York";
         let mut rpm = limit(1000, 1000, 60);
@@ -807,7 +776,7 @@ mod tests {
 
     #[test]
     fn items_written_by_the_python_client_are_reproduced_exactly() {
-        // From the dump (dynamodb.md §15): user-1's _default_ level and the system level.
+        // From the dump (`fixtures/items/reference-dump.jsonl`): user-1's _default_ level and the system level.
         let user1 = item_from_str(r##"{"PK":{"S":"lum6SW9LwCI/ENTITY#user-1"},"SK":{"S":"#CONFIG#_default_"},"GSI3PK":{"S":"lum6SW9LwCI/ENTITY_CONFIG#_default_"},"GSI3SK":{"S":"user-1"},"GSI4PK":{"S":"lum6SW9LwCI"},"GSI4SK":{"S":"lum6SW9LwCI/ENTITY#user-1"},"config_version":{"N":"1"},"entity_id":{"S":"user-1"},"l_rph_cp":{"N":"3000"},"l_rph_ra":{"N":"3000"},"l_rph_rp":{"N":"3600"},"resource":{"S":"_default_"}}"##).unwrap();
         let level = LevelConfig {
             limits: IndexMap::from([("rph".to_string(), limit(3000, 3000, 3600))]),
@@ -1038,12 +1007,8 @@ mod tests {
         )
         .unwrap();
         assert_eq!(attrs(&item), attrs(&expected));
-        // The 0.17 reading rule (a `_cp` suffix under `l_`/`w_`) finds the bucket only.
-        let discovered: Vec<&String> = item
-            .keys()
-            .filter(|a| a.ends_with("_cp") && (a.starts_with("l_") || a.starts_with("w_")))
-            .collect();
-        assert_eq!(discovered, ["l_rpm_cp"]);
+        // The 0.17 reading rule finds the bucket only.
+        assert_eq!(attrs::python_017_limit_names(&item), ["rpm"]);
     }
 
     #[test]
@@ -1201,18 +1166,12 @@ mod tests {
                 .map(|(n, ((k, c), s))| (n.clone(), *k, *c, *s))
                 .collect();
             proptest::prop_assert_eq!(got, want);
-            let mut python_sees: Vec<String> = item
-                .keys()
-                .filter_map(|a| a.strip_suffix("_cp"))
-                .filter_map(|b| b.strip_prefix("l_").or_else(|| b.strip_prefix("w_")))
-                .map(str::to_string)
-                .collect();
+            let python_sees = attrs::python_017_limit_names(&item);
             let buckets: Vec<String> = limits
                 .iter()
                 .filter(|(_, ((k, _), _))| *k == LimitKind::Bucket)
                 .map(|(n, _)| n.clone())
                 .collect();
-            python_sees.sort();
             proptest::prop_assert_eq!(python_sees, buckets);
             let kinds = counted_kinds(&item);
             proptest::prop_assert_eq!(kinds.len(), limits.len());

@@ -1,16 +1,17 @@
-//! The reference's raw item dump (dynamodb.md §15, `fixtures/items/reference-dump.jsonl`)
-//! against this layout: every item survives the local store unchanged, every
-//! config item reads back, and the levels the Python client wrote are rebuilt
-//! byte for byte, registries included.
+//! The reference's raw item dump (docs/storage.md, "Interop";
+//! `fixtures/items/reference-dump.jsonl`) against this layout: every item
+//! survives the local store unchanged, every config item reads back, and the
+//! levels the Python client wrote are rebuilt byte for byte, registries
+//! included.
 
 use indexmap::IndexMap;
 
 use super::{config, keys, namespace};
-use crate::apply::level::Level;
 use crate::apply::writes;
 use crate::manifest::model::{
     LevelConfig, LimitSpec, Modifier, OnUnavailable, ResetEntry, ScheduleEntry, SystemLevel,
 };
+use crate::plan::level::Level;
 use crate::store::local::LocalStore;
 use crate::store::typed_json::item_from_str;
 use crate::store::{Item, Key, Store, WriteOp};
@@ -118,7 +119,7 @@ fn every_config_item_in_the_dump_reads_back() {
     assert_eq!(rpm.schedule[1].cron, "* 0-6 * * *");
 }
 
-/// The levels the dump's client calls wrote (§13 script): rebuilt from the
+/// The levels the dump's client calls wrote (the interop script): rebuilt from the
 /// model they describe, they are identical to the dump, and writing them with
 /// the client's registry bookkeeping produces the dump's registry items.
 #[test]

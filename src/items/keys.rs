@@ -1,6 +1,8 @@
-//! The key grammar of a zae-limiter 0.17 table (spec dynamodb.md §2) and the
+//! The key grammar of a zae-limiter 0.17 table (docs/storage.md, "Keys") and the
 //! identifier rules that keep keys parseable: `#` delimits, `/` splits the
 //! namespace off, so user identifiers are checked before they become keys.
+
+use zae_limiter_engine::names::{self, NameError};
 
 use crate::store::Key;
 
@@ -19,7 +21,7 @@ pub const CONFIG_SK: &str = "#CONFIG";
 /// SK prefix of entity config items (`#CONFIG#{resource}`).
 pub const ENTITY_CONFIG_SK_PREFIX: &str = "#CONFIG#";
 /// The pseudo-resource of an entity's limits for every resource.
-pub const DEFAULT_RESOURCE: &str = "_default_";
+pub use zae_limiter_engine::names::DEFAULT_RESOURCE;
 /// SK of the resource registry (string set `resources`).
 pub const RESOURCES_SK: &str = "#RESOURCES";
 /// SK of the entity-config registry (one counter per resource).
@@ -32,8 +34,6 @@ pub const PENDING_SK_PREFIX: &str = "#PROVISIONER#PENDING#";
 pub const META_SK: &str = "#META";
 /// SK of bucket items.
 pub const STATE_SK: &str = "#STATE";
-/// The reserved internal limit name (write capacity), never user-defined.
-pub const RESERVED_LIMIT: &str = "wcu";
 
 /// `{ns}/SYSTEM#`
 pub fn system_pk(ns: &str) -> String {
@@ -124,72 +124,19 @@ pub fn provisioner_key(ns: &str) -> Key {
     Key::new(system_pk(ns), PROVISIONER_SK)
 }
 
-/// An identifier that would not make a well-formed key.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid {kind} '{value}': {rule}")]
-pub struct IdentifierError {
-    pub kind: &'static str,
-    pub value: String,
-    pub rule: String,
-}
+/// An identifier that would not make a well-formed key (the engine's name
+/// rules, [`zae_limiter_engine::names`], are the one copy).
+pub type IdentifierError = NameError;
 
-fn check(
-    kind: &'static str,
-    value: &str,
-    max: usize,
-    first: fn(char) -> bool,
-    first_rule: &str,
-    rest: fn(char) -> bool,
-    rest_rule: &str,
-) -> Result<(), IdentifierError> {
-    let err = |rule: String| IdentifierError {
-        kind,
-        value: value.to_string(),
-        rule,
-    };
-    if value.contains('#') {
-        return Err(err("cannot contain '#' (the key delimiter)".into()));
-    }
-    let mut chars = value.chars();
-    match chars.next() {
-        None => return Err(err("cannot be empty".into())),
-        Some(c) if !first(c) => return Err(err(format!("must start with {first_rule}"))),
-        Some(_) => {}
-    }
-    if let Some(c) = chars.find(|c| !rest(*c)) {
-        return Err(err(format!("'{c}' is not allowed; use {rest_rule}")));
-    }
-    if value.chars().count() > max {
-        return Err(err(format!("at most {max} characters")));
-    }
-    Ok(())
-}
-
-/// Entity ids: `^[A-Za-z0-9][A-Za-z0-9_.\-:@]*$`, at most 256 characters.
+/// Entity ids: [`names::ENTITY_ID`].
 pub fn validate_entity_id(id: &str) -> Result<(), IdentifierError> {
-    check(
-        "entity id",
-        id,
-        256,
-        |c| c.is_ascii_alphanumeric(),
-        "a letter or digit",
-        |c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | ':' | '@'),
-        "letters, digits, '_', '.', '-', ':' or '@'",
-    )
+    names::ENTITY_ID.check(id)
 }
 
-/// Resource names: `^[A-Za-z][A-Za-z0-9_.\-/:]*$`, at most 64 characters.
-/// `_default_` fails this rule on purpose (it is only an entity-config pseudo-resource).
+/// Resource names: [`names::RESOURCE_NAME`]. `_default_` fails this rule on
+/// purpose (it is only an entity-config pseudo-resource).
 pub fn validate_resource_name(name: &str) -> Result<(), IdentifierError> {
-    check(
-        "resource name",
-        name,
-        64,
-        |c| c.is_ascii_alphabetic(),
-        "a letter",
-        |c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | '/' | ':'),
-        "letters, digits, '_', '.', '-', '/' or ':'",
-    )
+    names::RESOURCE_NAME.check(name)
 }
 
 /// The resource part of an entity config: a resource name or `_default_`.
@@ -201,39 +148,14 @@ pub fn validate_entity_resource(name: &str) -> Result<(), IdentifierError> {
     }
 }
 
-/// Limit names: `^[A-Za-z][A-Za-z0-9_.\-]*$`, at most 64 characters, not `wcu`.
+/// Limit names: [`names::LIMIT_NAME`] (`wcu` is reserved).
 pub fn validate_limit_name(name: &str) -> Result<(), IdentifierError> {
-    check(
-        "limit name",
-        name,
-        64,
-        |c| c.is_ascii_alphabetic(),
-        "a letter",
-        |c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'),
-        "letters, digits, '_', '.' or '-'",
-    )?;
-    if name == RESERVED_LIMIT {
-        return Err(IdentifierError {
-            kind: "limit name",
-            value: name.into(),
-            rule: "'wcu' is reserved for the internal write-capacity limit".into(),
-        });
-    }
-    Ok(())
+    names::LIMIT_NAME.check(name)
 }
 
-/// Namespace names: a letter or digit, then letters, digits, `_`, `.` or `-`,
-/// at most 64 characters (no `/` or `#`, which would break the key grammar).
+/// Namespace names this tool registers: [`names::NAMESPACE_NAME`].
 pub fn validate_namespace_name(name: &str) -> Result<(), IdentifierError> {
-    check(
-        "namespace name",
-        name,
-        64,
-        |c| c.is_ascii_alphanumeric(),
-        "a letter or digit",
-        |c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'),
-        "letters, digits, '_', '.' or '-'",
-    )
+    names::NAMESPACE_NAME.check(name)
 }
 
 #[cfg(test)]

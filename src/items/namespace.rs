@@ -1,4 +1,4 @@
-//! The namespace registry (spec dynamodb.md §3): a forward record name → id
+//! The namespace registry (docs/storage.md, "Namespaces"): a forward record name → id
 //! and a reverse record id → name under `_/SYSTEM#`, written together.
 
 use super::keys::{self, IdentifierError};

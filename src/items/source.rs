@@ -1,4 +1,4 @@
-//! The levels limits resolve from, in the reference's order (dynamodb.md §10):
+//! The levels limits resolve from, in the reference's order (docs/storage.md, "Resolution"):
 //! entity + resource, entity `_default_`, resource, system. Shared by the
 //! bucket fan-out (over stored items) and `limits simulate` (over a manifest).
 

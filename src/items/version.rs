@@ -1,4 +1,4 @@
-//! The version record (`_/SYSTEM#` / `#VERSION`, spec dynamodb.md §4) and
+//! The version record (`_/SYSTEM#` / `#VERSION`, docs/storage.md, "The version record") and
 //! table initialisation: what `Repository.open` does on a new table, so a
 //! local store that apply created is one the Python client would accept.
 

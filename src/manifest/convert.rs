@@ -1,6 +1,6 @@
 //! Located YAML tree → validated [`Manifest`], by hand, checking every rule of
-//! spec manifest-cli.md §2 plus the fixes for what the reference accepts but
-//! should not (§2.5). Every problem is reported; conversion carries on past
+//! the reference's rules plus the fixes for what it accepts but should not
+//! (docs/manifest.md, "Decisions"). Every problem is reported; conversion carries on past
 //! each one so a single run shows them all.
 
 use indexmap::IndexMap;
@@ -18,6 +18,7 @@ use super::values::{
     MAX_PERIOD_SECONDS, MAX_TOKENS,
 };
 use super::yaml::{Kind, Node, Scalar, Style, Value};
+use zae_limiter_engine::limit::{self as limit_rules, LimitError};
 
 const TOP_KEYS: &[&str] = &["namespace", "system", "resources", "entities"];
 const SYSTEM_KEYS: &[&str] = &["limits", "on_unavailable", "cascade", "disabled"];
@@ -740,7 +741,13 @@ fn limit<'n>(
         || f.get("reset_schedule")
             .is_some_and(|n| matches!(&n.kind, Kind::Seq(items) if !items.is_empty()));
     let has_reset_after = f.get("reset_after_seconds").is_some_and(|n| !n.is_null());
-    if has_reset_schedule && has_reset_after {
+    // The recovery rules are the engine's; this reports each where it applies.
+    let given_ra = match (refill_amount, f.get("refill_amount")) {
+        (Some(Some(ra)), Some(_)) => Some(i128::from(ra)),
+        _ => None,
+    };
+    let broken = limit_rules::recovery_problems(given_ra, has_reset_schedule, has_reset_after);
+    if broken.contains(&LimitError::BothResets) {
         if let Some(n) = f.get("reset_after_seconds") {
             r.error(
                 n,
@@ -759,14 +766,14 @@ fn limit<'n>(
 
     if let (Some(Some(ra)), Some(n)) = (refill_amount, f.get("refill_amount")) {
         let p = join(path, "refill_amount");
-        if ra == 0 && !resets {
+        if broken.contains(&LimitError::NoRecovery) {
             r.error(
                 n,
                 &p,
                 "refill_amount=0 means the limit does not drip, which is only valid on a quota that resets; otherwise the bucket can never recover",
                 Some("add `reset_schedule` (a calendar quota) or `reset_after_seconds` (a session quota), or give a positive refill_amount (omitted, it defaults to capacity)".to_string()),
             );
-        } else if ra > 0 && resets {
+        } else if broken.contains(&LimitError::DripsAndResets) {
             r.error(
                 n,
                 &p,
@@ -777,26 +784,27 @@ fn limit<'n>(
             );
         }
     }
-    if resets {
-        if let Some(entries) = schedule.as_ref() {
-            for (i, e) in entries.iter().enumerate() {
-                if let (
-                    Some(n),
-                    super::model::Modifier::Absolute {
-                        refill_amount: Some(ra),
-                        ..
-                    },
-                ) = (e.refill_amount_node, &e.entry.modifier)
-                {
-                    r.error(
-                        n,
-                        &format!("{path}.schedule[{i}].refill_amount"),
-                        format!(
-                            "schedule[{i}] sets refill_amount={ra} on a limit that also has {mechanism}. A limit drips or resets, never both, and that holds inside every scheduled window as well as at the base"
-                        ),
-                        Some("remove refill_amount from the entry; override capacity or refill_period_seconds instead".to_string()),
-                    );
+    if let Some(entries) = schedule.as_ref() {
+        for (i, e) in entries.iter().enumerate() {
+            if let (
+                Some(n),
+                super::model::Modifier::Absolute {
+                    refill_amount: Some(ra),
+                    ..
+                },
+            ) = (e.refill_amount_node, &e.entry.modifier)
+            {
+                if limit_rules::check_window_refill(resets, Some(i128::from(*ra))).is_ok() {
+                    continue;
                 }
+                r.error(
+                    n,
+                    &format!("{path}.schedule[{i}].refill_amount"),
+                    format!(
+                        "schedule[{i}] sets refill_amount={ra} on a limit that also has {mechanism}. A limit drips or resets, never both, and that holds inside every scheduled window as well as at the base"
+                    ),
+                    Some("remove refill_amount from the entry; override capacity or refill_period_seconds instead".to_string()),
+                );
             }
         }
     }
@@ -934,8 +942,9 @@ fn warn_yaml11_name(r: &mut Reporter, n: &Node, path: &str, what: &str) {
     }
 }
 
-/// §3.7: `resources.{name}` with `cascade: true` and no entity declaring that
-/// resource (or `_default_`) limits parents by the per-user resource defaults.
+/// The cascade warning (docs/manifest.md, "Decisions"): `resources.{name}` with
+/// `cascade: true` and no entity declaring that resource (or `_default_`)
+/// limits parents by the per-user resource defaults.
 fn cascade_warnings(
     r: &mut Reporter,
     res_node: &Node,

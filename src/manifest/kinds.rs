@@ -4,6 +4,7 @@
 //! checked against the bucket keys it cannot be combined with, so a limit
 //! reads as exactly one thing; docs/manifest.md explains every choice.
 
+pub use zae_limiter_engine::concurrency::MAX_SLOTS;
 use zae_limiter_engine::concurrency::{
     DEFAULT_HOLD_TTL_SECONDS, MAX_HOLD_TTL_SECONDS, MIN_HOLD_TTL_SECONDS,
 };
@@ -14,11 +15,6 @@ use super::model::LimitKind;
 use super::report::Reporter;
 use super::values::{boolean, describe, string, whole, Unit};
 use super::yaml::Node;
-
-/// The most slots a concurrency limit may have. Open holds are one ledger
-/// (an id and an expiry each, one item per subject), and DynamoDB items stop
-/// at 400 KB, so the slot count stays far below what would not fit.
-pub const MAX_SLOTS: u64 = 1_000;
 
 /// What the kind keys of one limit declare.
 pub enum Declared {

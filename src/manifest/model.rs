@@ -1,4 +1,4 @@
-//! The validated, normalised manifest (spec manifest-cli.md §1.7): every default
+//! The validated, normalised manifest (docs/manifest.md, "Normalised form"): every default
 //! filled in, every value checked. Maps keep the manifest's order (`IndexMap`),
 //! which is what the reference iterates in; consumers that need sorted order sort.
 

@@ -1,6 +1,11 @@
-//! Identifier rules for the names a manifest introduces (spec dynamodb.md §2):
-//! they become parts of DynamoDB keys and attribute names, so a bad one would be
-//! written and then break every later read.
+//! The name rules as the manifest reports them: the rules themselves are the
+//! engine's ([`zae_limiter_engine::names`]), one copy shared with the item
+//! codec and the JSON Schema; this module turns their typed errors into a
+//! message and a fix.
+
+use zae_limiter_engine::names::{
+    NameError, NameRule, Problem, ENTITY_ID, LIMIT_NAME, NAMESPACE_REFERENCE, RESOURCE_NAME,
+};
 
 /// Why a name is not allowed, as a message and a fix.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -9,99 +14,78 @@ pub struct NameProblem {
     pub help: String,
 }
 
-/// The pseudo-resource for an entity's limits on every resource.
-pub const DEFAULT_RESOURCE: &str = "_default_";
-/// Limit names the library reserves for itself.
-pub const RESERVED_LIMIT_NAMES: &[&str] = &["wcu"];
+pub use zae_limiter_engine::names::DEFAULT_RESOURCE;
 
-const MAX_ENTITY_ID: usize = 256;
-const MAX_NAME: usize = 64;
-
-fn common(kind: &str, name: &str, max: usize) -> Option<NameProblem> {
-    if name.is_empty() {
-        return Some(NameProblem {
-            message: format!("{kind} cannot be empty"),
-            help: format!("give the {kind} a name"),
-        });
-    }
-    if name.contains('#') {
-        return Some(NameProblem {
-            message: format!("{kind} `{name}` contains `#`, the key delimiter"),
-            help: "remove the `#`: it separates the parts of every stored key, so a name containing it is written and then cannot be read back".to_string(),
-        });
-    }
-    let len = name.chars().count();
-    if len > max {
-        return Some(NameProblem {
-            message: format!("{kind} is {len} characters long; at most {max} are allowed"),
-            help: format!("shorten the {kind}"),
-        });
-    }
-    None
+/// A name the rule refuses, worded for a manifest author.
+fn problem(e: NameError) -> NameProblem {
+    let (rule, name) = (e.rule, &e.name);
+    let kind = rule.what;
+    let (message, help) = match e.problem {
+        Problem::Empty => (
+            format!("{kind} cannot be empty"),
+            format!("give the {kind} a name"),
+        ),
+        Problem::Delimiter => (
+            format!("{kind} `{name}` contains `#`, the key delimiter"),
+            "remove the `#`: it separates the parts of every stored key, so a name containing it is written and then cannot be read back".to_string(),
+        ),
+        Problem::TooLong { len } => (
+            format!(
+                "{kind} is {len} characters long; at most {} are allowed",
+                rule.max_len
+            ),
+            format!("shorten the {kind}"),
+        ),
+        Problem::Reserved => (
+            format!("{kind} `{name}` is reserved"),
+            "zae-limiter adds an internal `wcu` (write capacity) limit to every bucket; choose another name".into(),
+        ),
+        Problem::BadStart | Problem::BadChar(_) => {
+            let noun = if rule.what == ENTITY_ID.what {
+                "identifier"
+            } else {
+                "name"
+            };
+            let article = if kind.starts_with(['a', 'e', 'i', 'o', 'u']) {
+                "an"
+            } else {
+                "a"
+            };
+            (
+                format!("{kind} `{name}` is not a valid {noun}"),
+                format!(
+                    "{article} {kind} starts with {} and contains only {}",
+                    rule.first_words(),
+                    rule.rest_words('`', "and")
+                ),
+            )
+        }
+    };
+    NameProblem { message, help }
 }
 
-/// Entity ids: `^[A-Za-z0-9][A-Za-z0-9_.\-:@]*$`, at most 256 characters.
+fn check(rule: &'static NameRule, name: &str) -> Option<NameProblem> {
+    rule.check(name).err().map(problem)
+}
+
+/// Entity ids ([`ENTITY_ID`]).
 pub fn check_entity_id(name: &str) -> Option<NameProblem> {
-    if let Some(p) = common("entity id", name, MAX_ENTITY_ID) {
-        return Some(p);
-    }
-    let mut chars = name.chars();
-    let first_ok = chars.next().is_some_and(|c| c.is_ascii_alphanumeric());
-    let rest_ok = chars.all(|c| c.is_ascii_alphanumeric() || "_.-:@".contains(c));
-    if first_ok && rest_ok {
-        None
-    } else {
-        Some(NameProblem {
-            message: format!("entity id `{name}` is not a valid identifier"),
-            help: "an entity id starts with a letter or digit and contains only letters, digits, `_`, `.`, `-`, `:` and `@`".into(),
-        })
-    }
+    check(&ENTITY_ID, name)
 }
 
-/// Resource names: `^[A-Za-z][A-Za-z0-9_.\-/:]*$`, at most 64 characters.
-/// `_default_` is handled by the caller (allowed only under an entity).
+/// Resource names ([`RESOURCE_NAME`]). `_default_` is handled by the caller
+/// (allowed only under an entity).
 pub fn check_resource_name(name: &str) -> Option<NameProblem> {
-    if let Some(p) = common("resource name", name, MAX_NAME) {
-        return Some(p);
-    }
-    let mut chars = name.chars();
-    let first_ok = chars.next().is_some_and(|c| c.is_ascii_alphabetic());
-    let rest_ok = chars.all(|c| c.is_ascii_alphanumeric() || "_.-/:".contains(c));
-    if first_ok && rest_ok {
-        None
-    } else {
-        Some(NameProblem {
-            message: format!("resource name `{name}` is not a valid name"),
-            help: "a resource name starts with a letter and contains only letters, digits, `_`, `.`, `-`, `/` and `:`".into(),
-        })
-    }
+    check(&RESOURCE_NAME, name)
 }
 
-/// Limit names: `^[A-Za-z][A-Za-z0-9_.\-]*$`, at most 64 characters, not `wcu`.
+/// Limit names ([`LIMIT_NAME`]).
 pub fn check_limit_name(name: &str) -> Option<NameProblem> {
-    if let Some(p) = common("limit name", name, MAX_NAME) {
-        return Some(p);
-    }
-    if RESERVED_LIMIT_NAMES.contains(&name) {
-        return Some(NameProblem {
-            message: format!("limit name `{name}` is reserved"),
-            help: "zae-limiter adds an internal `wcu` (write capacity) limit to every bucket; choose another name".into(),
-        });
-    }
-    let mut chars = name.chars();
-    let first_ok = chars.next().is_some_and(|c| c.is_ascii_alphabetic());
-    let rest_ok = chars.all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c));
-    if first_ok && rest_ok {
-        None
-    } else {
-        Some(NameProblem {
-            message: format!("limit name `{name}` is not a valid name"),
-            help: "a limit name starts with a letter and contains only letters, digits, `_`, `.` and `-`".into(),
-        })
-    }
+    check(&LIMIT_NAME, name)
 }
 
-/// Namespace names: a non-empty string without `#` (it becomes part of a registry key).
+/// Namespace names: a manifest names a namespace to look up
+/// ([`NAMESPACE_REFERENCE`]), so a non-empty string without `#`.
 pub fn check_namespace(name: &str) -> Option<NameProblem> {
     if name.trim().is_empty() {
         return Some(NameProblem {
@@ -109,7 +93,7 @@ pub fn check_namespace(name: &str) -> Option<NameProblem> {
             help: "write the namespace name, e.g. `namespace: default`".into(),
         });
     }
-    common("namespace", name, MAX_ENTITY_ID)
+    check(&NAMESPACE_REFERENCE, name)
 }
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! The normalised form (spec manifest-cli.md §1.7) and the `applied_hash` the
+//! The normalised form (docs/manifest.md, "Normalised form") and the `applied_hash` the
 //! reference stores in its state record: `"sha256:"` + hex SHA-256 of Python's
 //! `json.dumps(normalised, sort_keys=True)` (separators `", "`/`": "`, ASCII escaping).
 

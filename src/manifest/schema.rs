@@ -13,15 +13,25 @@ use zae_limiter_engine::concurrency::{
     DEFAULT_HOLD_TTL_SECONDS, MAX_HOLD_TTL_SECONDS, MIN_HOLD_TTL_SECONDS,
 };
 
+use zae_limiter_engine::names::{
+    NameRule, ENTITY_ID, LIMIT_NAME, NAMESPACE_REFERENCE, RESOURCE_NAME,
+};
+
 use super::kinds::MAX_SLOTS;
 use super::values::{MAX_PERIOD_SECONDS, MAX_SCALE, MAX_TOKENS};
 
 /// Where the committed schema lives, relative to the repository root.
 pub const SCHEMA_PATH: &str = "schemas/limits.schema.json";
 
-const ENTITY_ID_PATTERN: &str = r"^[A-Za-z0-9][A-Za-z0-9_.\-:@]*$";
-const RESOURCE_PATTERN: &str = r"^[A-Za-z][A-Za-z0-9_.\-/:]*$";
-const LIMIT_PATTERN: &str = r"^(?!wcu$)[A-Za-z][A-Za-z0-9_.\-]*$";
+/// A name's schema from its rule (the engine's, which the loader checks too).
+fn name(rule: &NameRule, description: &str) -> Value {
+    json!({
+        "type": "string",
+        "maxLength": rule.max_len,
+        "pattern": rule.pattern(),
+        "description": description,
+    })
+}
 const CRON_PATTERN: &str = r"^\s*\S+(\s+\S+){4}\s*$";
 
 fn tokens(min: u64, description: &str) -> Value {
@@ -98,7 +108,8 @@ pub fn json_schema() -> Value {
             "namespace": {
                 "type": "string",
                 "minLength": 1,
-                "pattern": "^[^#]+$",
+                "maxLength": NAMESPACE_REFERENCE.max_len,
+                "pattern": NAMESPACE_REFERENCE.pattern(),
                 "description": "Namespace name (not the opaque id). Required. Applying a manifest manages exactly the levels it declares in this namespace.",
             },
             "system": {"$ref": "#/$defs/system"},
@@ -120,24 +131,9 @@ pub fn json_schema() -> Value {
         },
         "additionalProperties": false,
         "$defs": {
-            "resourceName": {
-                "type": "string",
-                "maxLength": 64,
-                "pattern": RESOURCE_PATTERN,
-                "description": "Resource name: starts with a letter; letters, digits, _ . - / : only; at most 64 characters.",
-            },
-            "entityId": {
-                "type": "string",
-                "maxLength": 256,
-                "pattern": ENTITY_ID_PATTERN,
-                "description": "Entity id: starts with a letter or digit; letters, digits, _ . - : @ only; at most 256 characters.",
-            },
-            "limitName": {
-                "type": "string",
-                "maxLength": 64,
-                "pattern": LIMIT_PATTERN,
-                "description": "Limit name: starts with a letter; letters, digits, _ . - only; at most 64 characters; `wcu` is reserved.",
-            },
+            "resourceName": name(&RESOURCE_NAME, "Resource name: starts with a letter; letters, digits, _ . - / : only; at most 64 characters."),
+            "entityId": name(&ENTITY_ID, "Entity id: starts with a letter or digit; letters, digits, _ . - : @ only; at most 256 characters."),
+            "limitName": name(&LIMIT_NAME, "Limit name: starts with a letter; letters, digits, _ . - only; at most 64 characters; `wcu` is reserved."),
             "system": {
                 "type": "object",
                 "description": "System-wide defaults. Declaring `system` (even `{}`) manages the system level.",

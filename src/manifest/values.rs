@@ -5,10 +5,8 @@
 use super::report::Reporter;
 use super::yaml::{Kind, Node, Scalar, Style, Value};
 
-/// The largest token count a limit may hold (10^15), as in the reference.
-pub const MAX_TOKENS: u64 = 1_000_000_000_000_000;
-/// The largest duration in seconds (10^9), as in the reference.
-pub const MAX_PERIOD_SECONDS: u64 = 1_000_000_000;
+/// The bounds of token counts (10^15) and durations (10^9 s): the engine's rules.
+pub use zae_limiter_engine::params::{MAX_PERIOD_SECONDS, MAX_TOKENS};
 /// The largest schedule scale (10^6).
 pub const MAX_SCALE: f64 = 1_000_000.0;
 

@@ -214,7 +214,8 @@ impl Counter {
                 pending,
             } => {
                 if !*started {
-                    // A new bucket starts full at the scheduled share (§5).
+                    // A new bucket starts full at the scheduled share
+                    // (docs/semantics.md, "Buckets and shards").
                     state.tokens_milli = state.reset_target_milli(now_ms);
                     state.last_refill_ms = now_ms;
                     *started = true;
@@ -269,7 +270,7 @@ impl Counter {
                 *saved = None;
                 if let Some((tokens, rf)) = pending.take() {
                     state.tokens_milli = tokens;
-                    // A quota's commit stamps the request time (§7), so an
+                    // A quota's commit stamps the request time (docs/semantics.md, "Quotas"), so an
                     // edge at or before it never resets twice.
                     state.last_refill_ms = if state.is_quota() { rf.max(now_ms) } else { rf };
                     state.total_consumed_milli = Some(

@@ -1,5 +1,5 @@
 //! Which of a manifest's limits apply to one (entity, resource), as the
-//! reference's `resolve_limits` walks the stored levels (dynamodb.md §10):
+//! reference's `resolve_limits` walks the stored levels (docs/storage.md, "Resolution"):
 //! entity + resource, entity `_default_`, resource, system — the first level
 //! that defines at least one limit, used as a whole (no merging). `disabled`
 //! is walked separately over the first three levels.
@@ -121,7 +121,7 @@ entities:
     fn the_reference_walk() {
         let m = manifest();
         let at = |e, r| resolve(&m, e, r).unwrap();
-        // The four observed sources of dynamodb.md §10.
+        // The four sources of docs/storage.md, "Resolution".
         let r = at("user-1", "gpt-4");
         assert_eq!((r.source, names(&r)), (Source::Entity, vec!["rpm"]));
         assert_eq!(r.disabled, Some((Source::Entity, Disabled::Disabled)));

@@ -49,6 +49,22 @@ impl AttrValue {
     }
 }
 
+/// An item from (name, value) pairs, as tests and fixtures write one.
+pub fn from_pairs(pairs: &[(&str, AttrValue)]) -> Item {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.clone()))
+        .collect()
+}
+
+/// An item stored under (`pk`, `sk`) with `extra` attributes.
+pub fn keyed(pk: &str, sk: &str, extra: &[(&str, AttrValue)]) -> Item {
+    let mut item = from_pairs(extra);
+    item.insert("PK".into(), AttrValue::s(pk));
+    item.insert("SK".into(), AttrValue::s(sk));
+    item
+}
+
 /// The primary key of an item.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Key {

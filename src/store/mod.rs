@@ -3,16 +3,22 @@
 //! The store layer knows items, not manifests. Both backends implement
 //! [`Store`] with DynamoDB's semantics (full-replace puts, conditional writes,
 //! all-or-nothing transactions, begins_with queries), so plan/apply code is
-//! written once and tested on the local store.
+//! written once. The local store and the in-memory store used by tests
+//! ([`memory::MemoryStore`]) share one emulation of those rules ([`emulate`]).
 
 mod backoff;
 #[cfg(feature = "dynamodb")]
 pub mod dynamodb;
+pub mod emulate;
 pub mod item;
 pub mod local;
+pub mod memory;
 pub mod number;
 pub mod open;
 pub mod typed_json;
+
+#[cfg(test)]
+mod conformance;
 
 pub use item::{AttrValue, Item, Key};
 

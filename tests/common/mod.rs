@@ -21,3 +21,14 @@ pub fn outcome(out: Output) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// The string `key` of every element of the JSON array `v` (`names` of a
+/// listing, `kinds` of a report), in order.
+#[allow(dead_code)] // not every test binary lists
+pub fn column<'a>(v: &'a serde_json::Value, key: &str) -> Vec<&'a str> {
+    v.as_array()
+        .expect("an array")
+        .iter()
+        .map(|e| e[key].as_str().expect("a string"))
+        .collect()
+}

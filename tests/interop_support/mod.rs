@@ -57,6 +57,14 @@ fn describe(out: &Output) -> String {
     )
 }
 
+/// The reference script's `resolve` command for `pairs` of `table` in the
+/// `default` namespace.
+pub fn resolve_args<'a>(table: &'a str, pairs: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["resolve", table, "default"];
+    args.extend_from_slice(pairs);
+    args
+}
+
 impl Interop {
     fn aws_env(&self, cmd: &mut Command) {
         cmd.env("AWS_ACCESS_KEY_ID", "testing")

@@ -1,105 +1,14 @@
-//! The raw view of config items that fan-out needs: each limit's stored
-//! attributes (whole units, compact schedules copied verbatim) and the
-//! `disabled`/`cascade` flags, plus the hierarchy walk of dynamodb.md §10.
-//!
-//! Fan-out never interprets schedules, so it reads attributes directly instead
-//! of decoding them into the manifest model.
+//! The levels a bucket's limits and flags resolve from, read with the item
+//! codec ([`decode_level`]) and walked in the reference's order (see
+//! [`Source`] and docs/storage.md, "Resolution").
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
-use crate::store::{AttrValue, Item, Key};
-
-/// One limit as stored on a config item (whole tokens, whole seconds).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoredLimit {
-    pub cp: String,
-    pub ra: String,
-    pub rp: String,
-    pub sched: Option<String>,
-    pub rsched: Option<String>,
-    /// `reset_after` seconds (the `w_` prefix).
-    pub rsa: Option<String>,
-    pub soft: bool,
-}
-
-/// A config item's limits and flags.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct LevelConfig {
-    pub limits: BTreeMap<String, StoredLimit>,
-    pub sched_tz: Option<String>,
-    pub disabled: Option<AttrValue>,
-    pub cascade: Option<bool>,
-}
+use crate::items::config::{decode_level, StoredLevel};
+use crate::manifest::model::Disabled;
+use crate::store::{Item, Key};
 
 pub use crate::items::source::Source;
-
-/// Reads a config item. Like the reference, a limit under both prefixes or a
-/// `w_` limit without `rsa` makes the whole item unreadable.
-pub fn decode(item: &Item) -> Result<LevelConfig, String> {
-    let mut limits = BTreeMap::new();
-    for attr in item.keys() {
-        let Some(rest) = attr.strip_suffix("_cp") else {
-            continue;
-        };
-        let (prefix, name) = if let Some(n) = rest.strip_prefix("l_") {
-            ("l_", n)
-        } else if let Some(n) = rest.strip_prefix("w_") {
-            ("w_", n)
-        } else {
-            continue;
-        };
-        if name.is_empty() {
-            continue;
-        }
-        if limits.contains_key(name) {
-            return Err(format!("limit '{name}' is stored under both l_ and w_"));
-        }
-        let num = |field: &str| -> Result<String, String> {
-            match item.get(&format!("{prefix}{name}_{field}")) {
-                None => Ok("0".into()),
-                Some(AttrValue::N(n)) => Ok(n.clone()),
-                Some(_) => Err(format!("{prefix}{name}_{field} is not a number")),
-            }
-        };
-        let text = |field: &str| -> Result<Option<String>, String> {
-            match item.get(&format!("{prefix}{name}_{field}")) {
-                None => Ok(None),
-                Some(AttrValue::S(s)) => Ok(Some(s.clone())),
-                Some(_) => Err(format!("{prefix}{name}_{field} is not a string")),
-            }
-        };
-        let rsa = match (prefix, item.get(&format!("w_{name}_rsa"))) {
-            ("w_", Some(AttrValue::N(n))) => Some(n.clone()),
-            ("w_", _) => return Err(format!("w_{name} has no numeric w_{name}_rsa")),
-            _ => None,
-        };
-        let soft = matches!(
-            item.get(&format!("{prefix}{name}_soft")),
-            Some(AttrValue::Bool(true))
-        );
-        limits.insert(
-            name.to_string(),
-            StoredLimit {
-                cp: num("cp")?,
-                ra: num("ra")?,
-                rp: num("rp")?,
-                sched: text("sched")?,
-                rsched: text("rsched")?,
-                rsa,
-                soft,
-            },
-        );
-    }
-    Ok(LevelConfig {
-        limits,
-        sched_tz: item
-            .get("sched_tz")
-            .and_then(AttrValue::as_s)
-            .map(str::to_string),
-        disabled: item.get("disabled").cloned(),
-        cascade: item.get("cascade").and_then(AttrValue::as_bool),
-    })
-}
 
 pub use crate::items::keys::{
     entity_config_key as entity_key, meta_key, resource_config_key as resource_key,
@@ -110,22 +19,28 @@ pub use crate::items::keys::{
 #[derive(Debug, Default)]
 pub struct Levels {
     pub ns: String,
-    items: HashMap<Key, Option<LevelConfig>>,
+    items: HashMap<Key, Option<StoredLevel>>,
 }
 
 impl Levels {
-    /// Builds the view from fetched items; an unreadable item is an error
-    /// naming it (the reference refuses such a level too).
+    /// Builds the view from fetched items, each as zae-limiter 0.17 reads it:
+    /// its token buckets and quotas (rolling windows and concurrency limits
+    /// never reach a bucket, and a level holding only those defines no limits
+    /// for one). An unreadable item is an error naming it (the reference
+    /// refuses such a level too).
     pub fn new(ns: &str, fetched: Vec<(Key, Option<Item>)>) -> Result<Levels, String> {
         let mut items = HashMap::new();
         for (key, item) in fetched {
-            let cfg = match item {
-                Some(i) => Some(decode(&i).map_err(|e| {
-                    format!("config item {} / {} is unreadable: {e}", key.pk, key.sk)
-                })?),
+            let level = match item {
+                Some(i) => {
+                    let mut level = decode_level(&i).map_err(|e| e.to_string())?;
+                    let buckets = level.buckets().cloned().collect();
+                    level.limits = buckets;
+                    Some(level)
+                }
                 None => None,
             };
-            items.insert(key, cfg);
+            items.insert(key, level);
         }
         Ok(Levels {
             ns: ns.to_string(),
@@ -143,13 +58,13 @@ impl Levels {
         ]
     }
 
-    fn get(&self, key: &Key) -> Option<&LevelConfig> {
+    fn get(&self, key: &Key) -> Option<&StoredLevel> {
         self.items.get(key).and_then(Option::as_ref)
     }
 
     /// The first level along entity(r) → entity(`_default_`) → resource → system
     /// that defines at least one limit; its limits are used as a whole.
-    pub fn resolve_limits(&self, e: &str, r: &str) -> Option<(Source, &LevelConfig)> {
+    pub fn resolve_limits(&self, e: &str, r: &str) -> Option<(Source, &StoredLevel)> {
         let ns = &self.ns;
         let mut walk = vec![(Source::Entity, entity_key(ns, e, r))];
         if r != "_default_" {
@@ -169,7 +84,7 @@ impl Levels {
         &self,
         e: &str,
         r: &str,
-        pick: impl Fn(&LevelConfig) -> Option<T>,
+        pick: impl Fn(&StoredLevel) -> Option<T>,
     ) -> Option<(Source, T)> {
         let ns = &self.ns;
         [
@@ -182,8 +97,8 @@ impl Levels {
     }
 
     /// The effective `disabled` value and where it came from.
-    pub fn resolve_disabled(&self, e: &str, r: &str) -> Option<(Source, AttrValue)> {
-        self.walk_flag(e, r, |c| c.disabled.clone())
+    pub fn resolve_disabled(&self, e: &str, r: &str) -> Option<(Source, Disabled)> {
+        self.walk_flag(e, r, |c| c.disabled)
     }
 
     /// The explicit cascade policy, if any level sets one.
@@ -195,64 +110,32 @@ impl Levels {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::AttrValue;
 
-    fn item(attrs: &[(&str, AttrValue)]) -> Item {
-        attrs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.clone()))
-            .collect()
-    }
-
-    #[test]
-    fn decodes_the_dump_entity_item() {
-        let it = item(&[
-            ("l_rpm_cp", AttrValue::n(60)),
-            ("l_rpm_ra", AttrValue::n(60)),
-            ("l_rpm_rp", AttrValue::n(60)),
-            ("l_tpm_cp", AttrValue::n(20000)),
-            ("l_tpm_soft", AttrValue::Bool(true)),
-            ("w_session_cp", AttrValue::n(2000)),
-            ("w_session_ra", AttrValue::n(0)),
-            ("w_session_rp", AttrValue::n(1)),
-            ("w_session_rsa", AttrValue::n(18000)),
-            ("l_rpd_cp", AttrValue::n(10)),
-            ("l_rpd_rsched", AttrValue::s("1m0h0")),
-            ("sched_tz", AttrValue::s("UTC")),
-            ("disabled", AttrValue::s("bypass")),
-        ]);
-        let c = decode(&it).unwrap();
-        assert_eq!(c.limits.len(), 4);
-        assert_eq!(c.limits["tpm"].ra, "0", "missing numbers read as 0");
-        assert!(c.limits["tpm"].soft);
-        assert_eq!(c.limits["session"].rsa.as_deref(), Some("18000"));
-        assert_eq!(c.limits["rpd"].rsched.as_deref(), Some("1m0h0"));
-        assert_eq!(c.sched_tz.as_deref(), Some("UTC"));
-        assert_eq!(c.disabled, Some(AttrValue::s("bypass")));
-    }
-
-    #[test]
-    fn corrupt_items_are_refused() {
-        let both = item(&[
-            ("l_x_cp", AttrValue::n(1)),
-            ("w_x_cp", AttrValue::n(1)),
-            ("w_x_rsa", AttrValue::n(1)),
-        ]);
-        assert!(decode(&both).unwrap_err().contains("both"));
-        let no_rsa = item(&[("w_x_cp", AttrValue::n(1))]);
-        assert!(decode(&no_rsa).unwrap_err().contains("rsa"));
-    }
+    use crate::store::item::from_pairs as item;
 
     #[test]
     fn resolution_takes_the_first_level_with_limits_and_flags_separately() {
         let ns = "ns";
-        let lim = |n: i64| item(&[("l_rpm_cp", AttrValue::n(n))]);
+        let lim = |n: i64| {
+            item(&[
+                ("l_rpm_cp", AttrValue::n(n)),
+                ("l_rpm_ra", AttrValue::n(n)),
+                ("l_rpm_rp", AttrValue::n(60)),
+            ])
+        };
         let mut stub = item(&[("disabled", AttrValue::Bool(true))]);
         stub.insert("cascade".into(), AttrValue::Bool(true));
+        // A level holding only kinds 0.17 does not read defines no limits for a bucket.
+        let rolling = item(&[
+            ("r_rpd_amt", AttrValue::n(5)),
+            ("r_rpd_win", AttrValue::s("day")),
+        ]);
         let lv = Levels::new(
             ns,
             vec![
                 (entity_key(ns, "e", "r"), Some(stub)),
-                (entity_key(ns, "e", "_default_"), None),
+                (entity_key(ns, "e", "_default_"), Some(rolling)),
                 (resource_key(ns, "r"), Some(lim(5))),
                 (system_key(ns), Some(lim(9))),
             ],
@@ -260,15 +143,32 @@ mod tests {
         .unwrap();
         let (src, cfg) = lv.resolve_limits("e", "r").unwrap();
         assert_eq!(src, Source::Resource, "a stub level is skipped for limits");
-        assert_eq!(cfg.limits["rpm"].cp, "5");
+        assert_eq!(cfg.limits[0].capacity, 5);
         assert_eq!(
             lv.resolve_disabled("e", "r"),
-            Some((Source::Entity, AttrValue::Bool(true)))
+            Some((Source::Entity, Disabled::Disabled))
         );
         assert_eq!(lv.resolve_cascade("e", "r"), Some((Source::Entity, true)));
         assert_eq!(
             lv.resolve_limits("x", "other").map(|(s, _)| s),
             Some(Source::System)
+        );
+    }
+
+    #[test]
+    fn an_unreadable_level_names_itself() {
+        let key = entity_key("ns", "e", "r");
+        let mut both = item(&[
+            ("l_x_cp", AttrValue::n(1)),
+            ("w_x_cp", AttrValue::n(1)),
+            ("w_x_rsa", AttrValue::n(1)),
+        ]);
+        both.insert("PK".into(), AttrValue::s(&key.pk));
+        both.insert("SK".into(), AttrValue::s(&key.sk));
+        let err = Levels::new("ns", vec![(key, Some(both))]).unwrap_err();
+        assert_eq!(
+            err,
+            "config item ns/ENTITY#e / #CONFIG#r is unreadable: limit 'x' is stored under both l_ and w_"
         );
     }
 }

@@ -1,26 +1,21 @@
 //! Fan-out over the in-memory store: what lands on which bucket.
 
 use super::*;
-use crate::apply::memstore::MemStore;
+use crate::items::attrs::{Field, LimitAttr, Prefix};
+use crate::store::memory::MemoryStore;
 
 const NS: &str = "ns1";
 const NOW: i64 = 1_800_000_000_000;
 
-fn item(pk: &str, sk: &str, attrs: &[(&str, AttrValue)]) -> Item {
-    let mut i: Item = attrs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.clone()))
-        .collect();
-    i.insert("PK".into(), AttrValue::s(pk));
-    i.insert("SK".into(), AttrValue::s(sk));
-    i
-}
+use crate::store::item::keyed as item;
 
-fn limit(prefix: &str, n: &str, cp: i64, ra: i64, rp: i64) -> Vec<(String, AttrValue)> {
+/// A token bucket's attributes on a config item.
+fn limit(n: &str, cp: i64, ra: i64, rp: i64) -> Vec<(String, AttrValue)> {
+    let attr = |f| LimitAttr::spell(Prefix::Limit, n, f);
     vec![
-        (format!("{prefix}{n}_cp"), AttrValue::n(cp)),
-        (format!("{prefix}{n}_ra"), AttrValue::n(ra)),
-        (format!("{prefix}{n}_rp"), AttrValue::n(rp)),
+        (attr(Field::Capacity), AttrValue::n(cp)),
+        (attr(Field::RefillAmount), AttrValue::n(ra)),
+        (attr(Field::RefillPeriod), AttrValue::n(rp)),
     ]
 }
 
@@ -33,6 +28,7 @@ fn config(key: Key, attrs: Vec<(String, AttrValue)>) -> Item {
 
 /// A bucket as the limiter creates it: one limit plus the internal `wcu`.
 fn bucket(e: &str, r: &str, k: u32, limit_name: &str, cp_milli: i64) -> Item {
+    use BucketField::{Capacity, RefillAmount, RefillPeriod, Tokens, TotalConsumed};
     item(
         &format!("{NS}/BUCKET#{e}#{r}#{k}"),
         "#STATE",
@@ -43,11 +39,11 @@ fn bucket(e: &str, r: &str, k: u32, limit_name: &str, cp_milli: i64) -> Item {
             ("GSI3SK", AttrValue::s(format!("BUCKET#{r}#{k}"))),
             ("GSI4PK", AttrValue::s(NS)),
             ("GSI4SK", AttrValue::s(format!("BUCKET#{e}#{r}#{k}"))),
-            (&format!("b_{limit_name}_cp"), AttrValue::n(cp_milli)),
-            (&format!("b_{limit_name}_ra"), AttrValue::n(cp_milli)),
-            (&format!("b_{limit_name}_rp"), AttrValue::n(60_000)),
-            (&format!("b_{limit_name}_tk"), AttrValue::n(cp_milli - 1000)),
-            (&format!("b_{limit_name}_tc"), AttrValue::n(1000)),
+            (&Capacity.of(limit_name), AttrValue::n(cp_milli)),
+            (&RefillAmount.of(limit_name), AttrValue::n(cp_milli)),
+            (&RefillPeriod.of(limit_name), AttrValue::n(60_000)),
+            (&Tokens.of(limit_name), AttrValue::n(cp_milli - 1000)),
+            (&TotalConsumed.of(limit_name), AttrValue::n(1000)),
             ("b_wcu_cp", AttrValue::n(1_000_000)),
             ("b_wcu_tk", AttrValue::n(1_000_000)),
             ("rf", AttrValue::n(NOW - 5000)),
@@ -58,10 +54,15 @@ fn bucket(e: &str, r: &str, k: u32, limit_name: &str, cp_milli: i64) -> Item {
     )
 }
 
-fn bucket_item(store: &MemStore, e: &str, r: &str, k: u32) -> Item {
+fn bucket_item(store: &MemoryStore, e: &str, r: &str, k: u32) -> Item {
     store
         .item(&format!("{NS}/BUCKET#{e}#{r}#{k}"), "#STATE")
         .expect("bucket exists")
+}
+
+/// Runs one fan-out that must succeed.
+fn fan(s: &MemoryStore, kind: FanOutKind, level: LevelKind, target: &str) {
+    run(s, NS, &owed(kind, level, target), NOW).unwrap();
 }
 
 fn owed(kind: FanOutKind, level: LevelKind, target: &str) -> Owed {
@@ -78,14 +79,14 @@ fn n(i: &Item, a: &str) -> Option<String> {
 
 #[test]
 fn entity_sync_updates_every_shard_of_that_pair_only() {
-    let s = MemStore::new();
+    let s = MemoryStore::new();
     s.put(config(
         levels::entity_key(NS, "u1", "gpt"),
-        limit("l_", "rpm", 2, 2, 60),
+        limit("rpm", 2, 2, 60),
     ));
     s.put(config(
         levels::resource_key(NS, "gpt"),
-        limit("l_", "rpm", 100, 100, 60),
+        limit("rpm", 100, 100, 60),
     ));
     for k in 0..2 {
         s.put(bucket("u1", "gpt", k, "rpm", 100_000));
@@ -93,13 +94,7 @@ fn entity_sync_updates_every_shard_of_that_pair_only() {
     s.put(bucket("u1", "claude", 0, "rpm", 100_000));
     s.put(bucket("u2", "gpt", 0, "rpm", 100_000));
     let before_other = s.snapshot();
-    run(
-        &s,
-        NS,
-        &owed(FanOutKind::Sync, LevelKind::Entity, "u1/gpt"),
-        NOW,
-    )
-    .unwrap();
+    fan(&s, FanOutKind::Sync, LevelKind::Entity, "u1/gpt");
     for k in 0..2 {
         let b = bucket_item(&s, "u1", "gpt", k);
         assert_eq!(n(&b, "b_rpm_cp").as_deref(), Some("2000"));
@@ -126,24 +121,18 @@ fn entity_sync_updates_every_shard_of_that_pair_only() {
 
 #[test]
 fn default_sync_writes_each_bucket_its_own_resolution() {
-    let s = MemStore::new();
+    let s = MemoryStore::new();
     s.put(config(
         levels::entity_key(NS, "u1", "_default_"),
-        limit("l_", "rph", 30, 30, 3600),
+        limit("rph", 30, 30, 3600),
     ));
     s.put(config(
         levels::entity_key(NS, "u1", "gpt"),
-        limit("l_", "rpm", 5, 5, 60),
+        limit("rpm", 5, 5, 60),
     ));
     s.put(bucket("u1", "gpt", 0, "rpm", 100_000));
     s.put(bucket("u1", "claude", 0, "rpm", 100_000));
-    run(
-        &s,
-        NS,
-        &owed(FanOutKind::Sync, LevelKind::Entity, "u1/_default_"),
-        NOW,
-    )
-    .unwrap();
+    fan(&s, FanOutKind::Sync, LevelKind::Entity, "u1/_default_");
     let gpt = bucket_item(&s, "u1", "gpt", 0);
     assert_eq!(
         n(&gpt, "b_rpm_cp").as_deref(),
@@ -162,19 +151,13 @@ fn default_sync_writes_each_bucket_its_own_resolution() {
 
 #[test]
 fn a_deleted_entity_level_resyncs_to_the_defaults_with_a_ttl() {
-    let s = MemStore::new();
+    let s = MemoryStore::new();
     s.put(config(
         levels::resource_key(NS, "gpt"),
-        limit("l_", "rpm", 100, 100, 60),
+        limit("rpm", 100, 100, 60),
     ));
     s.put(bucket("u1", "gpt", 0, "rpm", 7_000));
-    run(
-        &s,
-        NS,
-        &owed(FanOutKind::Sync, LevelKind::Entity, "u1/gpt"),
-        NOW,
-    )
-    .unwrap();
+    fan(&s, FanOutKind::Sync, LevelKind::Entity, "u1/gpt");
     let b = bucket_item(&s, "u1", "gpt", 0);
     assert_eq!(n(&b, "b_rpm_cp").as_deref(), Some("100000"));
     assert_eq!(n(&b, "ttl"), Some((NOW / 1000 + 7 * 60).to_string()));
@@ -182,8 +165,8 @@ fn a_deleted_entity_level_resyncs_to_the_defaults_with_a_ttl() {
 
 #[test]
 fn resource_disabled_skips_entities_with_their_own_directive() {
-    let s = MemStore::new();
-    let mut res = limit("l_", "rpm", 100, 100, 60);
+    let s = MemoryStore::new();
+    let mut res = limit("rpm", 100, 100, 60);
     res.push(("disabled".into(), AttrValue::s("bypass")));
     s.put(config(levels::resource_key(NS, "gpt"), res));
     s.put(config(
@@ -194,13 +177,7 @@ fn resource_disabled_skips_entities_with_their_own_directive() {
     stamped.insert("disabled".into(), AttrValue::Bool(true));
     s.put(stamped);
     s.put(bucket("vip", "gpt", 0, "rpm", 1000));
-    run(
-        &s,
-        NS,
-        &owed(FanOutKind::Disabled, LevelKind::Resource, "gpt"),
-        NOW,
-    )
-    .unwrap();
+    fan(&s, FanOutKind::Disabled, LevelKind::Resource, "gpt");
     let u1 = bucket_item(&s, "u1", "gpt", 0);
     assert!(!u1.contains_key("disabled"));
     let bypass: i64 = n(&u1, "bypass").unwrap().parse().unwrap();
@@ -211,20 +188,14 @@ fn resource_disabled_skips_entities_with_their_own_directive() {
     let mut vip = bucket_item(&s, "vip", "gpt", 0);
     vip.insert("disabled".into(), AttrValue::Bool(true));
     s.put(vip);
-    run(
-        &s,
-        NS,
-        &owed(FanOutKind::Disabled, LevelKind::Entity, "vip/gpt"),
-        NOW,
-    )
-    .unwrap();
+    fan(&s, FanOutKind::Disabled, LevelKind::Entity, "vip/gpt");
     let vip = bucket_item(&s, "vip", "gpt", 0);
     assert!(!vip.contains_key("disabled") && !vip.contains_key("bypass"));
 }
 
 #[test]
 fn cascade_copies_the_owner_stamp_and_skips_owners_without_meta() {
-    let s = MemStore::new();
+    let s = MemoryStore::new();
     s.put(config(
         levels::resource_key(NS, "gpt"),
         vec![("cascade".into(), AttrValue::Bool(true))],
@@ -242,13 +213,7 @@ fn cascade_copies_the_owner_stamp_and_skips_owners_without_meta() {
     s.put(bucket("child", "gpt", 0, "rpm", 1000));
     s.put(bucket("ghost", "gpt", 0, "rpm", 1000));
     let ghost_before = bucket_item(&s, "ghost", "gpt", 0);
-    run(
-        &s,
-        NS,
-        &owed(FanOutKind::Cascade, LevelKind::Resource, "gpt"),
-        NOW,
-    )
-    .unwrap();
+    fan(&s, FanOutKind::Cascade, LevelKind::Resource, "gpt");
     let b = bucket_item(&s, "child", "gpt", 0);
     assert_eq!(
         b.get("cascade"),
@@ -262,36 +227,30 @@ fn cascade_copies_the_owner_stamp_and_skips_owners_without_meta() {
 
 #[test]
 fn system_soft_stamps_only_buckets_resolving_from_system() {
-    let s = MemStore::new();
-    let mut sys = limit("l_", "rpm", 100, 100, 60);
+    let s = MemoryStore::new();
+    let mut sys = limit("rpm", 100, 100, 60);
     sys.push(("l_rpm_soft".into(), AttrValue::Bool(true)));
     s.put(config(levels::system_key(NS), sys));
     s.put(config(
         levels::resource_key(NS, "gpt"),
-        limit("l_", "rpm", 50, 50, 60),
+        limit("rpm", 50, 50, 60),
     ));
     s.put(bucket("u1", "claude", 0, "rpm", 100_000));
     s.put(bucket("u1", "gpt", 0, "rpm", 50_000));
-    run(&s, NS, &owed(FanOutKind::Soft, LevelKind::System, ""), NOW).unwrap();
+    fan(&s, FanOutKind::Soft, LevelKind::System, "");
     assert!(bucket_item(&s, "u1", "claude", 0).contains_key("b_rpm_soft"));
     assert!(!bucket_item(&s, "u1", "gpt", 0).contains_key("b_rpm_soft"));
 }
 
 #[test]
 fn nothing_is_created_and_malformed_targets_are_refused() {
-    let s = MemStore::new();
+    let s = MemoryStore::new();
     s.put(config(
         levels::entity_key(NS, "u1", "gpt"),
-        limit("l_", "rpm", 2, 2, 60),
+        limit("rpm", 2, 2, 60),
     ));
     let before = s.snapshot();
-    run(
-        &s,
-        NS,
-        &owed(FanOutKind::Sync, LevelKind::Entity, "u1/gpt"),
-        NOW,
-    )
-    .unwrap();
+    fan(&s, FanOutKind::Sync, LevelKind::Entity, "u1/gpt");
     assert_eq!(s.snapshot(), before);
     assert!(run(
         &s,
@@ -304,7 +263,7 @@ fn nothing_is_created_and_malformed_targets_are_refused() {
 
 #[test]
 fn an_unreadable_config_item_fails_the_fan_out() {
-    let s = MemStore::new();
+    let s = MemoryStore::new();
     s.put(config(
         levels::entity_key(NS, "u1", "gpt"),
         vec![("w_x_cp".into(), AttrValue::n(1))],
@@ -323,17 +282,17 @@ fn an_unreadable_config_item_fails_the_fan_out() {
 #[test]
 fn many_fan_outs_at_once_equal_one_at_a_time() {
     let build = || {
-        let s = MemStore::new();
+        let s = MemoryStore::new();
         s.put(config(
             levels::resource_key(NS, "gpt"),
-            limit("l_", "rpm", 100, 100, 60),
+            limit("rpm", 100, 100, 60),
         ));
         for e in 0..40 {
             let ent = format!("u{e:02}");
             if e % 3 != 0 {
                 s.put(config(
                     levels::entity_key(NS, &ent, "gpt"),
-                    limit("l_", "rpm", e, e, 60),
+                    limit("rpm", e, e, 60),
                 ));
             }
             if e % 4 == 0 {

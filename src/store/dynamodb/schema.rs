@@ -1,4 +1,4 @@
-//! The table layout zae-limiter 0.17 expects (spec dynamodb.md §1) and the
+//! The table layout zae-limiter 0.17 expects (docs/storage.md, "Table and indexes") and the
 //! requests that create it: PK/SK, GSI1–4, LSI1–5 (reserved, but a compatible
 //! table must declare them since LSIs cannot be added later), on-demand
 //! billing, a NEW_AND_OLD_IMAGES stream, and TTL on `ttl`.

@@ -1,11 +1,11 @@
-//! The managed set (spec manifest-cli.md §3.2, dynamodb.md §7.1): which levels a
+//! The managed set (docs/storage.md, "The `#PROVISIONER` record"): which levels a
 //! manifest owns. It lives in the `#PROVISIONER` record, one per namespace; only
 //! levels in it are ever created, updated or deleted by apply.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::apply::level::Level;
 use crate::manifest::Manifest;
+use crate::plan::level::Level;
 use crate::store::{AttrValue, Item, Key, Store, StoreError};
 
 /// Levels owned by the declarative manifest.
@@ -23,7 +23,7 @@ pub struct ProvisionerRecord {
     pub managed: ManagedSet,
     /// Legacy owed cascade fan-outs as (level, target); retried, then dropped at the next write.
     pub cascade_pending: Vec<(String, String)>,
-    /// `applied_hash` and `last_applied` ([`crate::apply::digests::stamp`]):
+    /// `applied_hash` and `last_applied` ([`crate::plan::digests::stamp`]):
     /// which apply wrote the record. `None` when there is no record.
     pub stamp: Option<String>,
 }
@@ -139,7 +139,7 @@ pub fn read(store: &dyn Store, ns: &str) -> Result<ProvisionerRecord, StoreError
     Ok(ProvisionerRecord {
         managed,
         cascade_pending,
-        stamp: Some(crate::apply::digests::stamp(
+        stamp: Some(crate::plan::digests::stamp(
             text("applied_hash"),
             text("last_applied"),
         )),
@@ -183,8 +183,8 @@ pub fn iso_timestamp(now_ms: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apply::memstore::MemStore;
     use crate::manifest::model::{LevelConfig, SystemLevel};
+    use crate::store::memory::MemoryStore;
 
     fn manifest() -> Manifest {
         let mut m = Manifest {
@@ -224,7 +224,7 @@ mod tests {
 
     #[test]
     fn record_round_trips_through_the_store() {
-        let store = MemStore::new();
+        let store = MemoryStore::new();
         assert_eq!(read(&store, "ns").unwrap(), ProvisionerRecord::default());
         let s = ManagedSet::from_manifest(&manifest());
         store.put(record_item("ns", &s, &iso_timestamp(0), "sha256:x"));
@@ -240,7 +240,7 @@ mod tests {
 
     #[test]
     fn legacy_cascade_pending_is_read_and_bad_shapes_are_corrupt() {
-        let store = MemStore::new();
+        let store = MemoryStore::new();
         let mut item = record_item("ns", &ManagedSet::default(), "t", "h");
         let mut entry = BTreeMap::new();
         entry.insert("level".to_string(), AttrValue::s("resource"));

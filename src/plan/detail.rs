@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::apply::diff::normalise_number;
+use crate::items::attrs::{self, Field, LevelAttrs, Prefix};
+use crate::plan::diff::normalise_number;
 use crate::store::{AttrValue, Item};
 
 /// One line of detail.
@@ -73,74 +74,74 @@ impl Detail {
     }
 }
 
-/// One limit as stored: its numeric fields and its schedules, rendered.
-#[derive(Debug, Default, PartialEq)]
+/// One limit as stored, for display: which kind it is, its scalar fields by
+/// the manifest's names, and its schedules rendered.
+#[derive(Debug, PartialEq)]
 struct LimitView {
+    prefix: Prefix,
     fields: BTreeMap<&'static str, String>,
     schedule: Vec<String>,
     reset_schedule: Vec<String>,
 }
 
 impl LimitView {
-    fn summary(&self) -> String {
-        let mut parts: Vec<String> = FIELDS
+    /// The scalar fields of the limit's kind, in display order (`soft` last).
+    fn labels(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.prefix
+            .fields()
             .iter()
-            .filter_map(|(_, name)| self.fields.get(name).map(|v| format!("{name} {v}")))
-            .filter(|p| p != "soft false")
+            .filter(|f| !matches!(f, Field::Schedule | Field::ResetSchedule))
+            .map(|f| f.manifest_name())
+    }
+
+    fn summary(&self) -> String {
+        let mut parts: Vec<String> = self
+            .labels()
+            .filter(|l| *l != "soft")
+            .filter_map(|l| self.fields.get(l).map(|v| format!("{l} {v}")))
             .collect();
         if self.fields.get("soft").map(String::as_str) == Some("true") {
-            parts.retain(|p| p != "soft true");
             parts.push("soft".into());
         }
         parts.join(", ")
     }
 }
 
-const FIELDS: [(&str, &str); 5] = [
-    ("cp", "capacity"),
-    ("ra", "refill_amount"),
-    ("rp", "refill_period"),
-    ("rsa", "reset_after_seconds"),
-    ("soft", "soft"),
-];
-
-fn limits_of(item: &Item) -> BTreeMap<String, LimitView> {
-    let tz = item
-        .get("sched_tz")
+/// The declared limits of an item by (name, prefix). Limits are discovered by
+/// their declaring attribute, as every reader does; `l_` and `w_` share one
+/// view per name (a bucket that gains `reset_after` shows as a field change).
+fn limits_of(item: &Item) -> BTreeMap<(String, Prefix), LimitView> {
+    let attrs = LevelAttrs::of(item);
+    let tz = attrs
+        .rest
+        .get(attrs::SCHED_TZ)
         .and_then(|v| v.as_s())
         .unwrap_or("UTC")
         .to_string();
-    let mut out: BTreeMap<String, LimitView> = BTreeMap::new();
-    // Limits are discovered by their `_cp` attribute, as every reader does.
-    for name in item.keys() {
-        let Some(rest) = name.strip_prefix("l_").or_else(|| name.strip_prefix("w_")) else {
-            continue;
+    let mut out: BTreeMap<(String, Prefix), LimitView> = BTreeMap::new();
+    for (name, prefix, fields) in attrs.declared() {
+        let prefix = if prefix.is_bucket() {
+            Prefix::Limit
+        } else {
+            prefix
         };
-        if let Some(limit) = rest.strip_suffix("_cp") {
-            out.entry(limit.to_string()).or_default();
-        }
-    }
-    for (name, value) in item {
-        let Some(rest) = name.strip_prefix("l_").or_else(|| name.strip_prefix("w_")) else {
-            continue;
-        };
-        let Some((limit, field)) = rest.rsplit_once('_') else {
-            continue;
-        };
-        let Some(view) = out.get_mut(limit) else {
-            continue;
-        };
-        match field {
-            "sched" => view.schedule = entries(value, &tz, true),
-            "rsched" => view.reset_schedule = entries(value, &tz, false),
-            f => {
-                if let Some((_, label)) = FIELDS.iter().find(|(tag, _)| *tag == f) {
-                    view.fields.insert(label, scalar(value));
+        let view = out
+            .entry((name.to_string(), prefix))
+            .or_insert_with(|| LimitView {
+                prefix,
+                fields: BTreeMap::new(),
+                schedule: Vec::new(),
+                reset_schedule: Vec::new(),
+            });
+        for (field, value) in fields {
+            match field {
+                Field::Schedule => view.schedule = entries(value, &tz, true),
+                Field::ResetSchedule => view.reset_schedule = entries(value, &tz, false),
+                f => {
+                    view.fields.insert(f.manifest_name(), scalar(value));
                 }
             }
         }
-    }
-    for view in out.values_mut() {
         view.fields.entry("soft").or_insert_with(|| "false".into());
     }
     out
@@ -249,17 +250,20 @@ fn flag(item: Option<&Item>, name: &str, absent: &str) -> String {
     }
 }
 
-/// What changes when `live` (None = absent) is replaced by `desired` (None = deleted).
+/// What changes when `live` (None = absent) is replaced by `desired` (None =
+/// deleted): limits by name (a limit that changes kind is removed and added),
+/// then the level's flags.
 pub fn details(live: Option<&Item>, desired: Option<&Item>) -> Vec<Detail> {
     let empty = Item::new();
     let old = limits_of(live.unwrap_or(&empty));
     let new = limits_of(desired.unwrap_or(&empty));
     let mut out = Vec::new();
-    let mut names: Vec<&String> = old.keys().chain(new.keys()).collect();
-    names.sort();
-    names.dedup();
-    for name in names {
-        match (old.get(name), new.get(name)) {
+    let mut keys: Vec<&(String, Prefix)> = old.keys().chain(new.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    for key in keys {
+        let name = &key.0;
+        match (old.get(key), new.get(key)) {
             (None, Some(n)) => {
                 out.push(Detail::add(name.clone(), n.summary()));
                 list_diff(&mut out, name, "schedule", &[], &n.schedule);
@@ -269,17 +273,16 @@ pub fn details(live: Option<&Item>, desired: Option<&Item>) -> Vec<Detail> {
                 out.push(Detail::remove(name.clone(), o.summary()));
             }
             (Some(o), Some(n)) => {
-                for (_, field) in FIELDS {
-                    let a = o
-                        .fields
-                        .get(field)
-                        .cloned()
-                        .unwrap_or_else(|| "(none)".into());
-                    let b = n
-                        .fields
-                        .get(field)
-                        .cloned()
-                        .unwrap_or_else(|| "(none)".into());
+                let mut labels: Vec<&str> = n.labels().collect();
+                labels.sort_unstable();
+                for field in labels {
+                    let get = |v: &LimitView| {
+                        v.fields
+                            .get(field)
+                            .cloned()
+                            .unwrap_or_else(|| "(none)".into())
+                    };
+                    let (a, b) = (get(o), get(n));
                     if a != b {
                         out.push(Detail::change(format!("{name}.{field}"), a, b));
                     }
@@ -296,11 +299,10 @@ pub fn details(live: Option<&Item>, desired: Option<&Item>) -> Vec<Detail> {
             (None, None) => {}
         }
     }
-    for (name, absent) in [
-        ("disabled", "(inherit)"),
-        ("cascade", "(inherit)"),
-        ("on_unavailable", "(unset)"),
-    ] {
+    for (name, absent) in attrs::FLAGS
+        .into_iter()
+        .zip(["(inherit)", "(inherit)", "(unset)"])
+    {
         let a = flag(live, name, absent);
         let b = flag(desired, name, absent);
         if a != b && desired.is_some() {
@@ -347,12 +349,7 @@ fn list_diff(out: &mut Vec<Detail>, limit: &str, what: &str, old: &[String], new
 mod tests {
     use super::*;
 
-    fn item(pairs: &[(&str, AttrValue)]) -> Item {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.clone()))
-            .collect()
-    }
+    use crate::store::item::from_pairs as item;
 
     fn lines(d: &[Detail]) -> Vec<String> {
         d.iter().map(Detail::render).collect()
@@ -456,5 +453,83 @@ mod tests {
         ] {
             assert_eq!(percent_g(x), want, "{x}");
         }
+    }
+
+    fn rendered(d: &[Detail]) -> Vec<String> {
+        d.iter()
+            .map(|d| format!("{} {}", d.op, d.render()))
+            .collect()
+    }
+
+    #[test]
+    fn plan_detail_names_the_fields_of_the_new_kinds() {
+        let a = item(&[
+            ("r_rpd_amt", AttrValue::n(10)),
+            ("r_rpd_win", AttrValue::s("day")),
+            ("c_jobs_slots", AttrValue::n(3)),
+            ("c_jobs_ttl", AttrValue::n(300)),
+        ]);
+        let b = item(&[
+            ("r_rpd_amt", AttrValue::n(10)),
+            ("r_rpd_win", AttrValue::s("hour")),
+            ("r_rpd_soft", AttrValue::Bool(true)),
+            ("c_jobs_slots", AttrValue::n(4)),
+            ("c_jobs_ttl", AttrValue::n(60)),
+        ]);
+        assert_eq!(
+            rendered(&details(Some(&a), Some(&b))),
+            [
+                "~ jobs.concurrency: 3 → 4",
+                "~ jobs.hold_ttl_seconds: 300 → 60",
+                "~ rpd.soft: false → true",
+                "~ rpd.window: day → hour",
+            ]
+        );
+        assert_eq!(
+            rendered(&details(None, Some(&b))),
+            [
+                "+ jobs + concurrency 4, hold_ttl_seconds 60",
+                "+ rpd + capacity 10, window hour, soft"
+            ]
+        );
+        assert_eq!(
+            rendered(&details(Some(&a), None)),
+            [
+                "- jobs - concurrency 3, hold_ttl_seconds 300",
+                "- rpd - capacity 10, window day"
+            ]
+        );
+        assert!(details(Some(&a), Some(&a)).is_empty());
+    }
+
+    #[test]
+    fn a_change_of_kind_removes_then_adds_and_flags_stay_last() {
+        let bucket = item(&[
+            ("l_a_cp", AttrValue::n(5)),
+            ("l_a_ra", AttrValue::n(5)),
+            ("l_b_cp", AttrValue::n(1)),
+            ("cascade", AttrValue::Bool(true)),
+        ]);
+        let rolling = item(&[
+            ("r_a_amt", AttrValue::n(5)),
+            ("r_a_win", AttrValue::s("day")),
+            ("l_b_cp", AttrValue::n(2)),
+        ]);
+        assert_eq!(
+            rendered(&details(Some(&bucket), Some(&rolling))),
+            [
+                "- a - capacity 5, refill_amount 5",
+                "+ a + capacity 5, window day",
+                "~ b.capacity: 1 → 2",
+                "~ cascade: true → (inherit)",
+            ]
+        );
+        assert_eq!(
+            rendered(&details(Some(&rolling), Some(&bucket)))[..2],
+            [
+                "+ a + capacity 5, refill_amount 5",
+                "- a - capacity 5, window day",
+            ]
+        );
     }
 }

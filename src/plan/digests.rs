@@ -34,12 +34,12 @@ use std::fmt::Write as _;
 use sha2::{Digest as _, Sha256};
 
 use crate::items::keys;
-use crate::store::{AttrValue, Item, Key, Store, StoreError, WriteOp};
+use crate::store::{AttrValue, Item, Key, Store, StoreError};
 
 /// SK prefix of the digest items, under the namespace's `SYSTEM#` partition.
 pub const SK_PREFIX: &str = "#APPLY#DIGESTS#";
 /// Digests per item: 32 hex characters each, about 290 KB (the limit is 400 KB).
-const PER_CHUNK: usize = 9_000;
+pub const PER_CHUNK: usize = 9_000;
 
 /// One level's digest.
 pub type Digest = [u8; 16];
@@ -134,29 +134,15 @@ fn usable(items: &[Item], record_stamp: Option<&str>) -> Result<HashSet<Digest>,
     Ok(set)
 }
 
-/// Makes the recorded digests unusable (deletes chunk 0). Runs before an
-/// apply's first config write.
-pub fn invalidate(store: &dyn Store, ns: &str) -> Result<(), StoreError> {
-    store
-        .write(WriteOp::Delete {
-            key: Key::new(keys::system_pk(ns), chunk_sk(0)),
-            condition: None,
-        })
-        .map(|_| ())
-}
-
-/// Records `digests` for the `#PROVISIONER` record stamped `record_stamp`:
-/// chunks 1.. first, chunk 0 last, then deletes the items in `stale` it did not
-/// rewrite.
-pub fn write(
-    store: &dyn Store,
+/// The items that record `digests` for the `#PROVISIONER` record stamped
+/// `record_stamp`, chunk 0 first (apply writes it last, see
+/// [`crate::apply::record`]): sorted, so the same levels always make the same items.
+pub fn chunk_items(
     ns: &str,
     generation: &str,
     record_stamp: &str,
     digests: &[Digest],
-    stale: &[Key],
-) -> Result<(), StoreError> {
-    // Sorted, so the same levels always make the same items.
+) -> Vec<Item> {
     let mut digests = digests.to_vec();
     digests.sort_unstable();
     digests.dedup();
@@ -184,35 +170,12 @@ pub fn write(
         it.insert("digests".into(), AttrValue::s(text));
         it
     };
-    let rest: Vec<WriteOp> = parts
-        .iter()
-        .enumerate()
-        .skip(1)
-        .map(|(i, p)| WriteOp::Put {
-            item: item(i, p),
-            condition: None,
-        })
-        .collect();
-    for r in store.batch_write(rest) {
-        r?;
-    }
-    store.write(WriteOp::Put {
-        item: item(0, parts[0]),
-        condition: None,
-    })?;
-    let written: HashSet<String> = (0..parts.len()).map(chunk_sk).collect();
-    let drop: Vec<WriteOp> = stale
-        .iter()
-        .filter(|k| !written.contains(&k.sk))
-        .map(|k| WriteOp::Delete {
-            key: k.clone(),
-            condition: None,
-        })
-        .collect();
-    for r in store.batch_write(drop) {
-        r?;
-    }
-    Ok(())
+    parts.iter().enumerate().map(|(i, p)| item(i, p)).collect()
+}
+
+/// The key of chunk 0, whose absence makes the recorded digests unusable.
+pub fn first_chunk_key(ns: &str) -> Key {
+    Key::new(keys::system_pk(ns), chunk_sk(0))
 }
 
 fn chunk_sk(i: usize) -> String {
@@ -229,19 +192,18 @@ fn parse_hex(hex: &[u8]) -> Option<Digest> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
-    use crate::apply::memstore::MemStore;
 
-    fn item(cap: &str) -> Item {
-        let mut i = Item::new();
-        i.insert("PK".into(), AttrValue::s("ns/ENTITY#u"));
-        i.insert("SK".into(), AttrValue::s("#CONFIG#r"));
-        i.insert("l_rpm_cp".into(), AttrValue::N(cap.into()));
-        i
+    pub(crate) fn item(cap: &str) -> Item {
+        crate::store::item::keyed(
+            "ns/ENTITY#u",
+            "#CONFIG#r",
+            &[("l_rpm_cp", AttrValue::N(cap.into()))],
+        )
     }
 
-    fn key() -> Key {
+    pub(crate) fn key() -> Key {
         Key::new("ns/ENTITY#u", "#CONFIG#r")
     }
 
@@ -258,76 +220,5 @@ mod tests {
         assert_ne!(digest(&key(), &item("60")), digest(&key(), &item("61")));
         let other = Key::new("ns/ENTITY#v", "#CONFIG#r");
         assert_ne!(digest(&key(), &item("60")), digest(&other, &item("60")));
-    }
-
-    fn many(n: usize) -> Vec<Digest> {
-        (0..n)
-            .map(|i| digest(&key(), &item(&i.to_string())))
-            .collect()
-    }
-
-    #[test]
-    fn written_digests_read_back_for_the_same_record_only() {
-        let s = MemStore::default();
-        let d = many(PER_CHUNK * 2 + 5);
-        write(&s, "ns", "g1", "sha256:a t1", &d, &[]).unwrap();
-        let r = read(&s, "ns", Some("sha256:a t1")).unwrap();
-        assert_eq!(r.keys.len(), 3);
-        let set = r.digests.unwrap();
-        assert_eq!(set.len(), d.len());
-        assert!(d.iter().all(|x| set.contains(x)));
-        let other = read(&s, "ns", Some("sha256:b t2")).unwrap();
-        assert_eq!(other.digests, Err(Untrusted::OtherApply));
-        assert_eq!(
-            read(&s, "ns", None).unwrap().digests,
-            Err(Untrusted::OtherApply)
-        );
-    }
-
-    #[test]
-    fn invalidated_or_torn_digests_are_not_used() {
-        let s = MemStore::default();
-        write(&s, "ns", "g1", "st", &many(PER_CHUNK + 1), &[]).unwrap();
-        invalidate(&s, "ns").unwrap();
-        assert_eq!(
-            read(&s, "ns", Some("st")).unwrap().digests,
-            Err(Untrusted::Missing)
-        );
-
-        // A new generation whose chunk 1 never landed: chunk 0 names 2 chunks,
-        // the chunk 1 found is the old one.
-        write(&s, "ns", "g1", "st", &many(PER_CHUNK + 1), &[]).unwrap();
-        let mut c0 = s
-            .get(&Key::new("ns/SYSTEM#", chunk_sk(0)), true)
-            .unwrap()
-            .unwrap();
-        c0.insert("generation".into(), AttrValue::s("g2"));
-        s.write(WriteOp::Put {
-            item: c0,
-            condition: None,
-        })
-        .unwrap();
-        assert_eq!(
-            read(&s, "ns", Some("st")).unwrap().digests,
-            Err(Untrusted::Torn)
-        );
-    }
-
-    #[test]
-    fn a_smaller_rewrite_drops_the_chunks_it_no_longer_needs() {
-        let s = MemStore::default();
-        write(&s, "ns", "g1", "st", &many(PER_CHUNK * 2 + 1), &[]).unwrap();
-        let before = read(&s, "ns", Some("st")).unwrap();
-        assert_eq!(before.keys.len(), 3);
-        write(&s, "ns", "g2", "st2", &many(3), &before.keys).unwrap();
-        let after = read(&s, "ns", Some("st2")).unwrap();
-        assert_eq!(after.keys.len(), 1);
-        assert_eq!(after.digests.unwrap().len(), 3);
-        // An empty manifest still records (an empty) set.
-        write(&s, "ns", "g3", "st3", &[], &after.keys).unwrap();
-        assert_eq!(
-            read(&s, "ns", Some("st3")).unwrap().digests.unwrap().len(),
-            0
-        );
     }
 }

@@ -1,10 +1,11 @@
 //! Rendering plan, diff and apply results.
 //!
 //! **Text** keeps the reference's lines word for word (spec manifest-cli.md
-//! §3.7: `Plan:`, `Drift detected:`, `Applied:`, `No changes…`, `Note:`,
-//! `Errors (K):`, the `+ ~ -` symbols and two-space indents) and adds, under each
-//! change, its attribute-level detail indented six spaces
-//! (`      rpm.capacity: 500 → 600`); `-q` hides the change list and the detail.
+//! docs/manifest.md, "Plan, diff and apply output": `Plan:`, `Drift detected:`,
+//! `Applied:`, `No changes…`, `Note:`, `Errors (K):`, the `+ ~ -` symbols and
+//! two-space indents) and adds, under each change, its attribute-level detail
+//! indented six spaces (`      rpm.capacity: 500 → 600`); `-q` hides the change
+//! list and the detail.
 //!
 //! **JSON** (`--format json`) is one document, version 1:
 //!
@@ -36,7 +37,7 @@
 
 use serde_json::{json, Value};
 
-use crate::apply::prepare::PlannedChange;
+use crate::plan::prepare::PlannedChange;
 
 /// Which command is rendering.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -269,8 +270,8 @@ pub fn json(r: &Report<'_>) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apply::detail::Detail;
-    use crate::apply::level::{Action, Change, Level};
+    use crate::plan::detail::Detail;
+    use crate::plan::level::{Action, Change, Level};
 
     fn pc(action: Action, level: Level) -> PlannedChange {
         PlannedChange {

@@ -1,4 +1,4 @@
-//! The diff (spec manifest-cli.md §3.2): the declared change list, in the
+//! The diff (docs/storage.md, "The `#PROVISIONER` record"): the declared change list, in the
 //! reference's order, then `drop_unchanged` against the live items.
 //!
 //! Deliberate difference from the reference: an unchanged level is recognised by
@@ -8,9 +8,9 @@
 //! `~ update` once; here it does not. The live items are read with ONE batched,
 //! strongly consistent read instead of one GetItem per level.
 
-use crate::apply::level::{Action, Change, Level};
-use crate::apply::managed::ManagedSet;
 use crate::manifest::Manifest;
+use crate::plan::level::{Action, Change, Level};
+use crate::plan::managed::ManagedSet;
 use crate::store::{Item, Store, StoreError};
 
 /// The declared changes, in order: system; resources sorted by name, then deleted
@@ -185,12 +185,7 @@ mod tests {
         assert_eq!(render(&got), ["update u/b", "delete u/a"]);
     }
 
-    fn item(pairs: &[(&str, AttrValue)]) -> Item {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.clone()))
-            .collect()
-    }
+    use crate::store::item::from_pairs as item;
 
     #[test]
     fn api_bookkeeping_does_not_count_as_a_change() {

@@ -2,13 +2,13 @@
 //! changes, the item each would write, the live item it would replace, and which
 //! of them actually change something.
 
-use crate::apply::detail::{details, Detail};
-use crate::apply::diff::{compute_diff, read_live, same_content};
-use crate::apply::digests::{self, Digest, Recorded, Untrusted};
-use crate::apply::kinds::{self, KindChanges};
-use crate::apply::level::{Action, Change, Level};
-use crate::apply::managed::{self, ProvisionerRecord};
 use crate::manifest::Manifest;
+use crate::plan::detail::{details, Detail};
+use crate::plan::diff::{compute_diff, read_live, same_content};
+use crate::plan::digests::{self, Digest, Recorded, Untrusted};
+use crate::plan::kinds::{self, KindChanges};
+use crate::plan::level::{Action, Change, Level};
+use crate::plan::managed::{self, ProvisionerRecord};
 use crate::store::{Item, Store, StoreError};
 
 /// Builds the config item a declared level would be written as (the item codec).
@@ -44,23 +44,13 @@ pub struct Prepared {
 }
 
 /// Why there is no plan: the store failed, or the manifest changes a limit's
-/// kind (refused before anything is written; see [`crate::apply::kinds`]).
+/// kind (refused before anything is written; see [`crate::plan::kinds`]).
 #[derive(Debug, thiserror::Error)]
 pub enum PrepareError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
     KindChange(#[from] KindChanges),
-}
-
-impl From<PrepareError> for crate::cli::CliError {
-    /// Both are one-line (per refusal) explanations: exit 1, like other refusals.
-    fn from(e: PrepareError) -> Self {
-        match e {
-            PrepareError::Store(e) => e.into(),
-            PrepareError::KindChange(e) => crate::cli::CliError::Failed(e.to_string()),
-        }
-    }
 }
 
 /// How plan and apply learn what the levels hold now.
@@ -101,7 +91,7 @@ pub fn prepare_with_record(
     manifest: &Manifest,
     full: bool,
     build: &BuildFn<'_>,
-    record: crate::apply::managed::ProvisionerRecord,
+    record: crate::plan::managed::ProvisionerRecord,
     recorded: Option<&Recorded>,
 ) -> Result<Prepared, PrepareError> {
     let declared = compute_diff(manifest, &record.managed);
@@ -159,9 +149,7 @@ pub fn prepare_with_record(
         let mut d = if matches!(desired, Some(Err(_))) {
             Vec::new()
         } else {
-            let mut d = details(live.as_ref(), new_item);
-            kinds::merge_details(&mut d, kinds::details(live.as_ref(), new_item));
-            d
+            details(live.as_ref(), new_item)
         };
         if let Some(Err(e)) = &desired {
             d.push(Detail::error(e.clone()));

@@ -1,11 +1,11 @@
-//! The version record's role in plan and apply (spec dynamodb.md §4,
-//! manifest-cli.md §3.1, §3.3 step 1): read-only commands refuse a table this
-//! client may not use; apply refuses limits the table's Lambdas cannot enforce
-//! and ratchets `client_min_version` so older clients stop writing.
+//! The version record's role in plan and apply (docs/storage.md, "The version
+//! record"): read-only commands refuse a table this client may not use; the
+//! gates say which limits need which Lambda version, which apply enforces
+//! ([`crate::apply::gate`]).
 
 use crate::manifest::model::Disabled;
 use crate::manifest::Manifest;
-use crate::store::{AttrValue, Condition, Key, Store, StoreError, UpdateAction, WriteOp};
+use crate::store::Key;
 
 pub use crate::items::version::{read, VersionRecord, CLIENT_VERSION};
 
@@ -72,7 +72,7 @@ impl Gate {
         }
     }
 
-    fn what(self) -> &'static str {
+    pub fn what(self) -> &'static str {
         match self {
             Gate::ResetAfter => "a reset_after limit",
             Gate::Cascade => "a cascade policy",
@@ -112,69 +112,14 @@ pub fn gates(m: &Manifest) -> Vec<Gate> {
     out
 }
 
-/// Refuses when a gate is not met, then raises `client_min_version` to the highest
-/// gate (never lowering it). Runs before any config write.
-pub fn enforce(store: &dyn Store, m: &Manifest) -> Result<(), String> {
-    let gates = gates(m);
-    let Some(top) = gates.last().copied() else {
-        return Ok(());
-    };
-    for attempt in 0..3 {
-        let rec = read(store)
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| "the version record (_/SYSTEM# #VERSION) is missing".to_string())?;
-        for g in &gates {
-            let ok = match &rec.lambda_version {
-                Some(v) => v == CLIENT_VERSION || parse(v) >= parse(g.min_version()),
-                None => false,
-            };
-            if !ok {
-                return Err(format!(
-                    "Version mismatch: client={CLIENT_VERSION}, schema={}, lambda={}. Refusing to store {}: the table's Lambdas must run {} or later to enforce it; upgrade them first.",
-                    rec.schema_version,
-                    rec.lambda_version.as_deref().unwrap_or("unknown"),
-                    g.what(),
-                    g.min_version()
-                ));
-            }
-        }
-        let want = top.min_version();
-        if rec
-            .client_min_version
-            .as_deref()
-            .is_some_and(|cur| parse(cur) >= parse(want))
-        {
-            return Ok(());
-        }
-        let stored = match &rec.client_min_version {
-            Some(v) => Condition::AttrEquals("client_min_version".into(), AttrValue::s(v)),
-            None => Condition::AttrNotExists("client_min_version".into()),
-        };
-        let op = WriteOp::Update {
-            key: record_key(),
-            actions: vec![UpdateAction::Set(
-                "client_min_version".into(),
-                AttrValue::s(want),
-            )],
-            condition: Some(Condition::And(vec![Condition::Exists, stored])),
-        };
-        match store.write(op) {
-            Ok(_) => return Ok(()),
-            Err(StoreError::ConditionFailed { .. }) if attempt < 2 => continue,
-            Err(e) => return Err(format!("raising client_min_version to {want}: {e}")),
-        }
-    }
-    Err("client_min_version kept changing; try again".into())
-}
-
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
-    use crate::apply::memstore::MemStore;
     use crate::manifest::model::{LevelConfig, LimitSpec};
+    use crate::store::AttrValue;
     use crate::store::Item;
 
-    fn version_item(lambda: Option<&str>, min: Option<&str>) -> Item {
+    pub(crate) fn version_item(lambda: Option<&str>, min: Option<&str>) -> Item {
         let mut i = Item::new();
         i.insert("PK".into(), AttrValue::s("_/SYSTEM#"));
         i.insert("SK".into(), AttrValue::s("#VERSION"));
@@ -193,7 +138,7 @@ mod tests {
         LimitSpec::bucket(10, 10, 60)
     }
 
-    fn manifest(cascade: bool, session: bool, soft: bool) -> Manifest {
+    pub(crate) fn manifest(cascade: bool, session: bool, soft: bool) -> Manifest {
         let mut level = LevelConfig::default();
         if cascade {
             level.cascade = Some(false);
@@ -215,10 +160,6 @@ mod tests {
         m
     }
 
-    fn min_of(s: &MemStore) -> Option<String> {
-        read(s).unwrap().unwrap().client_min_version
-    }
-
     #[test]
     fn gates_are_found_in_every_level() {
         assert_eq!(gates(&manifest(false, false, false)), vec![]);
@@ -226,31 +167,6 @@ mod tests {
             gates(&manifest(true, true, true)),
             vec![Gate::ResetAfter, Gate::Cascade, Gate::SoftOrBypass]
         );
-    }
-
-    #[test]
-    fn ratchet_raises_but_never_lowers() {
-        let s = MemStore::new();
-        s.put(version_item(Some("0.17.0"), None));
-        enforce(&s, &manifest(false, true, false)).unwrap();
-        assert_eq!(min_of(&s).as_deref(), Some("0.15.0"));
-        enforce(&s, &manifest(false, false, true)).unwrap();
-        assert_eq!(min_of(&s).as_deref(), Some("0.17.0"));
-        enforce(&s, &manifest(true, false, false)).unwrap();
-        assert_eq!(min_of(&s).as_deref(), Some("0.17.0"));
-    }
-
-    #[test]
-    fn old_or_unknown_lambdas_are_refused_without_writing() {
-        let s = MemStore::new();
-        s.put(version_item(Some("0.16.2"), Some("0.10.0")));
-        let err = enforce(&s, &manifest(false, false, true)).unwrap_err();
-        assert!(err.starts_with("Version mismatch: client=0.17.0, schema=0.10.0, lambda=0.16.2. Refusing to store a soft limit or bypass"), "{err}");
-        assert_eq!(min_of(&s).as_deref(), Some("0.10.0"));
-        enforce(&s, &manifest(true, true, false)).unwrap();
-        s.put(version_item(None, None));
-        let err = enforce(&s, &manifest(false, true, false)).unwrap_err();
-        assert!(err.contains("lambda=unknown"), "{err}");
     }
 
     #[test]

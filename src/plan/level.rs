@@ -2,9 +2,26 @@
 
 use std::fmt;
 
-use crate::apply::fanout::LevelKind;
 use crate::items::keys;
 use crate::store::Key;
+
+/// A config level. Resource sorts before entity, as the reference runs them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum LevelKind {
+    System,
+    Resource,
+    Entity,
+}
+
+impl LevelKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LevelKind::System => "system",
+            LevelKind::Resource => "resource",
+            LevelKind::Entity => "entity",
+        }
+    }
+}
 
 /// One config item: the system level, a resource level or an (entity, resource) pair.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -57,7 +74,8 @@ impl Level {
     }
 }
 
-/// What apply does to a level. The label comes from the managed set only (§3.2).
+/// What apply does to a level. The label comes from the managed set only
+/// (docs/storage.md, "The `#PROVISIONER` record").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Action {
     Create,

@@ -1,0 +1,99 @@
+//! Step 1 of an apply: the version gates ([`crate::plan::version::gates`]).
+//! Refuses limits the table's Lambdas cannot enforce and ratchets
+//! `client_min_version` so older clients stop writing (docs/storage.md,
+//! "The version record").
+
+use crate::manifest::Manifest;
+use crate::plan::version::{gates, parse, read, record_key, CLIENT_VERSION};
+use crate::store::{AttrValue, Condition, Store, StoreError, UpdateAction, WriteOp};
+
+/// Refuses when a gate is not met, then raises `client_min_version` to the highest
+/// gate (never lowering it). Runs before any config write.
+pub fn enforce(store: &dyn Store, m: &Manifest) -> Result<(), String> {
+    let gates = gates(m);
+    let Some(top) = gates.last().copied() else {
+        return Ok(());
+    };
+    for attempt in 0..3 {
+        let rec = read(store)
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| "the version record (_/SYSTEM# #VERSION) is missing".to_string())?;
+        for g in &gates {
+            let ok = match &rec.lambda_version {
+                Some(v) => v == CLIENT_VERSION || parse(v) >= parse(g.min_version()),
+                None => false,
+            };
+            if !ok {
+                return Err(format!(
+                    "Version mismatch: client={CLIENT_VERSION}, schema={}, lambda={}. Refusing to store {}: the table's Lambdas must run {} or later to enforce it; upgrade them first.",
+                    rec.schema_version,
+                    rec.lambda_version.as_deref().unwrap_or("unknown"),
+                    g.what(),
+                    g.min_version()
+                ));
+            }
+        }
+        let want = top.min_version();
+        if rec
+            .client_min_version
+            .as_deref()
+            .is_some_and(|cur| parse(cur) >= parse(want))
+        {
+            return Ok(());
+        }
+        let stored = match &rec.client_min_version {
+            Some(v) => Condition::AttrEquals("client_min_version".into(), AttrValue::s(v)),
+            None => Condition::AttrNotExists("client_min_version".into()),
+        };
+        let op = WriteOp::Update {
+            key: record_key(),
+            actions: vec![UpdateAction::Set(
+                "client_min_version".into(),
+                AttrValue::s(want),
+            )],
+            condition: Some(Condition::And(vec![Condition::Exists, stored])),
+        };
+        match store.write(op) {
+            Ok(_) => return Ok(()),
+            Err(StoreError::ConditionFailed { .. }) if attempt < 2 => continue,
+            Err(e) => return Err(format!("raising client_min_version to {want}: {e}")),
+        }
+    }
+    Err("client_min_version kept changing; try again".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::version::tests::{manifest, version_item};
+    use crate::store::memory::MemoryStore;
+
+    fn min_of(s: &MemoryStore) -> Option<String> {
+        read(s).unwrap().unwrap().client_min_version
+    }
+
+    #[test]
+    fn ratchet_raises_but_never_lowers() {
+        let s = MemoryStore::new();
+        s.put(version_item(Some("0.17.0"), None));
+        enforce(&s, &manifest(false, true, false)).unwrap();
+        assert_eq!(min_of(&s).as_deref(), Some("0.15.0"));
+        enforce(&s, &manifest(false, false, true)).unwrap();
+        assert_eq!(min_of(&s).as_deref(), Some("0.17.0"));
+        enforce(&s, &manifest(true, false, false)).unwrap();
+        assert_eq!(min_of(&s).as_deref(), Some("0.17.0"));
+    }
+
+    #[test]
+    fn old_or_unknown_lambdas_are_refused_without_writing() {
+        let s = MemoryStore::new();
+        s.put(version_item(Some("0.16.2"), Some("0.10.0")));
+        let err = enforce(&s, &manifest(false, false, true)).unwrap_err();
+        assert!(err.starts_with("Version mismatch: client=0.17.0, schema=0.10.0, lambda=0.16.2. Refusing to store a soft limit or bypass"), "{err}");
+        assert_eq!(min_of(&s).as_deref(), Some("0.10.0"));
+        enforce(&s, &manifest(true, true, false)).unwrap();
+        s.put(version_item(None, None));
+        let err = enforce(&s, &manifest(false, true, false)).unwrap_err();
+        assert!(err.contains("lambda=unknown"), "{err}");
+    }
+}
