@@ -14,5 +14,6 @@ pub mod input;
 pub mod items;
 pub mod manifest;
 pub mod plan;
+pub mod progress;
 pub mod simulate;
 pub mod store;

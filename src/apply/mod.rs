@@ -8,6 +8,32 @@
 /// its entity-count journal): the reference's 900 s Lambda budget plus 60 s.
 pub const LEASE_MS: i64 = 960_000;
 
+/// A fresh apply token: 32 hex digits from the OS's random source.
+pub fn new_token() -> String {
+    use std::io::Read;
+    let mut buf = [0u8; 16];
+    let ok = std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut buf))
+        .is_ok();
+    if !ok {
+        // No /dev/urandom: mix time, pid and the std hasher's random keys.
+        use std::hash::{BuildHasher, Hasher};
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or(0),
+        );
+        h.write_u32(std::process::id());
+        let a = h.finish();
+        h.write_u64(a);
+        buf[..8].copy_from_slice(&a.to_le_bytes());
+        buf[8..].copy_from_slice(&h.finish().to_le_bytes());
+    }
+    buf.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 pub mod counts;
 pub mod fanout;
 pub mod fault;

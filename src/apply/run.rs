@@ -1,48 +1,64 @@
 //! `limits apply`, step by step (docs/storage.md, "Apply"), numbered as the
 //! reference numbers them:
 //! * 1: refuse limits the table's Lambdas cannot enforce ([`gate`]);
-//! * 2–3: claim the fan-outs earlier applies abandoned, settle their entity
-//!   counts, then plan: read and compare ([`crate::plan::prepare`]);
+//! * 2–3: claim the fan-outs earlier applies abandoned, recount the entity
+//!   counts a dead apply left (and, refreshing, check every count), then
+//!   plan: read and compare ([`crate::plan::prepare`]), a chunk at a time;
 //! * 4: write ahead a pending item for every fan-out the changes owe;
-//! * 5: write the levels and their registries ([`writes`]);
+//! * 5: write the levels and their registries ([`writes`]), a chunk at a
+//!   time, with the entity-count journal ([`counts`]);
 //! * 7: re-assert explicit `disabled`;
 //! * 8–9: run every owed fan-out, release what finished, expire what failed;
-//! * 10: write the `#PROVISIONER` record, then the level digests ([`record`]);
+//! * 10: write the `#PROVISIONER` record from what was written, then the
+//!   level digests ([`record`]);
 //! * 11: count what is still owed.
 //!
 //! (Step 6 of the reference, fan-outs only the `ALL_OLD` images reveal, is
 //! folded into 4; see below.)
 //!
+//! Memory: the plan keeps, per change, what output and the writes need (the
+//! detail, a few flags), never the items; the writes rebuild each item from
+//! the manifest a chunk at a time. So an apply holds the manifest, one chunk
+//! of items and a few bytes per level, whatever the manifest's size.
+//!
 //! Crash safety: every step is either idempotent or recorded before it runs. A
 //! process killed at any point leaves (a) config items that are each either old or
-//! new, with their registry entry written in the same transaction, (b) pending
-//! items for every fan-out a finished write made necessary, and (c) the previous
-//! `#PROVISIONER` record, so the next apply recomputes the same changes, skips the
-//! ones already written and deletes what is still left to delete.
+//! new, (b) pending items for every fan-out a finished write made necessary,
+//! (c) the previous `#PROVISIONER` record and the levels the apply was about
+//! to create ([`record::write_writing`]), so the next apply recomputes the same
+//! changes, skips the ones already written and deletes what is still left to
+//! delete, whichever manifest it applies, and (d) the count journal, so the next
+//! apply recounts at once.
 //!
 //! Where this differs from the reference, on purpose:
 //! * Config writes keep the Python client's registries (`#RESOURCES`,
-//!   `#ENTITY_CONFIG_RESOURCES`) in the same transaction (see [`writes`]); the
-//!   reference provisioner never updates them.
-//! * Step 6 (fan-outs only the `ALL_OLD` images reveal) is not separate: the
-//!   registry transactions return no old image, so fan-outs are predicted once,
-//!   from the strongly consistent pre-read. A concurrent writer between that read
-//!   and our write is the only case this misses.
+//!   `#ENTITY_CONFIG_RESOURCES`; see [`writes`], [`counts`]); the reference
+//!   provisioner never updates them.
+//! * Step 6 (fan-outs only the `ALL_OLD` images reveal) is not separate: batched
+//!   writes return no old image, so fan-outs are predicted once, from the
+//!   strongly consistent pre-read. A concurrent writer between that read and
+//!   our write is the only case this misses.
 //! * A delete of an item that is already gone writes nothing (it is still listed
 //!   and counted, as in the reference).
+//! * The record holds what was written: a failed create, update or delete is
+//!   planned again by the next apply (the reference records the manifest).
 
 use std::collections::{BTreeSet, HashMap};
 
 use crate::apply::fanout::{self, FanOutKind, LevelKind, Owed};
 use crate::apply::pending::{self, Share};
+use crate::apply::record::Outcome;
 use crate::apply::{counts, gate, record, writes, LEASE_MS};
 use crate::items::{attrs, config};
 use crate::manifest::Manifest;
 use crate::plan::digests::{self, Digest, Recorded, Untrusted};
 use crate::plan::level::{Action, Level};
-use crate::plan::managed::{self, ProvisionerRecord};
-use crate::plan::prepare::{prepare_with_record, BuildFn, PlannedChange, Prepared, Refresh};
-use crate::store::{Item, Key, Store, StoreError};
+use crate::plan::managed::{self, ManagedSet, ProvisionerRecord};
+use crate::plan::prepare::{
+    prepare_each, BuildFn, PlannedChange, PrepareError, Refresh, Summary, CHUNK,
+};
+use crate::progress::Progress;
+use crate::store::{Item, Key, Store};
 
 const FANOUT_ROUNDS: usize = 3;
 
@@ -57,9 +73,10 @@ pub struct Applied {
     pub full: bool,
     pub resumed: bool,
     /// Pending fan-out items left after the apply.
-    pub pending: usize,
+    pub pending: pending::Left,
     pub errors: Vec<String>,
-    /// Problems that do not make the apply fail (recording the level digests).
+    /// Problems that do not make the apply fail (recording the level
+    /// digests), and what the apply repaired (entity counts).
     pub warnings: Vec<String>,
     /// `--no-refresh` could not use the recorded digests, so every level was read.
     pub fallback: Option<Untrusted>,
@@ -77,6 +94,8 @@ pub struct ApplyRequest<'a> {
     pub build: &'a BuildFn<'a>,
     /// `--no-refresh`: trust the digests the last apply recorded.
     pub refresh: Refresh,
+    /// Told each step's progress (a bar on a terminal).
+    pub progress: &'a dyn Progress,
 }
 
 /// Runs one apply, in the steps the module doc lists. `Err` means nothing was
@@ -93,45 +112,49 @@ pub fn apply(store: &dyn Store, req: &ApplyRequest<'_>) -> Result<Applied, Strin
     };
     // 2–3. Claim what earlier applies left behind once their leases ran out.
     let (record, resumed) = run.claim_abandoned()?;
-    // Entity counts a dead apply left half done, settled before the pre-read.
-    let recovered = counts::recover(store, req.ns, req.now_ms);
+    // Entity counts a dead apply left (and, refreshing, every count), before the pre-read.
+    let repairs = run.count_check(&record);
     // A resumed full apply continues change-only instead of starting over.
     let full = req.full && !resumed;
-    let (prepared, recorded) = run.plan(record, full).map_err(|e| run.abandon(e))?;
-    // 4. Write ahead every fan-out the changes make necessary (one batch).
-    run.write_ahead(&prepared.changes, full)?;
+    let (plan, recorded) = run.plan(&record, full).map_err(|e| run.abandon(e))?;
+    // 4. Write ahead every fan-out the changes make necessary.
+    run.write_ahead(&plan.changes, full)
+        .map_err(|e| run.abandon(e))?;
     let mut out = Applied {
         changes: Vec::new(),
         created: 0,
         updated: 0,
         deleted: 0,
-        unchanged: prepared.unchanged,
+        unchanged: plan.summary.unchanged,
         full: req.full,
         resumed,
-        pending: 0,
+        pending: pending::Left::default(),
         errors: Vec::new(),
-        warnings: Vec::new(),
-        fallback: prepared.fallback.clone(),
+        warnings: record.warnings(),
+        fallback: plan.summary.fallback.clone(),
     };
-    if let Err(e) = recovered {
-        out.errors.push(format!(
-            "settling the entity-config counts of an earlier apply: {e}"
-        ));
+    match repairs {
+        Ok(repairs) => out
+            .warnings
+            .extend(repairs.iter().map(|r| format!("{r}; repaired"))),
+        Err(e) => out.errors.push(format!(
+            "checking the entity-config counts (#ENTITY_CONFIG_RESOURCES): {e} (the next apply checks them again)"
+        )),
     }
     // 5. Config writes.
     let written = run
-        .write_levels(&prepared, &mut out)
+        .write_levels(&record, &plan, &mut out)
         .map_err(|e| run.abandon(e))?;
-    out.changes = prepared.changes;
+    out.changes = plan.changes.into_iter().map(|p| p.pc).collect();
     // 7. Re-assert explicit `disabled` on declared levels not already being fanned out.
     run.reassert_disabled(&mut out);
     // 8–9. Every owed fan-out; what fails is handed to the next apply.
-    run.fan_out(written.items, &mut out);
-    // 10. The record, then the digests of what the levels now hold.
-    run.record(&recorded, &written.digests, &mut out);
+    run.fan_out(&written.fanout_before, &mut out);
+    // 10. The record of what was written, then the digests of what the levels now hold.
+    run.record(&record, &recorded, &plan.summary, &written, &mut out);
     // 11. What is still owed.
-    match pending::count(store, req.ns) {
-        Ok(n) => out.pending = n,
+    match pending::left(store, req.ns, req.now_ms) {
+        Ok(left) => out.pending = left,
         Err(e) => out.errors.push(format!("counting pending fan-outs: {e}")),
     }
     Ok(out)
@@ -146,11 +169,34 @@ struct Run<'a> {
     owed: BTreeSet<Owed>,
 }
 
-/// What step 5 wrote: each written level's new item (`None`: deleted), the
-/// fan-outs' first "before" image; and the digests of the levels now as declared.
+/// One planned change, without its items: what output, the write-ahead and
+/// the writes need.
+struct Planned {
+    pc: PlannedChange,
+    /// The pre-read found the level.
+    existed: bool,
+    /// The pre-read found it in the entity-config index.
+    indexed: bool,
+    /// The fan-outs the change makes necessary.
+    owed: Vec<FanOutKind>,
+}
+
+/// The plan: the changes in order, and what the read found besides.
+struct Plan {
+    changes: Vec<Planned>,
+    summary: Summary,
+}
+
+/// What step 5 wrote: the digests of the levels now as declared, what became
+/// of each change, the fan-outs' first "before" image of each level written
+/// (its digest; `None`: deleted), and the items recording what it was about
+/// to create.
+#[derive(Default)]
 struct Written {
-    items: HashMap<Key, Option<Item>>,
     digests: Vec<Digest>,
+    outcomes: Vec<(Level, Action, Outcome)>,
+    fanout_before: HashMap<Key, Option<Digest>>,
+    writing: Vec<Key>,
 }
 
 impl Run<'_> {
@@ -168,20 +214,23 @@ impl Run<'_> {
     fn claim_abandoned(&mut self) -> Result<(ProvisionerRecord, bool), String> {
         let (store, req) = (self.store, self.req);
         let mut resumed = false;
-        for p in pending::list(store, req.ns).map_err(|e| e.to_string())? {
+        let listed =
+            pending::list(store, req.ns).map_err(|e| format!("reading pending fan-outs: {e}"))?;
+        for p in listed {
             if !p.claimable(req.now_ms) {
                 continue;
             }
             let was_full = p.owners.values().any(|s| s.full);
             let claimed =
                 pending::claim(store, req.ns, &p, req.token, self.share(false), req.now_ms)
-                    .map_err(|e| e.to_string())?;
+                    .map_err(|e| format!("claiming a pending fan-out: {e}"))?;
             if claimed {
                 resumed |= req.full && was_full;
                 self.owed.insert(p.owed);
             }
         }
-        let record = managed::read(store, req.ns).map_err(|e| e.to_string())?;
+        let record = managed::read(store, req.ns)
+            .map_err(|e| format!("reading the #PROVISIONER record: {e}"))?;
         for (level, target) in &record.cascade_pending {
             let Some(level) = Level::from_parts(level, target) else {
                 continue;
@@ -192,10 +241,23 @@ impl Run<'_> {
                 target: level.target(),
             };
             pending::write_ahead(store, req.ns, &o, req.token, self.share(false), req.now_ms)
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| format!("writing ahead a legacy cascade fan-out: {e}"))?;
             self.owed.insert(o);
         }
         Ok((record, resumed))
+    }
+
+    /// Recounts the entity counts a dead apply may have left wrong, and
+    /// (unless `--no-refresh`) checks every count against the stored entity
+    /// levels, repairing what disagrees.
+    fn count_check(&self, record: &ProvisionerRecord) -> Result<Vec<counts::Repair>, String> {
+        let req = self.req;
+        let mut check = BTreeSet::new();
+        if req.refresh == Refresh::All {
+            check = ManagedSet::from_manifest(req.manifest).entity_resources();
+            check.extend(record.all().entity_resources());
+        }
+        counts::recover(self.store, req.ns, req.now_ms, &check).map_err(|e| e.to_string())
     }
 
     /// Hands what this apply took over back at once (refused, or the store
@@ -207,29 +269,54 @@ impl Run<'_> {
         e
     }
 
-    /// The plan, from the record just read (and the digests, for `--no-refresh`).
-    fn plan(&self, record: ProvisionerRecord, full: bool) -> Result<(Prepared, Recorded), String> {
+    /// The plan, from the record just read (and the digests, for
+    /// `--no-refresh`), kept without its items.
+    fn plan(&self, record: &ProvisionerRecord, full: bool) -> Result<(Plan, Recorded), String> {
         let (store, req) = (self.store, self.req);
-        let recorded =
-            digests::read(store, req.ns, record.stamp.as_deref()).map_err(|e| e.to_string())?;
+        let recorded = digests::read(store, req.ns, record.stamp.as_deref())
+            .map_err(|e| format!("reading the level digests: {e}"))?;
         let trust = (req.refresh == Refresh::Trust).then_some(&recorded);
-        let prepared =
-            prepare_with_record(store, req.ns, req.manifest, full, req.build, record, trust)
-                .map_err(|e| e.to_string())?;
-        Ok((prepared, recorded))
+        let mut changes = Vec::new();
+        let summary = prepare_each(
+            store,
+            req.ns,
+            req.manifest,
+            full,
+            req.build,
+            record,
+            trust,
+            req.progress,
+            &mut |pc| {
+                let owed = owed_kinds(&pc, full);
+                let existed = pc.live.is_some();
+                let indexed = pc.live.as_ref().is_some_and(writes::indexed);
+                changes.push(Planned {
+                    pc: pc.without_items(),
+                    existed,
+                    indexed,
+                    owed,
+                });
+            },
+        )
+        .map_err(|e| match e {
+            PrepareError::Store(e) => format!("reading the stored levels: {e}"),
+            other => other.to_string(),
+        })?;
+        Ok((Plan { changes, summary }, recorded))
     }
 
     /// Writes a pending item for every fan-out the changes make necessary.
-    fn write_ahead(&mut self, changes: &[PlannedChange], full: bool) -> Result<(), String> {
+    fn write_ahead(&mut self, changes: &[Planned], full: bool) -> Result<(), String> {
         let mut ahead = Vec::new();
-        for pc in changes {
-            for kind in owed_kinds(pc, full) {
+        let mut seen = BTreeSet::new();
+        for p in changes {
+            for kind in &p.owed {
                 let o = Owed {
-                    kind,
-                    level: pc.change.level.kind(),
-                    target: pc.change.level.target(),
+                    kind: *kind,
+                    level: p.pc.change.level.kind(),
+                    target: p.pc.change.level.target(),
                 };
-                if !ahead.contains(&o) {
+                if seen.insert(o.clone()) {
                     ahead.push(o);
                 }
             }
@@ -243,83 +330,129 @@ impl Run<'_> {
             self.share(full),
             req.now_ms,
         )
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| {
+            format!("writing ahead the pending fan-outs (nothing else was written): {e}")
+        })?;
         self.owed.extend(ahead);
         Ok(())
     }
 
-    /// Writes every level at once (order inside one apply is invisible to the
-    /// end state); a level that cannot be built or written is reported and
-    /// the rest go on. `Err` only when the recorded digests could not be
-    /// cleared, before anything was written.
-    fn write_levels(&self, prepared: &Prepared, out: &mut Applied) -> Result<Written, String> {
-        let (store, ns) = (self.store, self.req.ns);
-        let changes = &prepared.changes;
-        let mut writes_of = Vec::new();
-        let mut outcome: Vec<Option<Result<(), String>>> = Vec::with_capacity(changes.len());
-        for pc in changes {
-            let w = match (&pc.desired, pc.change.action) {
-                (_, Action::Delete) => writes::LevelWrite::Delete {
-                    level: &pc.change.level,
-                    existed: pc.live.is_some(),
-                },
-                (Some(Ok(item)), _) => writes::LevelWrite::Put {
-                    level: &pc.change.level,
-                    item,
-                    existed: pc.live.is_some(),
-                },
-                (Some(Err(e)), _) => {
-                    outcome.push(Some(Err(e.clone())));
-                    continue;
-                }
-                (None, _) => {
-                    outcome.push(Some(Err("no item to write".into())));
-                    continue;
-                }
-            };
-            writes_of.push(w);
-            outcome.push(None);
-        }
-        // The recorded digests stop being true with the first config write.
-        if !writes_of.is_empty() {
-            record::invalidate(store, ns)
-                .map_err(|e| format!("clearing the recorded level digests: {e}"))?;
-        }
-        let written = writes::write_levels(store, ns, self.req.token, self.lease, &writes_of);
-        let mut digests_now = prepared.unchanged_digests.clone();
-        let mut results = written.results.into_iter();
-        let mut items: HashMap<Key, Option<Item>> = HashMap::new();
-        for (pc, o) in changes.iter().zip(outcome) {
-            let r = o.unwrap_or_else(|| {
-                results
-                    .next()
-                    .unwrap_or_else(|| Err(StoreError::Backend("not written".into())))
-                    .map_err(|e| e.to_string())
-            });
-            match r {
-                Ok(()) => {
-                    count(out, pc.change.action);
-                    let item = match &pc.desired {
-                        Some(Ok(item)) if pc.change.action != Action::Delete => Some(item.clone()),
-                        _ => None,
-                    };
-                    if let Some(item) = &item {
-                        digests_now.push(digests::digest(&pc.change.level.key(ns), item));
-                    }
-                    items.insert(pc.change.level.key(ns), item);
-                }
-                Err(e) => out.errors.push(format!("{}: {e}", pc.change)),
+    /// Writes the levels a chunk at a time, rebuilding each item from the
+    /// manifest (order inside one apply is invisible to the end state); a
+    /// level that cannot be built or written is reported, by name, and the
+    /// rest go on. `Err` only when the recorded digests or the levels about
+    /// to be created could not be recorded, before any config write.
+    fn write_levels(
+        &self,
+        record: &ProvisionerRecord,
+        plan: &Plan,
+        out: &mut Applied,
+    ) -> Result<Written, String> {
+        let (store, req) = (self.store, self.req);
+        let ns = req.ns;
+        let mut written = Written {
+            digests: plan.summary.unchanged_digests.clone(),
+            ..Default::default()
+        };
+        let buildable = |p: &Planned| !matches!(p.pc.desired, Some(Err(_)));
+        let held = record.all();
+        let mut creates = ManagedSet::default();
+        let mut counted = BTreeSet::new();
+        for p in plan.changes.iter().filter(|p| buildable(p)) {
+            let level = &p.pc.change.level;
+            if p.pc.change.action == Action::Create && !held.contains(level) {
+                creates.insert(level);
+            }
+            if let Level::Entity(_, r) = level {
+                counted.insert(r.clone());
             }
         }
-        if let Some(e) = written.counts {
+        let mut journal = counts::Journal::default();
+        if plan.changes.iter().any(buildable) {
+            // The recorded digests stop being true with the first config write.
+            record::invalidate(store, ns).map_err(|e| {
+                format!("clearing the recorded level digests (nothing was written): {e}")
+            })?;
+            written.writing =
+                record::write_writing(store, ns, req.token, &creates).map_err(|e| {
+                    format!("recording the levels about to be created (nothing was written): {e}")
+                })?;
+            journal = counts::begin(store, ns, req.token, self.lease, counted).map_err(|e| {
+                format!("writing the entity-count journal (nothing was written): {e}")
+            })?;
+        }
+        req.progress
+            .phase("writing levels", plan.changes.len() as u64);
+        let mut deltas = std::collections::BTreeMap::new();
+        for chunk in plan.changes.chunks(CHUNK) {
+            let items: Vec<Option<Result<Item, String>>> = chunk
+                .iter()
+                .map(|p| match (&p.pc.desired, p.pc.change.action) {
+                    (_, Action::Delete) => None,
+                    (Some(Err(e)), _) => Some(Err(e.clone())),
+                    _ => Some((req.build)(&p.pc.change.level)),
+                })
+                .collect();
+            let mut writes_of = Vec::new();
+            for (p, item) in chunk.iter().zip(&items) {
+                let level = &p.pc.change.level;
+                match item {
+                    None => writes_of.push(writes::LevelWrite::Delete {
+                        level,
+                        existed: p.existed,
+                        indexed: p.indexed,
+                    }),
+                    Some(Ok(item)) => writes_of.push(writes::LevelWrite::Put {
+                        level,
+                        item,
+                        existed: p.existed,
+                        indexed: p.indexed,
+                    }),
+                    Some(Err(_)) => {}
+                }
+            }
+            let done = writes::write_levels(store, ns, &writes_of);
+            for (r, d) in done.deltas {
+                *deltas.entry(r).or_insert(0) += d;
+            }
+            let mut results = done.results.into_iter();
+            for (p, item) in chunk.iter().zip(items) {
+                let (level, action) = (&p.pc.change.level, p.pc.change.action);
+                let r = match &item {
+                    Some(Err(e)) => Err(e.clone()),
+                    _ => results
+                        .next()
+                        .unwrap_or_else(|| Err("the write was not run".into())),
+                };
+                let outcome = match r {
+                    Ok(()) => {
+                        count(out, action);
+                        let key = level.key(ns);
+                        let digest = match &item {
+                            Some(Ok(item)) => Some(digests::digest(&key, item)),
+                            _ => None,
+                        };
+                        written.digests.extend(digest);
+                        if !p.owed.is_empty() {
+                            written.fanout_before.insert(key, digest);
+                        }
+                        Outcome::Done
+                    }
+                    Err(e) => {
+                        out.errors.push(format!("{}: {e}", p.pc.change));
+                        Outcome::Failed
+                    }
+                };
+                written.outcomes.push((level.clone(), action, outcome));
+            }
+            req.progress.advance(chunk.len() as u64);
+        }
+        if let Err(e) = counts::settle(store, ns, &journal, &deltas) {
             out.errors.push(format!(
-                "updating the entity-config counts: {e} (settled by a later apply)"
+                "updating the entity-config counts (#ENTITY_CONFIG_RESOURCES): {e} (the next apply recounts them)"
             ));
         }
-        Ok(Written {
-            items,
-            digests: digests_now,
-        })
+        Ok(written)
     }
 
     /// Fans out `disabled` again for every declared level that sets it and is
@@ -347,15 +480,18 @@ impl Run<'_> {
 
     /// Every owed fan-out, from the live config item, redone (up to 3 rounds)
     /// while the item changes under it; a stable one releases its share, a
-    /// failed one is expired for the next apply at once. `wrote` is what step
-    /// 5 wrote: the first round reads only the levels it did not write.
-    fn fan_out(&mut self, mut wrote: HashMap<Key, Option<Item>>, out: &mut Applied) {
+    /// failed one is expired for the next apply at once. `known` holds what
+    /// step 5 wrote (a digest, `None` when deleted): the first round reads
+    /// only the levels it did not write.
+    fn fan_out(&mut self, known: &HashMap<Key, Option<Digest>>, out: &mut Applied) {
         let (store, req) = (self.store, self.req);
         let ns = req.ns;
         let mut remaining: Vec<Owed> = std::mem::take(&mut self.owed).into_iter().collect();
         remaining.sort_by(pending::run_order);
+        req.progress.phase("fan-out", remaining.len() as u64);
         let mut released = Vec::new();
         let mut failed: Vec<(Owed, String)> = Vec::new();
+        let mut known = Some(known);
         for _ in 0..FANOUT_ROUNDS {
             if remaining.is_empty() {
                 break;
@@ -364,10 +500,10 @@ impl Run<'_> {
                 .iter()
                 .map(|o| Level::from_parts(o.level.as_str(), &o.target).map(|l| l.key(ns)))
                 .collect();
-            let before = read_levels_except(store, &keys, &wrote);
-            wrote.clear();
+            let empty = HashMap::new();
+            let before = read_digests(store, &keys, known.take().unwrap_or(&empty));
             let results = run_fanouts(store, ns, &remaining, req.now_ms);
-            let after = read_levels(store, &keys);
+            let after = read_digests(store, &keys, &empty);
             let mut next = Vec::new();
             for (i, (o, r)) in remaining.into_iter().zip(results).enumerate() {
                 match r {
@@ -385,6 +521,7 @@ impl Run<'_> {
                     }
                 }
             }
+            req.progress.advance((released.len() + failed.len()) as u64);
             remaining = next;
         }
         for o in remaining {
@@ -397,7 +534,10 @@ impl Run<'_> {
             failed.push((o, msg));
         }
         if let Err(e) = pending::release_many(store, ns, &released, req.token, req.now_ms) {
-            out.errors.push(format!("releasing finished fan-outs: {e}"));
+            out.errors.push(format!(
+                "releasing finished fan-outs: {e} (the next apply after this one's lease, {}, runs them again)",
+                managed::iso_timestamp(self.lease)
+            ));
         }
         failed.sort_by(|a, b| pending::run_order(&a.0, &b.0));
         for (o, msg) in failed {
@@ -406,19 +546,47 @@ impl Run<'_> {
         }
     }
 
-    /// The `#PROVISIONER` record (managed = what the manifest declares, even
-    /// for failed writes), then the level digests for `--no-refresh`.
-    fn record(&self, recorded: &Recorded, digests_now: &[Digest], out: &mut Applied) {
+    /// The `#PROVISIONER` record of what was written (a failed change is
+    /// planned again by the next apply), then the level digests for
+    /// `--no-refresh`, then the levels this apply recorded it was about to
+    /// create are forgotten.
+    fn record(
+        &self,
+        before: &ProvisionerRecord,
+        recorded: &Recorded,
+        summary: &Summary,
+        written: &Written,
+        out: &mut Applied,
+    ) {
         let (store, req) = (self.store, self.req);
-        match record::write_record(store, req.ns, req.manifest, req.now_ms, req.applied_hash) {
-            Err(e) => out
-                .errors
-                .push(format!("writing the #PROVISIONER record: {e}")),
-            Ok(last_applied) => {
-                let stamp = digests::stamp(req.applied_hash, &last_applied);
+        req.progress.phase("record", 0);
+        let forgotten = summary
+            .forgotten
+            .iter()
+            .map(|l| (l.clone(), Action::Delete, Outcome::Forgotten));
+        let managed = record::managed_after(
+            before,
+            &ManagedSet::from_manifest(req.manifest),
+            written.outcomes.iter().cloned().chain(forgotten),
+        );
+        let mut stale = before.extra_keys.clone();
+        stale.extend(written.writing.iter().cloned());
+        match record::write_record(
+            store,
+            req.ns,
+            req.token,
+            &managed,
+            req.now_ms,
+            req.applied_hash,
+            &stale,
+        ) {
+            Err(e) => out.errors.push(format!(
+                "writing the #PROVISIONER record: {e} (the next apply plans these changes again)"
+            )),
+            Ok(stamp) => {
                 let stale = &recorded.keys;
                 if let Err(e) =
-                    record::write_digests(store, req.ns, req.token, &stamp, digests_now, stale)
+                    record::write_digests(store, req.ns, req.token, &stamp, &written.digests, stale)
                 {
                     out.warnings.push(format!(
                         "recording the level digests: {e} (the next --no-refresh run reads every level)"
@@ -452,44 +620,42 @@ fn run_fanouts(store: &dyn Store, ns: &str, owed: &[Owed], now_ms: i64) -> Vec<R
     }
 }
 
-/// [`read_levels`], taking the items in `known` as they are instead of reading them.
-fn read_levels_except(
+/// The digest of each config item behind the fan-outs (`None`: absent, or a
+/// malformed target), read a chunk at a time (batched, consistent), taking
+/// the levels in `known` as they are instead of reading them.
+fn read_digests(
     store: &dyn Store,
     keys: &[Option<Key>],
-    known: &HashMap<Key, Option<Item>>,
-) -> Result<Vec<Option<Item>>, String> {
-    let unknown: Vec<Option<Key>> = keys
-        .iter()
-        .map(|k| k.clone().filter(|k| !known.contains_key(k)))
-        .collect();
-    let mut read = read_levels(store, &unknown)?.into_iter();
-    Ok(keys
-        .iter()
-        .map(|k| {
-            let fresh = read.next().flatten();
-            match k.as_ref().and_then(|k| known.get(k)) {
-                Some(item) => item.clone(),
-                None => fresh,
-            }
-        })
-        .collect())
+    known: &HashMap<Key, Option<Digest>>,
+) -> Result<Vec<Option<Digest>>, String> {
+    let mut out = Vec::with_capacity(keys.len());
+    for chunk in keys.chunks(CHUNK) {
+        let wanted: Vec<Key> = chunk
+            .iter()
+            .flatten()
+            .filter(|k| !known.contains_key(*k))
+            .cloned()
+            .collect();
+        let mut got = store
+            .batch_get(&wanted, true)
+            .map_err(|e| e.to_string())?
+            .into_iter();
+        for k in chunk {
+            out.push(match k {
+                None => None,
+                Some(k) => match known.get(k) {
+                    Some(d) => *d,
+                    None => got.next().flatten().map(|item| digests::digest(k, &item)),
+                },
+            });
+        }
+    }
+    Ok(out)
 }
 
-/// The config items behind the fan-outs, in one batched consistent read
-/// (`None` keys read as absent).
-fn read_levels(store: &dyn Store, keys: &[Option<Key>]) -> Result<Vec<Option<Item>>, String> {
-    let wanted: Vec<Key> = keys.iter().flatten().cloned().collect();
-    let mut got = store
-        .batch_get(&wanted, true)
-        .map_err(|e| e.to_string())?
-        .into_iter();
-    Ok(keys
-        .iter()
-        .map(|k| k.as_ref().and_then(|_| got.next().flatten()))
-        .collect())
-}
-
-/// The reference's wording for a failed fan-out (docs/manifest.md, "Plan, diff and apply output").
+/// The reference's wording for a failed fan-out (docs/manifest.md, "Plan,
+/// diff and apply output"); a failed share is expired at once, so the next
+/// apply does retry it.
 pub fn fanout_error(o: &Owed, e: &str) -> String {
     let (level, target) = (o.level.as_str(), &o.target);
     match o.kind {
@@ -577,31 +743,7 @@ fn bucket_content(item: Option<&Item>) -> Item {
     item.map(config::bucket_content).unwrap_or_default()
 }
 
-/// A fresh apply token: 32 hex digits from the OS's random source.
-pub fn new_token() -> String {
-    use std::io::Read;
-    let mut buf = [0u8; 16];
-    let ok = std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut buf))
-        .is_ok();
-    if !ok {
-        // No /dev/urandom: mix time, pid and the std hasher's random keys.
-        use std::hash::{BuildHasher, Hasher};
-        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-        h.write_u128(
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos())
-                .unwrap_or(0),
-        );
-        h.write_u32(std::process::id());
-        let a = h.finish();
-        h.write_u64(a);
-        buf[..8].copy_from_slice(&a.to_le_bytes());
-        buf[8..].copy_from_slice(&h.finish().to_le_bytes());
-    }
-    buf.iter().map(|b| format!("{b:02x}")).collect()
-}
+pub use super::new_token;
 
 #[cfg(test)]
 mod tests {
@@ -745,6 +887,7 @@ mod tests {
             applied_hash: "sha256:test",
             build: &build,
             refresh: Refresh::All,
+            progress: &crate::progress::Silent,
         };
         apply(s, &req).unwrap()
     }
@@ -757,7 +900,10 @@ mod tests {
     fn an_apply_writes_levels_record_and_releases_what_it_owed() {
         let s = MemoryStore::new();
         let done = apply_once(&s, false, "t1", NOW);
-        assert_eq!((done.created, done.errors.len(), done.pending), (2, 0, 0));
+        assert_eq!(
+            (done.created, done.errors.len(), done.pending.count),
+            (2, 0, 0)
+        );
         assert!(s.item("ns/ENTITY#u", "#CONFIG#r").is_some());
         let rec = managed::read(&s, "ns").unwrap();
         assert_eq!(rec.managed, ManagedSet::from_manifest(&manifest()));
@@ -777,10 +923,10 @@ mod tests {
         };
         leftover(&s, &owed, "dead", NOW + 5_000, false);
         let done = apply_once(&s, false, "t1", NOW);
-        assert_eq!(done.pending, 1, "a live lease is left alone");
+        assert_eq!(done.pending.count, 1, "a live lease is left alone");
         let done = apply_once(&s, false, "t2", NOW + 10_000);
         assert_eq!(
-            done.pending, 0,
+            done.pending.count, 0,
             "an expired lease is claimed, run and released"
         );
         assert!(!done.resumed);
@@ -799,7 +945,7 @@ mod tests {
         let done = apply_once(&s, true, "t1", NOW);
         assert!(done.resumed && done.full);
         assert_eq!((done.changes.len(), done.unchanged), (0, 2), "change-only");
-        assert_eq!(done.pending, 0);
+        assert_eq!(done.pending.count, 0);
         // Without an interrupted full apply, --full rewrites every level.
         let done = apply_once(&s, true, "t2", NOW);
         assert!(!done.resumed);
@@ -824,7 +970,7 @@ mod tests {
         s.put(rec);
         assert_eq!(managed::read(&s, "ns").unwrap().cascade_pending.len(), 1);
         let done = apply_once(&s, false, "t1", NOW);
-        assert_eq!((done.errors.len(), done.pending), (0, 0));
+        assert_eq!((done.errors.len(), done.pending.count), (0, 0));
         let rec = s.item(&key.pk, &key.sk).unwrap();
         assert!(!rec.contains_key("cascade_pending"));
     }
@@ -840,7 +986,7 @@ mod tests {
         };
         leftover(&s, &bad, "dead", NOW - 1, false);
         let done = apply_once(&s, false, "t1", NOW);
-        assert_eq!(done.pending, 1);
+        assert_eq!(done.pending.count, 1);
         assert_eq!(done.errors.len(), 1);
         assert!(
             done.errors[0].starts_with("bucket param sync entity no-slash: ")
@@ -878,6 +1024,7 @@ mod tests {
             applied_hash: "sha256:test",
             build: &build,
             refresh,
+            progress: &crate::progress::Silent,
         };
         apply(s, &req).unwrap()
     }

@@ -3,6 +3,7 @@
 pub mod args;
 pub mod error;
 pub mod output;
+pub mod progress;
 
 pub use args::{command, Cli, Command};
 pub use error::CliError;

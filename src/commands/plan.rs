@@ -13,16 +13,17 @@
 //! with MSG) and `ZAEL_TEST_CLOCK_OFFSET_MS=MS` (shift the clock, so an
 //! interrupted apply's leases can expire without waiting).
 
-use crate::apply::{fault, pending, run};
+use crate::apply::{counts, fault, pending, record, run};
 use crate::cli::args::{ApplyArgs, PlanArgs, PlanCmdArgs, RefreshArg, TextOrJson};
-use crate::cli::CliError;
+use crate::cli::{progress, CliError};
 use crate::exit_codes;
 use crate::items::{config, namespace};
 use crate::manifest::{self, Manifest, Severity};
-use crate::plan::digests::Untrusted;
+use crate::plan::digests::{self, Untrusted};
 use crate::plan::level::Level;
+use crate::plan::managed::{self, ManagedSet};
 use crate::plan::output::{self, ApplyCounts, Command, Report};
-use crate::plan::prepare::{prepare, BuildFn, Refresh};
+use crate::plan::prepare::{prepare_each, BuildFn, Refresh};
 use crate::plan::version;
 use crate::store::{open, Item};
 
@@ -92,30 +93,80 @@ fn read_only(args: PlanArgs, command: Command, refresh: Refresh) -> Result<i32, 
     let (m, warnings) = load(&args)?;
     let name = namespace_name(&args, &m)?;
     let store = open::open(&args.store, &args.name)?;
-    let ns = super::read_only::resolve_namespace(store.as_ref(), &name)?;
+    let store = store.as_ref();
+    let ns = super::read_only::resolve_namespace(store, &name)?;
     let build = builder(&ns, &m);
     let build: &BuildFn<'_> = &build;
-    let prepared = prepare(store.as_ref(), &ns, &m, false, build, refresh)?;
+    let record = managed::read(store, &ns)?;
+    let recorded = match refresh {
+        Refresh::All => None,
+        Refresh::Trust => Some(digests::read(store, &ns, record.stamp.as_deref())?),
+    };
+    // Only what output needs is kept of each change.
+    let mut changes = Vec::new();
+    let bar = progress::Bar::stderr();
+    let summary = prepare_each(
+        store,
+        &ns,
+        &m,
+        false,
+        build,
+        &record,
+        recorded.as_ref(),
+        &bar,
+        &mut |pc| changes.push(pc.without_items()),
+    )?;
+    drop(bar);
     let mut warnings = if command == Command::Plan {
         warnings
     } else {
         Vec::new()
     };
-    warnings.extend(fallback_warning(prepared.fallback.as_ref()));
-    let pending = pending::count(store.as_ref(), &ns)? + prepared.record.cascade_pending.len();
+    warnings.extend(fallback_warning(summary.fallback.as_ref()));
+    if command == Command::Plan {
+        warnings.extend(record.warnings());
+        warnings.extend(record_size_warning(&ns, &m));
+        if refresh == Refresh::All {
+            let mut resources = ManagedSet::from_manifest(&m).entity_resources();
+            resources.extend(record.all().entity_resources());
+            let wrong = counts::check(store, &ns, &resources)?;
+            warnings.extend(
+                wrong
+                    .iter()
+                    .map(|r| format!("{r}; the next apply repairs it")),
+            );
+        }
+    }
+    let left = pending::left(store, &ns, now_ms())?;
     let report = Report {
         command,
         namespace: &name,
-        changes: &prepared.changes,
-        unchanged: prepared.unchanged,
-        pending,
+        changes: &changes,
+        unchanged: summary.unchanged,
+        pending: left.count + record.cascade_pending.len(),
+        pending_leased_until: left.leased_until,
         full: false,
         resumed: false,
         warnings,
         applied: None,
     };
     emit(&report, &args)?;
-    Ok(exit_code(&args, !prepared.changes.is_empty(), false))
+    Ok(exit_code(&args, !changes.is_empty(), false))
+}
+
+/// Says so when the managed set the manifest declares does not fit the
+/// `#PROVISIONER` record (docs/storage.md, "The managed set beyond the record").
+fn record_size_warning(ns: &str, m: &Manifest) -> Option<String> {
+    let declared = ManagedSet::from_manifest(m);
+    let (fits, size) = record::record_size(ns, &declared);
+    (!fits).then(|| {
+        format!(
+            "the {} levels this manifest manages need a #PROVISIONER record of {} KB, more than the {} KB one item holds: the record keeps what fits and this tool keeps the whole managed set in its own items; the reference's provisioner sees only the levels in the record (docs/storage.md, \"The managed set beyond the record\")",
+            declared.len(),
+            size / 1024,
+            managed::record_limit() / 1024
+        )
+    })
 }
 
 pub fn apply(args: ApplyArgs) -> Result<i32, CliError> {
@@ -136,6 +187,7 @@ pub fn apply(args: ApplyArgs) -> Result<i32, CliError> {
     let build = builder(&ns, &m);
     let token = run::new_token();
     let hash = manifest::applied_hash(&m);
+    let bar = progress::Bar::stderr();
     let req = run::ApplyRequest {
         ns: &ns,
         manifest: &m,
@@ -145,18 +197,22 @@ pub fn apply(args: ApplyArgs) -> Result<i32, CliError> {
         applied_hash: &hash,
         build: &build,
         refresh,
+        progress: &bar,
     };
     let done = run::apply(store, &req).map_err(CliError::Failed)?;
+    drop(bar);
     let mut warnings: Vec<String> = fallback_warning(done.fallback.as_ref())
         .into_iter()
         .collect();
+    warnings.extend(record_size_warning(&ns, &m));
     warnings.extend(done.warnings.iter().cloned());
     let report = Report {
         command: Command::Apply,
         namespace: &name,
         changes: &done.changes,
         unchanged: done.unchanged,
-        pending: done.pending,
+        pending: done.pending.count,
+        pending_leased_until: done.pending.leased_until,
         full: done.full,
         resumed: done.resumed,
         warnings,

@@ -197,7 +197,7 @@ fn client_written_levels_and_registries_are_reproduced() {
         Level::Entity("user-1".into(), "_default_".into()),
     ];
     for (level, item) in levels.iter().zip(built) {
-        writes::put_level(&s, NS, level, item, false).unwrap();
+        writes::tests::put_level(&s, NS, level, item);
     }
     for sk in [keys::RESOURCES_SK, keys::ENTITY_CONFIG_RESOURCES_SK] {
         let key = Key::new(keys::system_pk(NS), sk);

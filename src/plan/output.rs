@@ -74,6 +74,9 @@ pub struct Report<'a> {
     pub changes: &'a [PlannedChange],
     pub unchanged: usize,
     pub pending: usize,
+    /// Some pending fan-outs are leased until then (epoch ms): no apply takes
+    /// them before it.
+    pub pending_leased_until: Option<i64>,
     pub full: bool,
     pub resumed: bool,
     pub warnings: Vec<String>,
@@ -105,12 +108,34 @@ fn suffix(unchanged: usize) -> String {
     }
 }
 
-fn retried_line(p: usize) -> String {
-    format!("No config changes; {p} bucket fan-out(s) an earlier apply did not finish will be retried by the next apply.\n")
+/// When the pending fan-outs are retried: by the next apply (the
+/// reference's words), or, while the lease of the apply that left them runs,
+/// by the first apply after it ends.
+fn retry_when(r: &Report<'_>) -> String {
+    match r.pending_leased_until {
+        None => "the next apply".to_string(),
+        Some(ms) => format!(
+            "the first apply after {} (when the lease of the apply that left them runs out)",
+            crate::simulate::clock::format_instant(ms.saturating_add(999) / 1000 * 1000)
+        ),
+    }
 }
 
-fn note_line(p: usize) -> String {
-    format!("Note: {p} bucket fan-out(s) an earlier apply did not finish; the next apply retries them.\n")
+fn retried_line(r: &Report<'_>) -> String {
+    format!(
+        "No config changes; {} bucket fan-out(s) an earlier apply did not finish will be retried by {}.\n",
+        r.pending,
+        retry_when(r)
+    )
+}
+
+fn note_line(r: &Report<'_>) -> String {
+    let when = retry_when(r);
+    let when = when.strip_prefix("the ").unwrap_or(&when);
+    format!(
+        "Note: {} bucket fan-out(s) an earlier apply did not finish; the {when} retries them.\n",
+        r.pending
+    )
 }
 
 fn change_lines(out: &mut String, r: &Report<'_>) {
@@ -151,14 +176,14 @@ pub fn text(r: &Report<'_>, quiet: bool) -> Rendered {
         Command::Plan => {
             if n == 0 {
                 if r.pending > 0 {
-                    out.push_str(&retried_line(r.pending));
+                    out.push_str(&retried_line(r));
                 } else {
                     out.push_str("No changes. Infrastructure is up-to-date.\n");
                 }
             } else {
                 out.push_str(&format!("Plan: {n} change(s){}\n", suffix(r.unchanged)));
                 if r.pending > 0 {
-                    out.push_str(&note_line(r.pending));
+                    out.push_str(&note_line(r));
                 }
                 if !quiet {
                     out.push('\n');
@@ -170,7 +195,7 @@ pub fn text(r: &Report<'_>, quiet: bool) -> Rendered {
             if n == 0 {
                 out.push_str("No drift detected. Live state matches YAML.\n");
                 if r.pending > 0 {
-                    out.push_str(&note_line(r.pending));
+                    out.push_str(&note_line(r));
                 }
             } else {
                 out.push_str(&format!(
@@ -178,7 +203,7 @@ pub fn text(r: &Report<'_>, quiet: bool) -> Rendered {
                     suffix(r.unchanged)
                 ));
                 if r.pending > 0 {
-                    out.push_str(&note_line(r.pending));
+                    out.push_str(&note_line(r));
                 }
                 if !quiet {
                     out.push('\n');
@@ -194,7 +219,7 @@ pub fn text(r: &Report<'_>, quiet: bool) -> Rendered {
                         "No config changes; retried fan-outs did not finish (see errors).\n",
                     );
                 } else if r.pending > 0 {
-                    out.push_str(&retried_line(r.pending));
+                    out.push_str(&retried_line(r));
                 } else {
                     out.push_str("No changes. Infrastructure is up-to-date.\n");
                 }
@@ -211,7 +236,7 @@ pub fn text(r: &Report<'_>, quiet: bool) -> Rendered {
                     suffix(r.unchanged)
                 ));
                 if r.pending > 0 {
-                    out.push_str(&note_line(r.pending));
+                    out.push_str(&note_line(r));
                 }
             }
             if r.resumed {
@@ -254,6 +279,7 @@ pub fn json(r: &Report<'_>) -> Value {
         "changes": changes,
         "unchanged": r.unchanged,
         "pending": r.pending,
+        "pending_retry_after": r.pending_leased_until.map(crate::simulate::clock::format_instant),
         "full": r.full,
         "resumed": r.resumed,
         "warnings": r.warnings,
@@ -289,6 +315,7 @@ mod tests {
             changes,
             unchanged: 0,
             pending: 0,
+            pending_leased_until: None,
             full: false,
             resumed: false,
             warnings: vec![],

@@ -421,6 +421,21 @@ fn index_queries_find_items_by_their_gsi_keys() {
             .query_index(Index::Gsi1, "ns/ENTITY_CONFIG#gpt-4", "")
             .unwrap()
             .is_empty());
+        // Counting agrees with the query, prefix or not.
+        for (index, prefix, n) in [
+            (Index::Gsi3, "", 3),
+            (Index::Gsi3, "user-", 2),
+            (Index::Gsi3, "user-1", 1),
+            (Index::Gsi3, "user-3", 0),
+            (Index::Gsi1, "", 0),
+        ] {
+            assert_eq!(
+                s.count_index(index, "ns/ENTITY_CONFIG#gpt-4", prefix)
+                    .unwrap(),
+                n,
+                "{index:?} {prefix:?}"
+            );
+        }
         // Replacing the item without its index keys takes it out of the index.
         put(s, item("ns/ENTITY#admin", "#CONFIG#gpt-4", &[]));
         assert_eq!(

@@ -527,6 +527,16 @@ impl Store for DynamoStore {
         })
     }
 
+    fn index_lags(&self) -> bool {
+        true
+    }
+
+    fn count_index(&self, index: Index, pk: &str, sk_prefix: &str) -> Result<usize, StoreError> {
+        self.timed("count_index", || {
+            self.count_index_untimed(index, pk, sk_prefix)
+        })
+    }
+
     fn write(&self, op: WriteOp) -> Result<Option<Item>, StoreError> {
         self.timed("write", || self.write_untimed(op))
     }
@@ -653,6 +663,40 @@ impl DynamoStore {
         }
     }
 
+    fn count_index_untimed(
+        &self,
+        index: Index,
+        pk: &str,
+        sk_prefix: &str,
+    ) -> Result<usize, StoreError> {
+        let (ipk, isk) = index.key_attrs();
+        let mut p = Placeholders::new();
+        let cond = key_condition(&mut p, ipk, isk, pk, sk_prefix);
+        let vals = wire_values(&p)?;
+        let mut total = 0usize;
+        let mut start: Option<HashMap<String, Av>> = None;
+        loop {
+            let res = self.block_on(
+                self.client
+                    .query()
+                    .table_name(&self.table)
+                    .index_name(index_name(index))
+                    .key_condition_expression(&cond)
+                    .select(aws_sdk_dynamodb::types::Select::Count)
+                    .set_expression_attribute_names(p.names_map())
+                    .set_expression_attribute_values(vals.clone())
+                    .set_exclusive_start_key(start.take())
+                    .send(),
+            );
+            let page = res.map_err(|e| self.explain(e, "Query", None))?;
+            total += usize::try_from(page.count).unwrap_or(0);
+            match page.last_evaluated_key {
+                Some(k) if !k.is_empty() => start = Some(k),
+                _ => return Ok(total),
+            }
+        }
+    }
+
     fn query_index_untimed(
         &self,
         index: Index,
@@ -664,12 +708,7 @@ impl DynamoStore {
         let cond = key_condition(&mut p, ipk, isk, pk, sk_prefix);
         let projection = format!("{}, {}", p.name("PK"), p.name("SK"));
         let vals = wire_values(&p)?;
-        let name = match index {
-            Index::Gsi1 => "GSI1",
-            Index::Gsi2 => "GSI2",
-            Index::Gsi3 => "GSI3",
-            Index::Gsi4 => "GSI4",
-        };
+        let name = index_name(index);
         let mut out = vec![];
         let mut start: Option<HashMap<String, Av>> = None;
         loop {
@@ -836,6 +875,16 @@ impl DynamoStore {
                 }
             }
         })
+    }
+}
+
+/// The index's name in the table definition.
+fn index_name(index: Index) -> &'static str {
+    match index {
+        Index::Gsi1 => "GSI1",
+        Index::Gsi2 => "GSI2",
+        Index::Gsi3 => "GSI3",
+        Index::Gsi4 => "GSI4",
     }
 }
 

@@ -28,6 +28,8 @@ pub enum Change {
         body: String,
     },
     Delete,
+    /// Nothing: a transaction's condition check (an update without actions).
+    Keep,
 }
 
 /// The condition a write carries, if any.
@@ -96,6 +98,13 @@ fn validate_value(v: &AttrValue) -> Result<(), String> {
         AttrValue::L(l) => l.iter().try_for_each(validate_value),
         _ => Ok(()),
     }
+}
+
+/// An item's size as this emulation measures it against [`MAX_ITEM_BYTES`]:
+/// the length of its typed JSON. Code that splits growing data into items
+/// measures with this, so what it writes is never refused.
+pub fn item_size(item: &Item) -> usize {
+    item_to_json(item).to_string().len()
 }
 
 /// A valid item as it is stored: checked, encoded, within the size limit.
@@ -338,10 +347,15 @@ pub fn decide_transaction(
             reasons.join(", ")
         )));
     }
+    // An update without actions is a condition check, as the DynamoDB store
+    // sends it (ConditionCheck): it writes nothing, not even an empty item.
     ops.iter()
         .zip(keys)
         .zip(olds)
-        .map(|((op, key), old)| change(op, key, old.as_ref()))
+        .map(|((op, key), old)| match op {
+            WriteOp::Update { actions, .. } if actions.is_empty() => Ok(Change::Keep),
+            _ => change(op, key, old.as_ref()),
+        })
         .collect()
 }
 

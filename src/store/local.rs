@@ -339,6 +339,7 @@ impl LocalStore {
         match change {
             Change::Put { item, body } => self.save(conn, key, &item, &body),
             Change::Delete => self.remove(conn, key),
+            Change::Keep => Ok(()),
         }
     }
 
@@ -414,6 +415,24 @@ impl Store for LocalStore {
                 row.get(2)?,
                 Key::new(row.get::<_, String>(0)?, row.get::<_, String>(1)?),
             ))
+        })
+    }
+
+    /// `COUNT(*)` over the index partition: no row leaves SQLite.
+    fn count_index(&self, index: Index, pk: &str, sk_prefix: &str) -> Result<usize, StoreError> {
+        let (pcol, scol) = columns(index);
+        let sql = format!(
+            "SELECT COUNT(*) FROM items WHERE tbl = ?1 AND {pcol} = ?2 AND {scol} >= ?3 AND substr({scol}, 1, ?4) = ?3"
+        );
+        self.with_read(|conn| {
+            let mut stmt = conn.prepare_cached(&sql).map_err(|e| self.backend(e))?;
+            let n: i64 = stmt
+                .query_row(
+                    params![self.table, pk, sk_prefix, sk_prefix.chars().count() as i64],
+                    |r| r.get(0),
+                )
+                .map_err(|e| self.backend(e))?;
+            Ok(usize::try_from(n).unwrap_or(0))
         })
     }
 

@@ -177,6 +177,18 @@ pub trait Store {
     fn query(&self, pk: &str, sk_prefix: &str, consistent: bool) -> Result<Vec<Item>, StoreError>;
     /// Query an index: keys (PK, SK) of items whose index PK is `pk` and index SK begins with `sk_prefix`.
     fn query_index(&self, index: Index, pk: &str, sk_prefix: &str) -> Result<Vec<Key>, StoreError>;
+    /// How many items an index query would return (DynamoDB's `Select=COUNT`:
+    /// nothing but the number comes back). The default counts the keys.
+    fn count_index(&self, index: Index, pk: &str, sk_prefix: &str) -> Result<usize, StoreError> {
+        self.query_index(index, pk, sk_prefix)
+            .map(|keys| keys.len())
+    }
+    /// Whether index queries may trail the writes (DynamoDB's global
+    /// secondary indexes are eventually consistent; the emulating stores
+    /// update their indexes with the write).
+    fn index_lags(&self) -> bool {
+        false
+    }
     /// One write; returns the item as it was before (ALL_OLD), if any.
     fn write(&self, op: WriteOp) -> Result<Option<Item>, StoreError>;
     /// Many independent writes, one result per op in the same order; a failure
