@@ -6,7 +6,8 @@
 //!   transaction. The crash-safety tests loop N over every write of an apply.
 //! * `ZAEL_FAULT_FAIL_WRITES=OP:TEXT[,OP:TEXT…]`: every write whose kind
 //!   matches OP (`put`, `delete`, `update` or `*`) and whose `PK SK` contains
-//!   TEXT fails, writing nothing, as a full disk or a throttled table would;
+//!   TEXT (ends with it, when TEXT ends with `$`) fails, writing nothing, as a
+//!   full disk or a throttled table would;
 //!   a transaction holding such a write fails whole. The fault tests name
 //!   one kind of write at a time (`delete:#CONFIG`, `put:#PROVISIONER`, …).
 //!
@@ -93,9 +94,13 @@ impl Faulty {
         let key = op.key();
         let name = op_name(op);
         let subject = format!("{} {}", key.pk, key.sk);
+        let names = |text: &str| match text.strip_suffix('$') {
+            Some(end) => subject.ends_with(end),
+            None => subject.contains(text),
+        };
         self.fail
             .iter()
-            .find(|r| (r.op == "*" || r.op == name) && subject.contains(&r.text))
+            .find(|r| (r.op == "*" || r.op == name) && names(&r.text))
             .map(|r| {
                 StoreError::Backend(format!(
                     "injected fault ({FAIL_ENV}={}:{}) on {name} {} / {}",
@@ -170,7 +175,7 @@ pub(crate) mod tests {
         let store = Faulty {
             inner: Box::new(MemoryStore::new()),
             left: None,
-            fail: parse_rules("delete:#CONFIG,put:#PROVISIONER"),
+            fail: parse_rules("delete:#CONFIG,put:#PROVISIONER$"),
         };
         assert!(store.write(put("ns/RESOURCE#a", "#CONFIG")).is_ok());
         let del = WriteOp::Delete {
@@ -183,6 +188,9 @@ pub(crate) mod tests {
             "{err}"
         );
         assert!(store.write(put("ns/SYSTEM#", "#PROVISIONER")).is_err());
+        assert!(store
+            .write(put("ns/SYSTEM#", "#PROVISIONER#PENDING#x"))
+            .is_ok());
         // Batched: only the named op fails; a transaction fails whole.
         let results = store.batch_write(vec![put("a", "#X"), del.clone()]);
         assert!(results[0].is_ok() && results[1].is_err());

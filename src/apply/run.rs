@@ -447,6 +447,36 @@ impl Run<'_> {
             }
             req.progress.advance(chunk.len() as u64);
         }
+        // A resource an apply that died was about to create, never written:
+        // its name may be in `#RESOURCES` already, so it goes from there.
+        let names: Vec<&Level> = plan
+            .summary
+            .forgotten
+            .iter()
+            .filter(|l| matches!(l, Level::Resource(_)))
+            .collect();
+        let unlisted: Vec<writes::LevelWrite<'_>> = names
+            .iter()
+            .map(|level| writes::LevelWrite::Delete {
+                level,
+                existed: false,
+                indexed: false,
+            })
+            .collect();
+        let done = writes::write_levels(store, ns, &unlisted);
+        for (level, r) in names.into_iter().zip(done.results) {
+            let outcome = match r {
+                Ok(()) => Outcome::Forgotten,
+                Err(e) => {
+                    out.errors
+                        .push(format!("delete resource {}: {e}", level.target()));
+                    Outcome::Failed
+                }
+            };
+            written
+                .outcomes
+                .push((level.clone(), Action::Delete, outcome));
+        }
         if let Err(e) = counts::settle(store, ns, &journal, &deltas) {
             out.errors.push(format!(
                 "updating the entity-config counts (#ENTITY_CONFIG_RESOURCES): {e} (the next apply recounts them)"
@@ -563,6 +593,7 @@ impl Run<'_> {
         let forgotten = summary
             .forgotten
             .iter()
+            .filter(|l| !matches!(l, Level::Resource(_))) // step 5 took those
             .map(|l| (l.clone(), Action::Delete, Outcome::Forgotten));
         let managed = record::managed_after(
             before,

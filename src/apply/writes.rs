@@ -186,6 +186,64 @@ pub fn write_levels(store: &dyn Store, ns: &str, writes: &[LevelWrite<'_>]) -> W
     }
 }
 
+/// Writes `item` as the level's config (full replace), with its registry
+/// entries and count, as an apply of that one level would. `existed` is what
+/// the caller's read saw; an entity level is read again (whether it is
+/// already counted decides its count).
+pub fn put_level(
+    store: &dyn Store,
+    ns: &str,
+    level: &Level,
+    item: Item,
+    existed: bool,
+) -> Result<(), StoreError> {
+    let live = match level {
+        Level::Entity(..) => store.get(&level.key(ns), true)?,
+        _ => None,
+    };
+    let w = LevelWrite::Put {
+        level,
+        item: &item,
+        existed: existed || live.is_some(),
+        indexed: live.as_ref().is_some_and(indexed),
+    };
+    single(store, ns, level, w)
+}
+
+/// Deletes the level's config item, with its registry entries and count.
+pub fn delete_level(store: &dyn Store, ns: &str, level: &Level) -> Result<(), StoreError> {
+    let live = store.get(&level.key(ns), true)?;
+    let w = LevelWrite::Delete {
+        level,
+        existed: live.is_some(),
+        indexed: live.as_ref().is_some_and(indexed),
+    };
+    single(store, ns, level, w)
+}
+
+fn single(store: &dyn Store, ns: &str, level: &Level, w: LevelWrite<'_>) -> Result<(), StoreError> {
+    let resources = match level {
+        Level::Entity(_, r) => [r.clone()].into(),
+        _ => Default::default(),
+    };
+    let token = crate::apply::new_token();
+    let lease = now_ms().saturating_add(crate::apply::LEASE_MS);
+    let journal = crate::apply::counts::begin(store, ns, &token, lease, resources)?;
+    let mut out = write_levels(store, ns, &[w]);
+    crate::apply::counts::settle(store, ns, &journal, &out.deltas)?;
+    match out.results.pop() {
+        Some(Err(e)) => Err(StoreError::Backend(e)),
+        _ => Ok(()),
+    }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
 /// Adds and removes resource names in the `#RESOURCES` set (idempotent). A
 /// removal from a registry that does not exist is nothing to do.
 fn update_resources_set(
@@ -239,42 +297,12 @@ pub(crate) mod tests {
         keyed(&k.pk, &k.sk, &attrs)
     }
 
-    /// Writes `item` as the level's config (full replace) with its registry
-    /// entries and count, as one apply of that level would.
     pub(crate) fn put_level(store: &dyn Store, ns: &str, level: &Level, item: Item) {
-        let live = match store.get(&level.key(ns), true) {
-            Err(StoreError::TableNotFound { .. }) => None,
-            other => other.unwrap(),
-        };
-        let w = LevelWrite::Put {
-            level,
-            item: &item,
-            existed: live.is_some(),
-            indexed: live.as_ref().is_some_and(indexed),
-        };
-        single(store, ns, level, w);
+        super::put_level(store, ns, level, item, false).unwrap();
     }
 
-    /// Deletes the level's config item with its registry entries and count.
     pub(crate) fn delete_level(store: &dyn Store, ns: &str, level: &Level) {
-        let live = store.get(&level.key(ns), true).unwrap();
-        let w = LevelWrite::Delete {
-            level,
-            existed: live.is_some(),
-            indexed: live.as_ref().is_some_and(indexed),
-        };
-        single(store, ns, level, w);
-    }
-
-    fn single(store: &dyn Store, ns: &str, level: &Level, w: LevelWrite<'_>) {
-        let resources = match level {
-            Level::Entity(_, r) => [r.clone()].into(),
-            _ => Default::default(),
-        };
-        let j = counts::begin(store, ns, "t", 0, resources).unwrap();
-        let out = write_levels(store, ns, &[w]);
-        assert!(out.results.iter().all(Result::is_ok), "{:?}", out.results);
-        counts::settle(store, ns, &j, &out.deltas).unwrap();
+        super::delete_level(store, ns, level).unwrap();
     }
 
     #[test]

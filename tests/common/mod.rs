@@ -6,10 +6,24 @@ use std::process::{Command, Output};
 /// The `zae-limiter` binary with the variables that would redirect it to
 /// another store or table removed.
 pub fn zae_limiter() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_zae-limiter"));
-    cmd.env_remove("ZAEL_STACK")
-        .env_remove("ZAEL_LOCAL_STORE")
-        .env_remove("AWS_ENDPOINT_URL");
+    isolated(Command::new(env!("CARGO_BIN_EXE_zae-limiter")))
+}
+
+/// `cmd` (which runs the binary, maybe through another program) without the
+/// variables that would redirect it to another store or table, or arm a fault.
+#[allow(dead_code)] // not every test binary wraps the binary
+pub fn isolated(mut cmd: Command) -> Command {
+    for var in [
+        "ZAEL_STACK",
+        "ZAEL_LOCAL_STORE",
+        "AWS_ENDPOINT_URL",
+        "ZAEL_FAULT_ABORT_AFTER_WRITES",
+        "ZAEL_FAULT_FAIL_WRITES",
+        "ZAEL_TEST_CLOCK_OFFSET_MS",
+        "ZAEL_TEST_RECORD_LIMIT_BYTES",
+    ] {
+        cmd.env_remove(var);
+    }
     cmd
 }
 
