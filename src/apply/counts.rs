@@ -11,8 +11,8 @@
 //! How, in three parts:
 //! 1. **Deltas, applied once.** An apply counts what its own writes did
 //!    (a put that made a level appear in the index: +1; a delete of an indexed
-//!    level: −1) and adds that in ONE transaction that also deletes its
-//!    journal item ([`settle`]), so it happens at most once.
+//!    level: −1), adds that in one write and then deletes its journal
+//!    ([`settle`]). A journal still there means "recount", never "add again".
 //! 2. **A journal that only marks.** Before its first write, the apply puts a
 //!    journal item naming the resources whose counts it may change, with a
 //!    lease ([`begin`]). A journal item that outlives its apply (killed, or a
@@ -23,11 +23,15 @@
 //!    journal is deleted once its lease has run out.
 //!
 //! Deltas and recounts must not both count one write. A recount therefore
-//! replaces the **recount stamp** (`#APPLY#RECOUNT`, a random token) in the
-//! same transaction that sets the counts, and a settle adds its deltas only if
-//! the stamp is still the one its journal recorded; otherwise it recounts
-//! instead. So a delta is applied at most once, and never on top of a recount
-//! that already saw its writes.
+//! replaces the **recount stamp** (`zael#recount`, a random token, a string
+//! attribute of the registry item itself) in the same UpdateItem that sets
+//! the counts, and a settle adds its deltas in one UpdateItem conditioned on
+//! the stamp its journal recorded (and replaces it too); when the stamp
+//! changed, it recounts instead. So a delta is applied at most once, and never on top of a
+//! recount that already saw its writes. Neither needs a transaction. The
+//! Python client reads only the registry's number attributes (a count per
+//! resource), so the stamp is invisible to it; no resource can be named
+//! `zael#recount` (`#` is not allowed in a name).
 //!
 //! Every refreshing apply also checks the counts of every resource the
 //! registry, the manifest or the managed set names against the index and
@@ -50,8 +54,9 @@ use crate::store::{
 
 /// SK prefix of journal items, under the namespace's `SYSTEM#` partition.
 pub const SK_PREFIX: &str = "#APPLY#COUNTS#";
-/// SK of the recount stamp, under the namespace's `SYSTEM#` partition.
-pub const RECOUNT_SK: &str = "#APPLY#RECOUNT";
+/// The registry's attribute holding the recount stamp (not a count: a string,
+/// and no resource can carry `#` in its name).
+pub const STAMP_ATTR: &str = "zael#recount";
 const ATTEMPTS: usize = 5;
 /// How long a recount waits for a lagging index before it repairs a count.
 const INDEX_SETTLE: std::time::Duration = std::time::Duration::from_secs(1);
@@ -98,10 +103,6 @@ struct Marker {
     resources: BTreeSet<String>,
 }
 
-fn recount_key(ns: &str) -> Key {
-    Key::new(keys::system_pk(ns), RECOUNT_SK)
-}
-
 /// Reads the recount stamp and puts the journal items naming `resources`
 /// (nothing when empty), before the first config write that may change them.
 pub fn begin(
@@ -111,47 +112,60 @@ pub fn begin(
     lease: i64,
     resources: BTreeSet<String>,
 ) -> Result<Journal, StoreError> {
+    let (journal, ops) = journal(store, ns, token, lease, resources)?;
+    store
+        .batch_write(ops)
+        .into_iter()
+        .collect::<Result<(), _>>()?;
+    Ok(journal)
+}
+
+/// [`begin`] without the writes: the journal and the puts that write it, for
+/// the caller to send with its other writes.
+pub fn journal(
+    store: &dyn Store,
+    ns: &str,
+    token: &str,
+    lease: i64,
+    resources: BTreeSet<String>,
+) -> Result<(Journal, Vec<WriteOp>), StoreError> {
     if resources.is_empty() {
-        return Ok(Journal::default());
+        return Ok((Journal::default(), Vec::new()));
     }
     let stamp = read_stamp(store, ns)?;
     let items = encode(ns, token, lease, &resources);
     let keys: Vec<Key> = items.iter().filter_map(Key::of).collect();
-    // Chunk 0 last: its presence is what settling removes first.
-    let mut ops: Vec<WriteOp> = items
+    let ops = items
         .into_iter()
         .map(|item| WriteOp::Put {
             item,
             condition: None,
         })
         .collect();
-    let first = ops.remove(0);
-    for r in store.batch_write(ops) {
-        r?;
-    }
-    store.write(first)?;
-    Ok(Journal {
-        keys,
-        stamp,
-        resources,
-    })
+    Ok((
+        Journal {
+            keys,
+            stamp,
+            resources,
+        },
+        ops,
+    ))
 }
 
 /// Adds `deltas` (per resource: the levels this apply's writes added to the
-/// index minus those they removed) to the counts and removes the journal, the
-/// deltas and chunk 0's delete in one transaction conditioned on the recount
-/// stamp. When a recount ran since [`begin`] (or the journal is gone), the
-/// journal's resources are recounted instead. Counts that reach zero lose
-/// their attribute.
+/// index minus those they removed) to the counts in one UpdateItem
+/// conditioned on the recount stamp, then removes the journal. When a
+/// recount ran since [`begin`], the journal's resources are recounted
+/// instead. Counts that reach zero lose their attribute.
 pub fn settle(
     store: &dyn Store,
     ns: &str,
     journal: &Journal,
     deltas: &BTreeMap<String, i64>,
 ) -> Result<(), StoreError> {
-    let Some(first) = journal.keys.first() else {
+    if journal.keys.is_empty() {
         return Ok(());
-    };
+    }
     let deltas: BTreeMap<&String, i64> = deltas
         .iter()
         .filter(|(_, d)| **d != 0)
@@ -164,40 +178,34 @@ pub fn settle(
         .iter()
         .map(|(r, d)| UpdateAction::AddNumber((*r).clone(), d.to_string()))
         .collect();
+    // A new stamp too: settling the same journal again can only recount.
+    actions.push(UpdateAction::Set(
+        STAMP_ATTR.into(),
+        AttrValue::s(crate::apply::new_token()),
+    ));
     actions.extend(gsi4(ns));
-    let ops = vec![
-        WriteOp::Delete {
-            key: first.clone(),
-            condition: Some(Condition::Exists),
-        },
-        WriteOp::Update {
-            key: keys::entity_config_registry_key(ns),
-            actions,
-            condition: None,
-        },
-        // A condition check: no recount since the journal was written.
-        WriteOp::Update {
-            key: recount_key(ns),
-            actions: vec![],
-            condition: Some(stamp_is(journal.stamp.as_deref())),
-        },
-    ];
-    match store.transact(ops) {
-        Ok(()) => {
+    let add = WriteOp::Update {
+        key: keys::entity_config_registry_key(ns),
+        actions,
+        // No recount since the journal was written.
+        condition: Some(stamp_is(journal.stamp.as_deref())),
+    };
+    match store.write(add) {
+        Ok(_) => {
             let lowered: Vec<&str> = deltas
                 .iter()
                 .filter(|(_, d)| **d < 0)
                 .map(|(r, _)| r.as_str())
                 .collect();
             remove_zeros(store, ns, &lowered)?;
-            delete_all(store, &journal.keys[1..])
         }
-        Err(StoreError::TransactionCanceled(_)) => {
+        Err(StoreError::ConditionFailed { .. }) => {
             recount(store, ns, &journal.resources)?;
-            delete_all(store, &journal.keys)
         }
-        Err(e) => Err(e),
+        Err(e) => return Err(e),
     }
+    // A journal left here (a crash) makes the next apply recount: no harm.
+    delete_all(store, &journal.keys)
 }
 
 /// Recounts, before this apply plans, the resources of every journal another
@@ -261,8 +269,8 @@ pub fn journals_left(store: &dyn Store, ns: &str) -> Result<usize, StoreError> {
 }
 
 /// Sets the count of every resource in `resources` to the entity levels in
-/// its index partition, replacing the recount stamp in the same transaction
-/// (so no settle adds a delta on top). Retried when a count changes meanwhile.
+/// its index partition, replacing the recount stamp in the same write (so no
+/// settle adds a delta on top). Retried when a count changes meanwhile.
 pub fn recount(
     store: &dyn Store,
     ns: &str,
@@ -274,7 +282,6 @@ pub fn recount(
     let registry_key = keys::entity_config_registry_key(ns);
     let mut waited = false;
     for _ in 0..ATTEMPTS {
-        let stamp = read_stamp(store, ns)?;
         let registry = store.get(&registry_key, true)?;
         let fixes = disagreements(store, ns, resources, registry.as_ref())?;
         if fixes.is_empty() {
@@ -287,9 +294,8 @@ pub fn recount(
             continue;
         }
         let mut actions = Vec::new();
-        let mut conditions = Vec::new();
-        for (_, fix) in &fixes {
-            let (r, was, now) = fix;
+        let mut conditions = vec![stamp_is(stamp_of(registry.as_ref()).as_deref())];
+        for (_, (r, was, now)) in &fixes {
             conditions.push(match was {
                 Some(v) => Condition::AttrEquals(r.clone(), v.clone()),
                 None => Condition::AttrNotExists(r.clone()),
@@ -300,27 +306,19 @@ pub fn recount(
                 UpdateAction::Remove(r.clone())
             });
         }
-        actions.extend(gsi4(ns));
-        let mut stamp_actions = vec![UpdateAction::Set(
-            "stamp".into(),
+        actions.push(UpdateAction::Set(
+            STAMP_ATTR.into(),
             AttrValue::s(crate::apply::new_token()),
-        )];
-        stamp_actions.extend(gsi4(ns));
-        let ops = vec![
-            WriteOp::Update {
-                key: registry_key.clone(),
-                actions,
-                condition: Some(Condition::And(conditions)),
-            },
-            WriteOp::Update {
-                key: recount_key(ns),
-                actions: stamp_actions,
-                condition: Some(stamp_is(stamp.as_deref())),
-            },
-        ];
-        match store.transact(ops) {
-            Ok(()) => return Ok(fixes.into_iter().filter_map(|(r, _)| r).collect()),
-            Err(StoreError::TransactionCanceled(_)) => continue,
+        ));
+        actions.extend(gsi4(ns));
+        let op = WriteOp::Update {
+            key: registry_key.clone(),
+            actions,
+            condition: Some(Condition::And(conditions)),
+        };
+        match store.write(op) {
+            Ok(_) => return Ok(fixes.into_iter().filter_map(|(r, _)| r).collect()),
+            Err(StoreError::ConditionFailed { .. }) => continue,
             Err(e) => return Err(e),
         }
     }
@@ -381,15 +379,21 @@ fn count_of(v: &AttrValue) -> Option<i64> {
 }
 
 fn read_stamp(store: &dyn Store, ns: &str) -> Result<Option<String>, StoreError> {
-    Ok(store
-        .get(&recount_key(ns), true)?
-        .and_then(|i| i.get("stamp").and_then(AttrValue::as_s).map(str::to_string)))
+    let registry = store.get(&keys::entity_config_registry_key(ns), true)?;
+    Ok(stamp_of(registry.as_ref()))
+}
+
+fn stamp_of(registry: Option<&Item>) -> Option<String> {
+    registry
+        .and_then(|i| i.get(STAMP_ATTR))
+        .and_then(AttrValue::as_s)
+        .map(str::to_string)
 }
 
 fn stamp_is(stamp: Option<&str>) -> Condition {
     match stamp {
-        Some(s) => Condition::AttrEquals("stamp".into(), AttrValue::s(s)),
-        None => Condition::AttrNotExists("stamp".into()),
+        Some(s) => Condition::AttrEquals(STAMP_ATTR.into(), AttrValue::s(s)),
+        None => Condition::AttrNotExists(STAMP_ATTR.into()),
     }
 }
 

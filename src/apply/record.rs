@@ -7,10 +7,9 @@
 //! planned: a level whose create, update or delete failed keeps its old
 //! place in (or out of) the set, so the next apply retries it
 //! ([`managed_after`]). Before its first config write an apply records the
-//! levels it is about to create ([`write_writing`]), so a level written by
-//! an apply that dies before its record is still found by the next one.
-//! The digests stop being true with the first config write, so
-//! [`invalidate`] runs before it.
+//! levels it is about to create, so a level written by an apply that dies
+//! before its record is still found by the next one, and makes the digests
+//! unusable, as they stop being true with that write ([`before_writes`]).
 
 use crate::plan::digests::{self, Digest};
 use crate::plan::level::{Action, Level};
@@ -50,36 +49,55 @@ pub fn managed_after(
     after
 }
 
-/// Records the levels this apply is about to create (and that no record or
-/// set holds yet) before its first config write. Returns the items' keys.
-pub fn write_writing(
-    store: &dyn Store,
-    ns: &str,
-    token: &str,
-    creates: &ManagedSet,
-) -> Result<Vec<Key>, StoreError> {
-    if creates.is_empty() {
-        return Ok(Vec::new());
+/// The writes that go before an apply's first config write, as one batch
+/// with the count journal: the recorded digests made unusable (chunk 0
+/// deleted: they stop being true with the first config write), and the
+/// levels this apply is about to create that no record or set holds yet.
+/// Returns the ops and the keys of the items recording the creates.
+pub fn before_writes(ns: &str, token: &str, creates: &ManagedSet) -> (Vec<WriteOp>, Vec<Key>) {
+    let mut ops = vec![WriteOp::Delete {
+        key: digests::first_chunk_key(ns),
+        condition: None,
+    }];
+    let mut keys = Vec::new();
+    if !creates.is_empty() {
+        for item in managed::set_items(ns, managed::WRITING_SK_PREFIX, token, creates, &[]) {
+            keys.extend(Key::of(&item));
+            ops.push(WriteOp::Put {
+                item,
+                condition: None,
+            });
+        }
     }
-    let items = managed::set_items(ns, managed::WRITING_SK_PREFIX, token, creates, &[]);
-    let keys = items.iter().filter_map(Key::of).collect();
-    put_all(store, items)?;
-    Ok(keys)
+    (ops, keys)
 }
 
-/// Writes the `#PROVISIONER` record for `managed` — what fits the record, and
-/// the whole set in overflow items named after the record when it does not
-/// fit — then deletes the overflow and writing items in `stale` it did not
-/// rewrite. Returns the record's stamp (its `applied_hash` and `last_applied`).
-pub fn write_record(
+/// What [`write`] managed to record.
+#[derive(Debug)]
+pub struct Recorded {
+    /// The `#PROVISIONER` record's stamp (its `applied_hash` and `last_applied`).
+    pub record: Result<String, StoreError>,
+    pub digests: Result<(), StoreError>,
+}
+
+/// Records an apply's end: the managed set — the whole set in overflow items
+/// first when it does not fit the record — then, together, the
+/// `#PROVISIONER` record and the level `digests` (they name the new record,
+/// so digests that land without it are simply not trusted), and, once the
+/// record is in, deletes the items in `stale` (older overflow and digest
+/// items, the items recording what the apply was about to create) it did
+/// not rewrite.
+#[allow(clippy::too_many_arguments)]
+pub fn write(
     store: &dyn Store,
     ns: &str,
     token: &str,
     managed: &ManagedSet,
     now_ms: i64,
     applied_hash: &str,
+    digests: &[Digest],
     stale: &[Key],
-) -> Result<String, StoreError> {
+) -> Recorded {
     let last_applied = managed::iso_timestamp(now_ms);
     let stamp = digests::stamp(applied_hash, &last_applied);
     let (record, rest) = managed::record_item(
@@ -98,15 +116,35 @@ pub fn write_record(
             managed,
             &[("provisioner", AttrValue::s(&stamp))],
         );
-        kept = items.iter().filter_map(Key::of).collect();
-        put_all(store, items)?;
+        kept.extend(items.iter().filter_map(Key::of));
+        if let Err(e) = put_all(store, items) {
+            return Recorded {
+                record: Err(e),
+                digests: Ok(()),
+            };
+        }
     }
-    store.write(WriteOp::Put {
-        item: record,
-        condition: None,
-    })?;
-    delete_except(store, stale, &kept)?;
-    Ok(stamp)
+    let chunks = digests::chunk_items(ns, token, &stamp, digests);
+    kept.extend(chunks.iter().filter_map(Key::of));
+    let ops: Vec<WriteOp> = std::iter::once(record)
+        .chain(chunks)
+        .map(|item| WriteOp::Put {
+            item,
+            condition: None,
+        })
+        .collect();
+    let mut results = store.batch_write(ops).into_iter();
+    let record = results.next().unwrap_or(Ok(())).map(|()| stamp);
+    let digests = results.collect();
+    if record.is_ok() {
+        if let Err(e) = delete_except(store, stale, &kept) {
+            return Recorded {
+                record,
+                digests: Err(e),
+            };
+        }
+    }
+    Recorded { record, digests }
 }
 
 /// Whether `managed` fits the `#PROVISIONER` record, and the record's size
@@ -115,42 +153,6 @@ pub fn record_size(ns: &str, managed: &ManagedSet) -> (bool, usize) {
     let (record, _) = managed::record_item(ns, managed, "", "", usize::MAX);
     let size = crate::store::emulate::item_size(&record);
     (size <= managed::record_limit(), size)
-}
-
-/// Makes the recorded digests unusable (deletes chunk 0). Runs before an
-/// apply's first config write.
-pub fn invalidate(store: &dyn Store, ns: &str) -> Result<(), StoreError> {
-    store
-        .write(WriteOp::Delete {
-            key: digests::first_chunk_key(ns),
-            condition: None,
-        })
-        .map(|_| ())
-}
-
-/// Records `digests` for the `#PROVISIONER` record stamped `record_stamp`:
-/// chunks 1.. first, chunk 0 last, then deletes the items in `stale` it did
-/// not rewrite.
-pub fn write_digests(
-    store: &dyn Store,
-    ns: &str,
-    generation: &str,
-    record_stamp: &str,
-    digests: &[Digest],
-    stale: &[Key],
-) -> Result<(), StoreError> {
-    let mut items = digests::chunk_items(ns, generation, record_stamp, digests).into_iter();
-    let first = items.next();
-    let mut kept: Vec<Key> = items.as_slice().iter().filter_map(Key::of).collect();
-    put_all(store, items.collect())?;
-    if let Some(item) = first {
-        kept.extend(Key::of(&item));
-        store.write(WriteOp::Put {
-            item,
-            condition: None,
-        })?;
-    }
-    delete_except(store, stale, &kept)
 }
 
 fn put_all(store: &dyn Store, items: Vec<crate::store::Item>) -> Result<(), StoreError> {
@@ -188,6 +190,19 @@ mod tests {
             .collect()
     }
 
+    /// [`write`] of an empty managed set with `d`, dropping `stale`.
+    fn write_digests(s: &MemoryStore, token: &str, d: &[Digest], stale: &[Key]) -> String {
+        let done = write(s, "ns", token, &ManagedSet::default(), 0, token, d, stale);
+        done.digests.unwrap();
+        done.record.unwrap()
+    }
+
+    fn invalidate(s: &MemoryStore) {
+        for r in s.batch_write(before_writes("ns", "t", &ManagedSet::default()).0) {
+            r.unwrap();
+        }
+    }
+
     fn chunk_sizes(s: &MemoryStore) -> Vec<usize> {
         s.query("ns/SYSTEM#", digests::SK_PREFIX, true)
             .unwrap()
@@ -200,11 +215,11 @@ mod tests {
     fn written_digests_read_back_for_the_same_record_only() {
         let s = MemoryStore::default();
         let d = many(30_000);
-        write_digests(&s, "ns", "g1", "sha256:a t1", &d, &[]).unwrap();
+        let st = write_digests(&s, "g1", &d, &[]);
         let sizes = chunk_sizes(&s);
         assert!(sizes.len() >= 3, "{sizes:?}");
         assert!(sizes.iter().all(|n| *n <= crate::items::chunked::LIMIT));
-        let r = digests::read(&s, "ns", Some("sha256:a t1")).unwrap();
+        let r = digests::read(&s, "ns", Some(&st)).unwrap();
         assert_eq!(r.keys.len(), sizes.len());
         let set = r.digests.unwrap();
         assert_eq!(set.len(), d.len());
@@ -220,16 +235,16 @@ mod tests {
     #[test]
     fn invalidated_or_torn_digests_are_not_used() {
         let s = MemoryStore::default();
-        write_digests(&s, "ns", "g1", "st", &many(20_000), &[]).unwrap();
-        invalidate(&s, "ns").unwrap();
+        let st = write_digests(&s, "g1", &many(20_000), &[]);
+        invalidate(&s);
         assert_eq!(
-            digests::read(&s, "ns", Some("st")).unwrap().digests,
+            digests::read(&s, "ns", Some(&st)).unwrap().digests,
             Err(digests::Untrusted::Missing)
         );
 
         // A new generation whose chunk 1 never landed: chunk 0 names 2 chunks,
         // the chunk 1 found is the old one.
-        write_digests(&s, "ns", "g1", "st", &many(20_000), &[]).unwrap();
+        let st = write_digests(&s, "g1", &many(20_000), &[]);
         let mut c0 = s
             .get(&digests::first_chunk_key("ns"), true)
             .unwrap()
@@ -241,7 +256,7 @@ mod tests {
         })
         .unwrap();
         assert_eq!(
-            digests::read(&s, "ns", Some("st")).unwrap().digests,
+            digests::read(&s, "ns", Some(&st)).unwrap().digests,
             Err(digests::Untrusted::Torn)
         );
     }
@@ -249,17 +264,17 @@ mod tests {
     #[test]
     fn a_smaller_rewrite_drops_the_chunks_it_no_longer_needs() {
         let s = MemoryStore::default();
-        write_digests(&s, "ns", "g1", "st", &many(30_000), &[]).unwrap();
-        let before = digests::read(&s, "ns", Some("st")).unwrap();
+        let st = write_digests(&s, "g1", &many(30_000), &[]);
+        let before = digests::read(&s, "ns", Some(&st)).unwrap();
         assert!(before.keys.len() >= 3);
-        write_digests(&s, "ns", "g2", "st2", &many(3), &before.keys).unwrap();
-        let after = digests::read(&s, "ns", Some("st2")).unwrap();
+        let st2 = write_digests(&s, "g2", &many(3), &before.keys);
+        let after = digests::read(&s, "ns", Some(&st2)).unwrap();
         assert_eq!(after.keys.len(), 1);
         assert_eq!(after.digests.unwrap().len(), 3);
         // An empty manifest still records (an empty) set.
-        write_digests(&s, "ns", "g3", "st3", &[], &after.keys).unwrap();
+        let st3 = write_digests(&s, "g3", &[], &after.keys);
         assert_eq!(
-            digests::read(&s, "ns", Some("st3"))
+            digests::read(&s, "ns", Some(&st3))
                 .unwrap()
                 .digests
                 .unwrap()
@@ -312,7 +327,9 @@ mod tests {
             set.insert(&Level::Entity(format!("tenant-{e:06}"), "model-0".into()));
         }
         assert!(!record_size("ns", &set).0);
-        let stamp = write_record(&s, "ns", "g1", &set, 0, "sha256:x", &[]).unwrap();
+        let stamp = write(&s, "ns", "g1", &set, 0, "sha256:x", &[], &[])
+            .record
+            .unwrap();
         let r = managed::read(&s, "ns").unwrap();
         assert_eq!(r.stamp.as_deref(), Some(stamp.as_str()));
         assert_eq!(r.managed, set);
@@ -321,7 +338,9 @@ mod tests {
         let mut small = ManagedSet::default();
         small.insert(&entity("one"));
         assert!(record_size("ns", &small).0);
-        write_record(&s, "ns", "g2", &small, 1, "sha256:y", &r.extra_keys).unwrap();
+        write(&s, "ns", "g2", &small, 1, "sha256:y", &[], &r.extra_keys)
+            .record
+            .unwrap();
         let r = managed::read(&s, "ns").unwrap();
         assert_eq!((r.managed, r.extra_keys.len()), (small, 0));
     }

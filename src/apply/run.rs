@@ -25,7 +25,7 @@
 //! process killed at any point leaves (a) config items that are each either old or
 //! new, (b) pending items for every fan-out a finished write made necessary,
 //! (c) the previous `#PROVISIONER` record and the levels the apply was about
-//! to create ([`record::write_writing`]), so the next apply recomputes the same
+//! to create ([`record::before_writes`]), so the next apply recomputes the same
 //! changes, skips the ones already written and deletes what is still left to
 //! delete, whichever manifest it applies, and (d) the count journal, so the next
 //! apply recounts at once.
@@ -359,27 +359,37 @@ impl Run<'_> {
         let mut creates = ManagedSet::default();
         let mut counted = BTreeSet::new();
         for p in plan.changes.iter().filter(|p| buildable(p)) {
-            let level = &p.pc.change.level;
-            if p.pc.change.action == Action::Create && !held.contains(level) {
+            let (level, action) = (&p.pc.change.level, p.pc.change.action);
+            if action == Action::Create && !held.contains(level) {
                 creates.insert(level);
             }
-            if let Level::Entity(_, r) = level {
+            // Writes that may change an entity count: into the index, or out.
+            let moves = match action {
+                Action::Delete => p.existed && p.indexed,
+                Action::Create | Action::Update => !p.indexed,
+            };
+            if let (Level::Entity(_, r), true) = (level, moves) {
                 counted.insert(r.clone());
             }
         }
         let mut journal = counts::Journal::default();
         if plan.changes.iter().any(buildable) {
-            // The recorded digests stop being true with the first config write.
-            record::invalidate(store, ns).map_err(|e| {
-                format!("clearing the recorded level digests (nothing was written): {e}")
-            })?;
-            written.writing =
-                record::write_writing(store, ns, req.token, &creates).map_err(|e| {
-                    format!("recording the levels about to be created (nothing was written): {e}")
+            // One batch before the first config write: the digests made
+            // unusable, the levels about to be created, the count journal.
+            let (mut ops, writing) = record::before_writes(ns, req.token, &creates);
+            let (j, journal_ops) = counts::journal(store, ns, req.token, self.lease, counted)
+                .map_err(|e| format!("reading the entity counts (nothing was written): {e}"))?;
+            ops.extend(journal_ops);
+            let what: Vec<&str> = ops.iter().map(|op| before_write_label(&op.key())).collect();
+            for (r, what) in store.batch_write(ops).into_iter().zip(what) {
+                r.map_err(|e| {
+                    format!(
+                        "recording {what} before the first config write (nothing was written): {e}"
+                    )
                 })?;
-            journal = counts::begin(store, ns, req.token, self.lease, counted).map_err(|e| {
-                format!("writing the entity-count journal (nothing was written): {e}")
-            })?;
+            }
+            written.writing = writing;
+            journal = j;
         }
         req.progress
             .phase("writing levels", plan.changes.len() as u64);
@@ -602,29 +612,40 @@ impl Run<'_> {
         );
         let mut stale = before.extra_keys.clone();
         stale.extend(written.writing.iter().cloned());
-        match record::write_record(
+        stale.extend(recorded.keys.iter().cloned());
+        let done = record::write(
             store,
             req.ns,
             req.token,
             &managed,
             req.now_ms,
             req.applied_hash,
+            &written.digests,
             &stale,
-        ) {
+        );
+        match done.record {
             Err(e) => out.errors.push(format!(
                 "writing the #PROVISIONER record: {e} (the next apply plans these changes again)"
             )),
-            Ok(stamp) => {
-                let stale = &recorded.keys;
-                if let Err(e) =
-                    record::write_digests(store, req.ns, req.token, &stamp, &written.digests, stale)
-                {
+            Ok(_) => {
+                if let Err(e) = done.digests {
                     out.warnings.push(format!(
                         "recording the level digests: {e} (the next --no-refresh run reads every level)"
                     ));
                 }
             }
         }
+    }
+}
+
+/// What one of the writes before the first config write is, for its error.
+fn before_write_label(key: &Key) -> &'static str {
+    if key.sk.starts_with(counts::SK_PREFIX) {
+        "the entity-count journal"
+    } else if key.sk.starts_with(managed::WRITING_SK_PREFIX) {
+        "the levels about to be created"
+    } else {
+        "that the level digests are out of date"
     }
 }
 
@@ -1128,7 +1149,9 @@ mod tests {
         );
         assert_eq!(plan_caps(&s, &[], Refresh::Trust).fallback, None);
         // An apply that died after clearing the digests leaves none to trust.
-        record::invalidate(&s, "ns").unwrap();
+        for r in s.batch_write(record::before_writes("ns", "t", &ManagedSet::default()).0) {
+            r.unwrap();
+        }
         assert_eq!(
             plan_caps(&s, &[], Refresh::Trust).fallback,
             Some(Untrusted::Missing)

@@ -201,11 +201,12 @@ fn client_written_levels_and_registries_are_reproduced() {
     }
     for sk in [keys::RESOURCES_SK, keys::ENTITY_CONFIG_RESOURCES_SK] {
         let key = Key::new(keys::system_pk(NS), sk);
-        assert_eq!(
-            s.get(&key, true).unwrap(),
-            Some(find(&items, &key.pk, &key.sk)),
-            "{sk}"
-        );
+        // Ours carries the counts' recount stamp too, which the client ignores.
+        let mut ours = s.get(&key, true).unwrap();
+        if let Some(i) = ours.as_mut() {
+            i.remove(crate::apply::counts::STAMP_ATTR);
+        }
+        assert_eq!(ours, Some(find(&items, &key.pk, &key.sk)), "{sk}");
     }
 }
 

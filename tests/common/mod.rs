@@ -28,6 +28,7 @@ pub fn isolated(mut cmd: Command) -> Command {
 }
 
 /// Exit code (-1 when killed by a signal), stdout and stderr as text.
+#[allow(dead_code)] // not every test binary reads outcomes
 pub fn outcome(out: Output) -> (i32, String, String) {
     (
         out.status.code().unwrap_or(-1),
