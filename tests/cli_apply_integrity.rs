@@ -122,7 +122,13 @@ fn copy_files(from: &Path, to: &Path) {
 /// timestamp, the digests' generation and stamp, the counts' recount stamp.
 fn comparable(mut d: BTreeMap<Key, Item>) -> BTreeMap<Key, Item> {
     for item in d.values_mut() {
-        for volatile in ["last_applied", "generation", "provisioner", "zael#recount"] {
+        for volatile in [
+            "last_applied",
+            "generation",
+            "provisioner",
+            "zael#recount",
+            "zael_counts",
+        ] {
             item.remove(volatile);
         }
     }

@@ -59,6 +59,7 @@ fn comparable(items: &[Value]) -> BTreeMap<String, Value> {
         } else if sk == "#PROVISIONER" {
             if let Value::Object(m) = &mut v {
                 m.remove("last_applied");
+                m.remove("zael_counts");
             }
             let text = serde_json::to_string(&v)
                 .unwrap_or_default()

@@ -217,13 +217,11 @@ pub fn recover(
     ns: &str,
     now_ms: i64,
     also: &BTreeSet<String>,
+    left: Option<&str>,
 ) -> Result<Vec<Repair>, StoreError> {
     let markers = read_markers(store, ns)?;
     let registry = store.get(&keys::entity_config_registry_key(ns), true)?;
-    let mut resources = also.clone();
-    if !also.is_empty() {
-        resources.extend(counted(registry.as_ref()));
-    }
+    let mut resources = to_check(also, registry.as_ref(), left);
     // A count at zero or below is a settle that died before dropping it
     // (or wrong): recounted, which drops it.
     resources.extend(counted(registry.as_ref()).into_iter().filter(|r| {
@@ -246,16 +244,16 @@ pub fn recover(
     Ok(repairs)
 }
 
-/// The counts of `resources` and of every resource the registry names that
-/// disagree with the index (read only).
+/// The counts (as [`to_check`] picks them) that disagree with the index
+/// (read only).
 pub fn check(
     store: &dyn Store,
     ns: &str,
     resources: &BTreeSet<String>,
+    left: Option<&str>,
 ) -> Result<Vec<Repair>, StoreError> {
     let registry = store.get(&keys::entity_config_registry_key(ns), true)?;
-    let mut resources = resources.clone();
-    resources.extend(counted(registry.as_ref()));
+    let resources = to_check(resources, registry.as_ref(), left);
     Ok(disagreements(store, ns, &resources, registry.as_ref())?
         .into_iter()
         .filter_map(|(repair, _)| repair)
@@ -363,6 +361,55 @@ fn disagreements(
     Ok(out)
 }
 
+/// Which counts a check reads: those of `wanted` and of every resource the
+/// registry names — unless the registry is exactly as the last apply left it
+/// (`left`, its [`fingerprint`] on the `#PROVISIONER` record): then nobody
+/// but our applies changed a count since, and they leave them exact (a dead
+/// one leaves a journal, recounted apart). A Python client changes the
+/// registry with every level it writes; the reference's provisioner, which
+/// does not, rewrites the record, which drops the fingerprint.
+fn to_check(
+    wanted: &BTreeSet<String>,
+    registry: Option<&Item>,
+    left: Option<&str>,
+) -> BTreeSet<String> {
+    if wanted.is_empty() || left.is_some_and(|l| l == fingerprint(registry)) {
+        return BTreeSet::new();
+    }
+    let mut all = wanted.clone();
+    all.extend(counted(registry));
+    all
+}
+
+/// A short digest of the registry's counts and recount stamp: what an apply
+/// records on the `#PROVISIONER` record as the counts it left.
+pub fn fingerprint(registry: Option<&Item>) -> String {
+    use sha2::{Digest as _, Sha256};
+    let mut h = Sha256::new();
+    for (name, v) in registry.into_iter().flatten() {
+        let text = match v {
+            AttrValue::N(n) => n.as_str(),
+            AttrValue::S(s) if name == STAMP_ATTR => s.as_str(),
+            _ => continue,
+        };
+        for part in [name.as_bytes(), text.as_bytes()] {
+            h.update((part.len() as u64).to_be_bytes());
+            h.update(part);
+        }
+    }
+    h.finalize()[..16]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The [`fingerprint`] of the registry as it is now.
+pub fn fingerprint_now(store: &dyn Store, ns: &str) -> Result<String, StoreError> {
+    let registry = store.get(&keys::entity_config_registry_key(ns), true)?;
+    Ok(fingerprint(registry.as_ref()))
+}
+
+/// The resources the registry holds a count for.
 fn counted(registry: Option<&Item>) -> BTreeSet<String> {
     registry
         .into_iter()
@@ -606,12 +653,12 @@ mod tests {
         begin(&s, "ns", "dead", 1_000, set(&["a"])).unwrap();
         put_config(&s, "u1", "a");
         // Lease running: recounted, kept.
-        let repairs = recover(&s, "ns", 999, &BTreeSet::new()).unwrap();
+        let repairs = recover(&s, "ns", 999, &BTreeSet::new(), None).unwrap();
         assert_eq!(repairs.len(), 1);
         assert_eq!(count(&s, "a"), Some(AttrValue::n(1)));
         assert_eq!(journal(&s), 1);
         // Lease over: recounted again (nothing to do) and deleted.
-        assert!(recover(&s, "ns", 1_000, &BTreeSet::new())
+        assert!(recover(&s, "ns", 1_000, &BTreeSet::new(), None)
             .unwrap()
             .is_empty());
         assert_eq!(count(&s, "a"), Some(AttrValue::n(1)));
@@ -639,7 +686,7 @@ mod tests {
         set_count(&s, "gone", 3);
         set_count(&s, "zero", 0);
         let all = set(&["a", "gone", "zero", "never"]);
-        let found = check(&s, "ns", &all).unwrap();
+        let found = check(&s, "ns", &all, None).unwrap();
         assert_eq!(
             found,
             vec![
@@ -659,12 +706,21 @@ mod tests {
             found[0].to_string(),
             "the entity-config count of 'a' (#ENTITY_CONFIG_RESOURCES) was 4 for 2 stored entity level(s)"
         );
-        let repaired = recover(&s, "ns", 0, &all).unwrap();
+        let repaired = recover(&s, "ns", 0, &all, None).unwrap();
         assert_eq!(repaired, found);
         assert_eq!(count(&s, "a"), Some(AttrValue::n(2)));
         assert_eq!(count(&s, "gone"), None);
         assert_eq!(count(&s, "zero"), None, "a stored zero is dropped quietly");
-        assert!(check(&s, "ns", &all).unwrap().is_empty());
+        assert!(check(&s, "ns", &all, None).unwrap().is_empty());
+        // As the last apply left them: not even read again.
+        let left = fingerprint_now(&s, "ns").unwrap();
+        set_count(&s, "a", 7);
+        assert!(
+            !check(&s, "ns", &all, Some(&left)).unwrap().is_empty(),
+            "changed since"
+        );
+        let left = fingerprint_now(&s, "ns").unwrap();
+        assert!(check(&s, "ns", &all, Some(&left)).unwrap().is_empty());
     }
 
     #[test]
@@ -707,7 +763,7 @@ mod tests {
             ],
         ));
         put_config(&s, "u1", "a");
-        recover(&s, "ns", 10, &BTreeSet::new()).unwrap();
+        recover(&s, "ns", 10, &BTreeSet::new(), None).unwrap();
         assert_eq!(count(&s, "a"), Some(AttrValue::n(1)));
         assert_eq!(journal(&s), 0);
     }
@@ -721,7 +777,7 @@ mod tests {
             &[("lease", AttrValue::s("soon"))],
         ));
         assert!(matches!(
-            recover(&s, "ns", 0, &BTreeSet::new()),
+            recover(&s, "ns", 0, &BTreeSet::new(), None),
             Err(StoreError::Corrupt { .. })
         ));
     }

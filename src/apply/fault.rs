@@ -14,7 +14,7 @@
 //! Batched writes go through the wrapper one op at a time, so each counts
 //! and each can fail on its own.
 
-use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::store::{Index, Item, Key, Store, StoreError, WriteOp};
 
@@ -37,7 +37,7 @@ pub fn wrap(inner: Box<dyn Store>) -> Box<dyn Store> {
     }
     Box::new(Faulty {
         inner,
-        left: abort_after.map(Cell::new),
+        left: abort_after.map(AtomicUsize::new),
         fail,
     })
 }
@@ -72,15 +72,14 @@ fn op_name(op: &WriteOp) -> &'static str {
 
 struct Faulty {
     inner: Box<dyn Store>,
-    left: Option<Cell<usize>>,
+    left: Option<AtomicUsize>,
     fail: Vec<Rule>,
 }
 
 impl Faulty {
     fn count<T>(&self, r: Result<T, StoreError>) -> Result<T, StoreError> {
         if let (Ok(_), Some(left)) = (&r, &self.left) {
-            let n = left.get().saturating_sub(1);
-            left.set(n);
+            let n = left.fetch_sub(1, Ordering::SeqCst).saturating_sub(1);
             if n == 0 {
                 eprintln!("{ENV}: aborting after the planned write");
                 std::process::abort();

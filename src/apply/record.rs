@@ -80,7 +80,8 @@ pub struct Recorded {
     pub digests: Result<(), StoreError>,
 }
 
-/// Records an apply's end: the managed set — the whole set in overflow items
+/// Records an apply's end: the managed set (with `counts_left`, the entity
+/// counts' fingerprint after the apply) — the whole set in overflow items
 /// first when it does not fit the record — then, together, the
 /// `#PROVISIONER` record and the level `digests` (they name the new record,
 /// so digests that land without it are simply not trusted), and, once the
@@ -95,17 +96,23 @@ pub fn write(
     managed: &ManagedSet,
     now_ms: i64,
     applied_hash: &str,
+    counts_left: Option<&str>,
     digests: &[Digest],
     stale: &[Key],
 ) -> Recorded {
     let last_applied = managed::iso_timestamp(now_ms);
     let stamp = digests::stamp(applied_hash, &last_applied);
+    let mut ours = Vec::new();
+    if let Some(fp) = counts_left {
+        ours.push((managed::COUNTS_ATTR, AttrValue::s(fp)));
+    }
     let (record, rest) = managed::record_item(
         ns,
         managed,
         &last_applied,
         applied_hash,
         managed::record_limit(),
+        &ours,
     );
     let mut kept = Vec::new();
     if !rest.is_empty() {
@@ -150,7 +157,7 @@ pub fn write(
 /// Whether `managed` fits the `#PROVISIONER` record, and the record's size
 /// were it all there (what `limits plan` tells).
 pub fn record_size(ns: &str, managed: &ManagedSet) -> (bool, usize) {
-    let (record, _) = managed::record_item(ns, managed, "", "", usize::MAX);
+    let (record, _) = managed::record_item(ns, managed, "", "", usize::MAX, &[]);
     let size = crate::store::emulate::item_size(&record);
     (size <= managed::record_limit(), size)
 }
@@ -192,7 +199,17 @@ mod tests {
 
     /// [`write`] of an empty managed set with `d`, dropping `stale`.
     fn write_digests(s: &MemoryStore, token: &str, d: &[Digest], stale: &[Key]) -> String {
-        let done = write(s, "ns", token, &ManagedSet::default(), 0, token, d, stale);
+        let done = write(
+            s,
+            "ns",
+            token,
+            &ManagedSet::default(),
+            0,
+            token,
+            None,
+            d,
+            stale,
+        );
         done.digests.unwrap();
         done.record.unwrap()
     }
@@ -327,7 +344,7 @@ mod tests {
             set.insert(&Level::Entity(format!("tenant-{e:06}"), "model-0".into()));
         }
         assert!(!record_size("ns", &set).0);
-        let stamp = write(&s, "ns", "g1", &set, 0, "sha256:x", &[], &[])
+        let stamp = write(&s, "ns", "g1", &set, 0, "sha256:x", None, &[], &[])
             .record
             .unwrap();
         let r = managed::read(&s, "ns").unwrap();
@@ -338,9 +355,19 @@ mod tests {
         let mut small = ManagedSet::default();
         small.insert(&entity("one"));
         assert!(record_size("ns", &small).0);
-        write(&s, "ns", "g2", &small, 1, "sha256:y", &[], &r.extra_keys)
-            .record
-            .unwrap();
+        write(
+            &s,
+            "ns",
+            "g2",
+            &small,
+            1,
+            "sha256:y",
+            None,
+            &[],
+            &r.extra_keys,
+        )
+        .record
+        .unwrap();
         let r = managed::read(&s, "ns").unwrap();
         assert_eq!((r.managed, r.extra_keys.len()), (small, 0));
     }

@@ -1,9 +1,10 @@
 //! `limits apply`, step by step (docs/storage.md, "Apply"), numbered as the
 //! reference numbers them:
 //! * 1: refuse limits the table's Lambdas cannot enforce ([`gate`]);
-//! * 2–3: claim the fan-outs earlier applies abandoned, recount the entity
-//!   counts a dead apply left (and, refreshing, check every count), then
-//!   plan: read and compare ([`crate::plan::prepare`]), a chunk at a time;
+//! * 2–3: claim the fan-outs earlier applies abandoned, then plan: read and
+//!   compare ([`crate::plan::prepare`]), a chunk at a time, while a second
+//!   thread recounts the entity counts a dead apply left (and, refreshing,
+//!   checks every count);
 //! * 4: write ahead a pending item for every fan-out the changes owe;
 //! * 5: write the levels and their registries ([`writes`]), a chunk at a
 //!   time, with the entity-count journal ([`counts`]);
@@ -109,11 +110,11 @@ pub fn apply(store: &dyn Store, req: &ApplyRequest<'_>) -> Result<Applied, Strin
         req,
         lease: req.now_ms + LEASE_MS,
         owed: BTreeSet::new(),
+        held: BTreeSet::new(),
+        listing: None,
     };
     // 2–3. Claim what earlier applies left behind once their leases ran out.
     let (record, resumed) = run.claim_abandoned()?;
-    // Entity counts a dead apply left (and, refreshing, every count), before the pre-read.
-    let repairs = run.count_check(&record);
     // A resumed full apply continues change-only instead of starting over.
     let full = req.full && !resumed;
     let (plan, recorded) = run.plan(&record, full).map_err(|e| run.abandon(e))?;
@@ -133,7 +134,7 @@ pub fn apply(store: &dyn Store, req: &ApplyRequest<'_>) -> Result<Applied, Strin
         warnings: record.warnings(),
         fallback: plan.summary.fallback.clone(),
     };
-    match repairs {
+    match &plan.repairs {
         Ok(repairs) => out
             .warnings
             .extend(repairs.iter().map(|r| format!("{r}; repaired"))),
@@ -167,6 +168,11 @@ struct Run<'a> {
     /// The deadline of this apply's shares and journal entries.
     lease: i64,
     owed: BTreeSet<Owed>,
+    /// The owed fan-outs whose pending item holds a share of ours.
+    held: BTreeSet<Owed>,
+    /// The namespace's buckets, listed before the config writes when many
+    /// fan-outs are owed (the fan-out's first pass).
+    listing: Option<fanout::Listing>,
 }
 
 /// One planned change, without its items: what output, the write-ahead and
@@ -181,10 +187,12 @@ struct Planned {
     owed: Vec<FanOutKind>,
 }
 
-/// The plan: the changes in order, and what the read found besides.
+/// The plan: the changes in order, what the read found besides, and the
+/// entity counts repaired meanwhile.
 struct Plan {
     changes: Vec<Planned>,
     summary: Summary,
+    repairs: Result<Vec<counts::Repair>, String>,
 }
 
 /// What step 5 wrote: the digests of the levels now as declared, what became
@@ -226,6 +234,7 @@ impl Run<'_> {
                     .map_err(|e| format!("claiming a pending fan-out: {e}"))?;
             if claimed {
                 resumed |= req.full && was_full;
+                self.held.insert(p.owed.clone());
                 self.owed.insert(p.owed);
             }
         }
@@ -242,22 +251,10 @@ impl Run<'_> {
             };
             pending::write_ahead(store, req.ns, &o, req.token, self.share(false), req.now_ms)
                 .map_err(|e| format!("writing ahead a legacy cascade fan-out: {e}"))?;
+            self.held.insert(o.clone());
             self.owed.insert(o);
         }
         Ok((record, resumed))
-    }
-
-    /// Recounts the entity counts a dead apply may have left wrong, and
-    /// (unless `--no-refresh`) checks every count against the stored entity
-    /// levels, repairing what disagrees.
-    fn count_check(&self, record: &ProvisionerRecord) -> Result<Vec<counts::Repair>, String> {
-        let req = self.req;
-        let mut check = BTreeSet::new();
-        if req.refresh == Refresh::All {
-            check = ManagedSet::from_manifest(req.manifest).entity_resources();
-            check.extend(record.all().entity_resources());
-        }
-        counts::recover(self.store, req.ns, req.now_ms, &check).map_err(|e| e.to_string())
     }
 
     /// Hands what this apply took over back at once (refused, or the store
@@ -270,8 +267,41 @@ impl Run<'_> {
     }
 
     /// The plan, from the record just read (and the digests, for
-    /// `--no-refresh`), kept without its items.
+    /// `--no-refresh`), kept without its items. Meanwhile, on a second
+    /// thread, the entity counts a dead apply may have left wrong are
+    /// recounted and (unless `--no-refresh`) every count is checked against
+    /// the stored entity levels and repaired where it disagrees.
     fn plan(&self, record: &ProvisionerRecord, full: bool) -> Result<(Plan, Recorded), String> {
+        let (store, req) = (self.store, self.req);
+        let mut check = BTreeSet::new();
+        if req.refresh == Refresh::All {
+            check = ManagedSet::from_manifest(req.manifest).entity_resources();
+            check.extend(record.all().entity_resources());
+        }
+        let (ns, now_ms) = (req.ns, req.now_ms);
+        // A `--full` apply checks every count, left as they were or not.
+        let left = (!full).then_some(record.counts_left.as_deref()).flatten();
+        std::thread::scope(|s| {
+            let counting = s.spawn(move || {
+                counts::recover(store, ns, now_ms, &check, left).map_err(|e| e.to_string())
+            });
+            let planned = self.read_plan(record, full);
+            let repairs = counting
+                .join()
+                .unwrap_or_else(|_| Err("the count check stopped unexpectedly".into()));
+            planned.map(|(mut plan, recorded)| {
+                plan.repairs = repairs;
+                (plan, recorded)
+            })
+        })
+    }
+
+    /// The plan's reads and comparisons.
+    fn read_plan(
+        &self,
+        record: &ProvisionerRecord,
+        full: bool,
+    ) -> Result<(Plan, Recorded), String> {
         let (store, req) = (self.store, self.req);
         let recorded = digests::read(store, req.ns, record.stamp.as_deref())
             .map_err(|e| format!("reading the level digests: {e}"))?;
@@ -302,10 +332,22 @@ impl Run<'_> {
             PrepareError::Store(e) => format!("reading the stored levels: {e}"),
             other => other.to_string(),
         })?;
-        Ok((Plan { changes, summary }, recorded))
+        Ok((
+            Plan {
+                changes,
+                summary,
+                repairs: Ok(Vec::new()),
+            },
+            recorded,
+        ))
     }
 
-    /// Writes a pending item for every fan-out the changes make necessary.
+    /// Writes a pending item for every fan-out the changes make necessary
+    /// that has buckets to update. With many fan-outs owed, the namespace's
+    /// buckets are listed once first (the fan-out's first pass): a fan-out
+    /// with no bucket under it gets no pending item (it still runs after the
+    /// writes, and finds the buckets created meanwhile; only an apply that
+    /// dies in between leaves those to their TTL or the next change).
     fn write_ahead(&mut self, changes: &[Planned], full: bool) -> Result<(), String> {
         let mut ahead = Vec::new();
         let mut seen = BTreeSet::new();
@@ -322,10 +364,18 @@ impl Run<'_> {
             }
         }
         let req = self.req;
+        let mut pended = ahead.clone();
+        if ahead.len() >= fanout::BULK_DISCOVERY_AT {
+            let listing = fanout::Listing::of(self.store, req.ns).map_err(|e| {
+                format!("listing the namespace's buckets (nothing was written): {e}")
+            })?;
+            pended.retain(|o| listing.governs(o));
+            self.listing = Some(listing);
+        }
         pending::write_ahead_many(
             self.store,
             req.ns,
-            &ahead,
+            &pended,
             req.token,
             self.share(full),
             req.now_ms,
@@ -333,6 +383,7 @@ impl Run<'_> {
         .map_err(|e| {
             format!("writing ahead the pending fan-outs (nothing else was written): {e}")
         })?;
+        self.held.extend(pended);
         self.owed.extend(ahead);
         Ok(())
     }
@@ -510,7 +561,7 @@ impl Run<'_> {
             .collect();
         for (o, r) in reassert
             .iter()
-            .zip(run_fanouts(self.store, req.ns, &reassert, req.now_ms))
+            .zip(run_fanouts(self.store, req.ns, &reassert, req.now_ms, None))
         {
             if let Err(e) = r {
                 out.errors.push(fanout_error(o, &e));
@@ -520,9 +571,10 @@ impl Run<'_> {
 
     /// Every owed fan-out, from the live config item, redone (up to 3 rounds)
     /// while the item changes under it; a stable one releases its share, a
-    /// failed one is expired for the next apply at once. `known` holds what
-    /// step 5 wrote (a digest, `None` when deleted): the first round reads
-    /// only the levels it did not write.
+    /// failed one is handed to the next apply at once (its share expired, or
+    /// an expired item written for it). `known` holds what step 5 wrote (a
+    /// digest, `None` when deleted): the first round reads only the levels it
+    /// did not write. A fan-out that found no bucket is done, whatever its level.
     fn fan_out(&mut self, known: &HashMap<Key, Option<Digest>>, out: &mut Applied) {
         let (store, req) = (self.store, self.req);
         let ns = req.ns;
@@ -542,16 +594,24 @@ impl Run<'_> {
                 .collect();
             let empty = HashMap::new();
             let before = read_digests(store, &keys, known.take().unwrap_or(&empty));
-            let results = run_fanouts(store, ns, &remaining, req.now_ms);
-            let after = read_digests(store, &keys, &empty);
+            let results = run_fanouts(store, ns, &remaining, req.now_ms, self.listing.take());
+            // Only a fan-out that updated buckets depends on the level staying put.
+            let watched: Vec<Option<Key>> = keys
+                .iter()
+                .zip(&results)
+                .map(|(k, r)| k.clone().filter(|_| matches!(r, Ok(true))))
+                .collect();
+            let after = read_digests(store, &watched, &empty);
             let mut next = Vec::new();
+            let done_before = released.len() + failed.len();
             for (i, (o, r)) in remaining.into_iter().zip(results).enumerate() {
                 match r {
                     Err(e) => {
                         let msg = fanout_error(&o, &e);
                         failed.push((o, msg));
                     }
-                    Ok(()) => {
+                    Ok(false) => released.push(o),
+                    Ok(true) => {
                         let stable = matches!((&before, &after), (Ok(a), Ok(b)) if a[i] == b[i]);
                         if stable {
                             released.push(o);
@@ -561,7 +621,8 @@ impl Run<'_> {
                     }
                 }
             }
-            req.progress.advance((released.len() + failed.len()) as u64);
+            req.progress
+                .advance((released.len() + failed.len() - done_before) as u64);
             remaining = next;
         }
         for o in remaining {
@@ -573,6 +634,7 @@ impl Run<'_> {
             );
             failed.push((o, msg));
         }
+        released.retain(|o| self.held.contains(o));
         if let Err(e) = pending::release_many(store, ns, &released, req.token, req.now_ms) {
             out.errors.push(format!(
                 "releasing finished fan-outs: {e} (the next apply after this one's lease, {}, runs them again)",
@@ -582,7 +644,24 @@ impl Run<'_> {
         failed.sort_by(|a, b| pending::run_order(&a.0, &b.0));
         for (o, msg) in failed {
             out.errors.push(msg);
-            let _ = pending::expire(store, ns, &o, req.token, req.now_ms);
+            // Claimable at once by the next apply.
+            let handed = if self.held.contains(&o) {
+                pending::expire(store, ns, &o, req.token, req.now_ms)
+            } else {
+                let share = Share {
+                    lease: req.now_ms,
+                    full: req.full,
+                };
+                pending::write_ahead(store, ns, &o, req.token, share, req.now_ms)
+            };
+            if let Err(e) = handed {
+                out.errors.push(format!(
+                    "recording the failed fan-out {} {} {} for the next apply: {e}",
+                    o.kind.as_str(),
+                    o.level.as_str(),
+                    o.target
+                ));
+            }
         }
     }
 
@@ -613,6 +692,8 @@ impl Run<'_> {
         let mut stale = before.extra_keys.clone();
         stale.extend(written.writing.iter().cloned());
         stale.extend(recorded.keys.iter().cloned());
+        // The counts as this apply leaves them (none: the next one checks them all).
+        let counts_left = counts::fingerprint_now(store, req.ns).ok();
         let done = record::write(
             store,
             req.ns,
@@ -620,6 +701,7 @@ impl Run<'_> {
             &managed,
             req.now_ms,
             req.applied_hash,
+            counts_left.as_deref(),
             &written.digests,
             &stale,
         );
@@ -662,13 +744,21 @@ fn count(out: &mut Applied, action: Action) {
 /// machinery through the binary. Unset, fan-outs run normally.
 pub const FANOUT_FAULT_ENV: &str = "ZAEL_FAULT_FANOUT_ERROR";
 
-fn run_fanouts(store: &dyn Store, ns: &str, owed: &[Owed], now_ms: i64) -> Vec<Result<(), String>> {
+/// Runs the fan-outs (see [`fanout::run_listed`]): `Ok(true)` when one
+/// updated or found buckets, `Ok(false)` when there were none to update.
+fn run_fanouts(
+    store: &dyn Store,
+    ns: &str,
+    owed: &[Owed],
+    now_ms: i64,
+    listing: Option<fanout::Listing>,
+) -> Vec<Result<bool, String>> {
     if owed.is_empty() {
         return Vec::new();
     }
     match std::env::var(FANOUT_FAULT_ENV) {
         Ok(msg) if !msg.is_empty() => owed.iter().map(|_| Err(msg.clone())).collect(),
-        _ => fanout::run_many(store, ns, owed, now_ms),
+        _ => fanout::run_listed(store, ns, owed, now_ms, listing),
     }
 }
 

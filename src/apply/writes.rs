@@ -408,7 +408,7 @@ pub(crate) mod tests {
             .item("ns/SYSTEM#", "#ENTITY_CONFIG_RESOURCES")
             .and_then(|i| i.get("gpt-4").cloned());
         assert_eq!(count, Some(AttrValue::n(1)));
-        assert!(counts::check(&s, "ns", &["gpt-4".to_string()].into())
+        assert!(counts::check(&s, "ns", &["gpt-4".to_string()].into(), None)
             .unwrap()
             .is_empty());
         delete_level(&s, "ns", &u1);

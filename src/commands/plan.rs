@@ -129,7 +129,7 @@ fn read_only(args: PlanArgs, command: Command, refresh: Refresh) -> Result<i32, 
         if refresh == Refresh::All {
             let mut resources = ManagedSet::from_manifest(&m).entity_resources();
             resources.extend(record.all().entity_resources());
-            let wrong = counts::check(store, &ns, &resources)?;
+            let wrong = counts::check(store, &ns, &resources, record.counts_left.as_deref())?;
             warnings.extend(
                 wrong
                     .iter()

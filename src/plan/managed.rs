@@ -66,7 +66,16 @@ pub struct ProvisionerRecord {
     /// Levels this tool recorded beyond a record that another provisioner
     /// has rewritten since (0 when the record is ours).
     pub beyond_foreign_record: usize,
+    /// The entity counts as the apply that wrote the record left them
+    /// ([`COUNTS_ATTR`]; `None` when another provisioner wrote the record).
+    pub counts_left: Option<String>,
 }
+
+/// Our attribute on the `#PROVISIONER` record: a fingerprint of the entity
+/// counts our apply left ([`crate::apply::counts::fingerprint`]). The
+/// reference reads only its own attributes and drops this one when it
+/// rewrites the record, which is how we notice.
+pub const COUNTS_ATTR: &str = "zael_counts";
 
 impl ProvisionerRecord {
     /// What plan and apply say about the record: that another provisioner
@@ -277,6 +286,10 @@ pub fn read(store: &dyn Store, ns: &str) -> Result<ProvisionerRecord, StoreError
             }
         }
         let text = |name: &str| item.get(name).and_then(AttrValue::as_s).unwrap_or_default();
+        out.counts_left = item
+            .get(COUNTS_ATTR)
+            .and_then(AttrValue::as_s)
+            .map(str::to_string);
         out.stamp = Some(crate::plan::digests::stamp(
             text("applied_hash"),
             text("last_applied"),
@@ -353,9 +366,13 @@ pub fn record_item(
     last_applied: &str,
     applied_hash: &str,
     limit: usize,
+    extra: &[(&str, AttrValue)],
 ) -> (Item, ManagedSet) {
     let key = record_key(ns);
     let mut item = Item::new();
+    for (k, v) in extra {
+        item.insert((*k).to_string(), v.clone());
+    }
     item.insert("PK".into(), AttrValue::s(&key.pk));
     item.insert("SK".into(), AttrValue::s(&key.sk));
     item.insert("managed_system".into(), AttrValue::Bool(managed.system));
@@ -535,7 +552,8 @@ mod tests {
         let store = MemoryStore::new();
         assert_eq!(read(&store, "ns").unwrap(), ProvisionerRecord::default());
         let s = ManagedSet::from_manifest(&manifest());
-        let (item, rest) = record_item("ns", &s, &iso_timestamp(0), "sha256:x", chunked::LIMIT);
+        let (item, rest) =
+            record_item("ns", &s, &iso_timestamp(0), "sha256:x", chunked::LIMIT, &[]);
         assert!(rest.is_empty());
         store.put(item);
         let back = read(&store, "ns").unwrap();
@@ -551,7 +569,7 @@ mod tests {
     #[test]
     fn a_set_too_large_for_the_record_keeps_a_readable_prefix_there() {
         let s = big(20_000);
-        let (item, rest) = record_item("ns", &s, "t", "sha256:x", chunked::LIMIT);
+        let (item, rest) = record_item("ns", &s, "t", "sha256:x", chunked::LIMIT, &[]);
         assert!(item_size(&item) <= chunked::LIMIT);
         assert!(!rest.is_empty());
         // The record alone is a valid managed set: a prefix of the entities.
@@ -579,7 +597,7 @@ mod tests {
         let s = big(300);
         let limit = 4_000;
         let stamp = crate::plan::digests::stamp("sha256:x", "t1");
-        let (item, rest) = record_item("ns", &s, "t1", "sha256:x", limit);
+        let (item, rest) = record_item("ns", &s, "t1", "sha256:x", limit, &[]);
         assert!(!rest.is_empty());
         store.put(item);
         for i in set_items(
@@ -615,7 +633,7 @@ mod tests {
         // is unconfirmed, nothing is lost.
         let mut theirs = ManagedSet::default();
         theirs.insert(&Level::Resource("other".into()));
-        let (item, _) = record_item("ns", &theirs, "t2", "sha256:y", chunked::LIMIT);
+        let (item, _) = record_item("ns", &theirs, "t2", "sha256:y", chunked::LIMIT, &[]);
         store.put(item);
         let r = read(&store, "ns").unwrap();
         assert_eq!(r.managed, theirs);
@@ -629,7 +647,8 @@ mod tests {
     #[test]
     fn legacy_cascade_pending_is_read_and_bad_shapes_are_corrupt() {
         let store = MemoryStore::new();
-        let (mut item, _) = record_item("ns", &ManagedSet::default(), "t", "h", chunked::LIMIT);
+        let (mut item, _) =
+            record_item("ns", &ManagedSet::default(), "t", "h", chunked::LIMIT, &[]);
         let mut entry = BTreeMap::new();
         entry.insert("level".to_string(), AttrValue::s("resource"));
         entry.insert("target".to_string(), AttrValue::s("gpt-4"));

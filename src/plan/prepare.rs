@@ -17,8 +17,9 @@ use crate::plan::managed::{self, ProvisionerRecord};
 use crate::progress::{Progress, Silent};
 use crate::store::{Item, Store, StoreError};
 
-/// Levels built, read and compared at a time.
-pub const CHUNK: usize = 1_000;
+/// Levels built, read and compared at a time: as many as the DynamoDB store
+/// reads at once (16 requests of 100 keys in flight).
+pub const CHUNK: usize = 1_600;
 
 /// Builds the config item a declared level would be written as (the item codec).
 /// `Err` is a level that cannot be built (e.g. two timezones on one item); such a

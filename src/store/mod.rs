@@ -165,8 +165,9 @@ impl WriteOp {
 
 /// The operations plan, apply, display and cooldowns need. Synchronous on purpose:
 /// the DynamoDB backend owns its async runtime, so commands that never touch AWS
-/// never start one.
-pub trait Store {
+/// never start one. `Sync`, so independent reads can overlap on scoped
+/// threads (apply checks the entity counts while it reads the levels).
+pub trait Store: Sync {
     /// The table this store reads and writes.
     fn table_name(&self) -> &str;
     /// GetItem. `consistent` asks for a strongly consistent read.
