@@ -349,29 +349,28 @@ impl Run<'_> {
     /// writes, and finds the buckets created meanwhile; only an apply that
     /// dies in between leaves those to their TTL or the next change).
     fn write_ahead(&mut self, changes: &[Planned], full: bool) -> Result<(), String> {
-        let mut ahead = Vec::new();
-        let mut seen = BTreeSet::new();
+        let mut ahead = BTreeSet::new();
         for p in changes {
             for kind in &p.owed {
-                let o = Owed {
+                ahead.insert(Owed {
                     kind: *kind,
                     level: p.pc.change.level.kind(),
                     target: p.pc.change.level.target(),
-                };
-                if seen.insert(o.clone()) {
-                    ahead.push(o);
-                }
+                });
             }
         }
         let req = self.req;
-        let mut pended = ahead.clone();
         if ahead.len() >= fanout::BULK_DISCOVERY_AT {
             let listing = fanout::Listing::of(self.store, req.ns).map_err(|e| {
                 format!("listing the namespace's buckets (nothing was written): {e}")
             })?;
-            pended.retain(|o| listing.governs(o));
             self.listing = Some(listing);
         }
+        let pended: Vec<Owed> = ahead
+            .iter()
+            .filter(|o| self.may_touch(o))
+            .cloned()
+            .collect();
         pending::write_ahead_many(
             self.store,
             req.ns,
@@ -386,6 +385,12 @@ impl Run<'_> {
         self.held.extend(pended);
         self.owed.extend(ahead);
         Ok(())
+    }
+
+    /// Whether `owed` may have buckets to update: any, unless the buckets
+    /// were listed and none is under its level.
+    fn may_touch(&self, owed: &Owed) -> bool {
+        self.listing.as_ref().is_none_or(|l| l.governs(owed))
     }
 
     /// Writes the levels a chunk at a time, rebuilding each item from the
@@ -494,7 +499,14 @@ impl Run<'_> {
                             _ => None,
                         };
                         written.digests.extend(digest);
-                        if !p.owed.is_empty() {
+                        let level_owes = p.owed.iter().any(|k| {
+                            self.may_touch(&Owed {
+                                kind: *k,
+                                level: level.kind(),
+                                target: level.target(),
+                            })
+                        });
+                        if level_owes {
                             written.fanout_before.insert(key, digest);
                         }
                         Outcome::Done
@@ -504,7 +516,15 @@ impl Run<'_> {
                         Outcome::Failed
                     }
                 };
-                written.outcomes.push((level.clone(), action, outcome));
+                // The record needs what left the set or failed to join it.
+                let telling = match (action, outcome) {
+                    (Action::Delete, _) | (Action::Create, Outcome::Failed) => true,
+                    (_, Outcome::Forgotten) => true,
+                    _ => false,
+                };
+                if telling {
+                    written.outcomes.push((level.clone(), action, outcome));
+                }
             }
             req.progress.advance(chunk.len() as u64);
         }
@@ -593,13 +613,19 @@ impl Run<'_> {
                 .map(|o| Level::from_parts(o.level.as_str(), &o.target).map(|l| l.key(ns)))
                 .collect();
             let empty = HashMap::new();
-            let before = read_digests(store, &keys, known.take().unwrap_or(&empty));
-            let results = run_fanouts(store, ns, &remaining, req.now_ms, self.listing.take());
-            // Only a fan-out that updated buckets depends on the level staying put.
+            // Only a fan-out that updates buckets depends on its level staying
+            // put: those the listing (if any) shows buckets under are watched.
             let watched: Vec<Option<Key>> = keys
                 .iter()
+                .zip(&remaining)
+                .map(|(k, o)| k.clone().filter(|_| self.may_touch(o)))
+                .collect();
+            let before = read_digests(store, &watched, known.take().unwrap_or(&empty));
+            let results = run_fanouts(store, ns, &remaining, req.now_ms, self.listing.take());
+            let watched: Vec<Option<Key>> = watched
+                .into_iter()
                 .zip(&results)
-                .map(|(k, r)| k.clone().filter(|_| matches!(r, Ok(true))))
+                .map(|(k, r)| k.filter(|_| matches!(r, Ok(true))))
                 .collect();
             let after = read_digests(store, &watched, &empty);
             let mut next = Vec::new();
@@ -1246,5 +1272,200 @@ mod tests {
             plan_caps(&s, &[], Refresh::Trust).fallback,
             Some(Untrusted::Missing)
         );
+    }
+
+    /// Forwards to a memory store, counting pending-item writes; puts a
+    /// bucket of `late` once the first config write lands (after the
+    /// apply listed the buckets), and fails every bucket update when `fail`.
+    struct Spy {
+        inner: MemoryStore,
+        pending_writes: std::sync::atomic::AtomicUsize,
+        late: Option<Item>,
+        fail_buckets: bool,
+    }
+
+    impl Spy {
+        fn new(late: Option<Item>, fail_buckets: bool) -> Spy {
+            Spy {
+                inner: MemoryStore::new(),
+                pending_writes: Default::default(),
+                late,
+                fail_buckets,
+            }
+        }
+
+        fn note(&self, ops: &[crate::store::WriteOp]) {
+            let pending = ops
+                .iter()
+                .filter(|op| {
+                    op.key()
+                        .sk
+                        .starts_with(crate::items::keys::PENDING_SK_PREFIX)
+                })
+                .count();
+            self.pending_writes
+                .fetch_add(pending, std::sync::atomic::Ordering::SeqCst);
+            let config = ops.iter().any(|op| op.key().sk.starts_with("#CONFIG#"));
+            if let (true, Some(late)) = (config, &self.late) {
+                if self
+                    .inner
+                    .item(&late["PK"].as_s().unwrap().to_string(), "#STATE")
+                    .is_none()
+                {
+                    self.inner.put(late.clone());
+                }
+            }
+        }
+    }
+
+    impl Store for Spy {
+        fn table_name(&self) -> &str {
+            "spy"
+        }
+        fn get(&self, key: &Key, c: bool) -> Result<Option<Item>, crate::store::StoreError> {
+            self.inner.get(key, c)
+        }
+        fn batch_get(
+            &self,
+            keys: &[Key],
+            c: bool,
+        ) -> Result<Vec<Option<Item>>, crate::store::StoreError> {
+            self.inner.batch_get(keys, c)
+        }
+        fn query(&self, pk: &str, p: &str, c: bool) -> Result<Vec<Item>, crate::store::StoreError> {
+            self.inner.query(pk, p, c)
+        }
+        fn query_index(
+            &self,
+            i: crate::store::Index,
+            pk: &str,
+            p: &str,
+        ) -> Result<Vec<Key>, crate::store::StoreError> {
+            self.inner.query_index(i, pk, p)
+        }
+        fn write(
+            &self,
+            op: crate::store::WriteOp,
+        ) -> Result<Option<Item>, crate::store::StoreError> {
+            let mut out = self.write_many(vec![op]);
+            out.remove(0)
+        }
+        fn write_many(
+            &self,
+            ops: Vec<crate::store::WriteOp>,
+        ) -> Vec<Result<Option<Item>, crate::store::StoreError>> {
+            self.note(&ops);
+            ops.into_iter()
+                .map(|op| {
+                    if self.fail_buckets && op.key().pk.contains("/BUCKET#") {
+                        return Err(crate::store::StoreError::Backend("throttled".into()));
+                    }
+                    self.inner.write(op)
+                })
+                .collect()
+        }
+        fn transact(
+            &self,
+            ops: Vec<crate::store::WriteOp>,
+        ) -> Result<(), crate::store::StoreError> {
+            self.note(&ops);
+            self.inner.transact(ops)
+        }
+    }
+
+    /// `n` entities with a level on resource `r`.
+    fn many(n: usize) -> Manifest {
+        let mut m = manifest();
+        let level = m.entities["u"]["r"].clone();
+        for e in 0..n {
+            m.entities
+                .entry(format!("e{e:03}"))
+                .or_default()
+                .insert("r".into(), level.clone());
+        }
+        m
+    }
+
+    /// A bucket of entity `e` on `r` with an `rpm` limit of capacity 1.
+    fn a_bucket(e: &str) -> Item {
+        let pk = format!("ns/BUCKET#{e}#r#0");
+        keyed(
+            &pk,
+            "#STATE",
+            &[
+                ("entity_id", AttrValue::s(e)),
+                ("resource", AttrValue::s("r")),
+                ("GSI3PK", AttrValue::s(format!("ns/ENTITY#{e}"))),
+                ("GSI3SK", AttrValue::s("BUCKET#r#0")),
+                ("GSI4PK", AttrValue::s("ns")),
+                ("GSI4SK", AttrValue::s(format!("BUCKET#{e}#r#0"))),
+                ("b_rpm_cp", AttrValue::n(1000)),
+                ("b_rpm_tk", AttrValue::n(1000)),
+                ("shard_count", AttrValue::n(1)),
+            ],
+        )
+    }
+
+    fn apply_many(s: &dyn Store, m: &Manifest, token: &str, now_ms: i64) -> Applied {
+        let build = |level: &Level| {
+            Ok(item(
+                level,
+                &[
+                    ("l_rpm_cp", AttrValue::n(5)),
+                    ("l_rpm_ra", AttrValue::n(5)),
+                    ("l_rpm_rp", AttrValue::n(60)),
+                ],
+            ))
+        };
+        let req = ApplyRequest {
+            ns: "ns",
+            manifest: m,
+            full: false,
+            now_ms,
+            token,
+            applied_hash: "sha256:test",
+            build: &build,
+            refresh: Refresh::All,
+            progress: &crate::progress::Silent,
+        };
+        apply(s, &req).unwrap()
+    }
+
+    #[test]
+    fn with_many_fanouts_only_those_with_buckets_get_pending_items() {
+        let s = Spy::new(None, false);
+        s.inner.put(a_bucket("e001"));
+        s.inner.put(a_bucket("e007"));
+        let done = apply_many(&s, &many(40), "t1", NOW);
+        assert_eq!(
+            (done.created, done.errors.len(), done.pending.count),
+            (42, 0, 0)
+        );
+        // Written ahead and released: two items, each written twice.
+        assert_eq!(
+            s.pending_writes.load(std::sync::atomic::Ordering::SeqCst),
+            4
+        );
+        let b = s.inner.item("ns/BUCKET#e007#r#0", "#STATE").unwrap();
+        assert_eq!(b.get("b_rpm_cp"), Some(&AttrValue::n(5000)), "synced");
+    }
+
+    #[test]
+    fn a_failed_fanout_without_a_pending_item_is_handed_to_the_next_apply() {
+        // The bucket appears after the listing: the fan-out finds it, and fails.
+        let s = Spy::new(Some(a_bucket("e003")), true);
+        let done = apply_many(&s, &many(40), "t1", NOW);
+        assert_eq!(done.errors.len(), 1, "{:?}", done.errors);
+        assert!(
+            done.errors[0].starts_with("bucket param sync entity e003/r: ")
+                && done.errors[0].ends_with("(retried on the next apply)"),
+            "{:?}",
+            done.errors
+        );
+        let left = pending::list(&s, "ns").unwrap();
+        assert_eq!(left.len(), 1);
+        assert_eq!(left[0].owed.target, "e003/r");
+        assert!(left[0].claimable(NOW), "the next apply takes it at once");
+        assert_eq!(done.pending.leased_until, None);
     }
 }

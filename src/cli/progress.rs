@@ -16,6 +16,9 @@ use crate::progress::Progress;
 const AFTER: Duration = Duration::from_millis(700);
 /// Test-only: draw the bar after this many milliseconds instead.
 pub const AFTER_ENV: &str = "ZAEL_PROGRESS_AFTER_MS";
+/// Set: each phase's start is logged on stderr with the time since the
+/// start (`phase writing levels at 12.3 s`), for benchmarks.
+pub const LOG_ENV: &str = "ZAEL_PROGRESS_LOG";
 
 /// A bar on stderr (hidden when stderr is not a terminal).
 pub struct Bar {
@@ -26,6 +29,7 @@ pub struct Bar {
     shown: Cell<bool>,
     /// Whether stderr is a terminal at all.
     terminal: bool,
+    log: bool,
 }
 
 impl Bar {
@@ -41,6 +45,7 @@ impl Bar {
             after,
             shown: Cell::new(false),
             terminal: std::io::stderr().is_terminal(),
+            log: std::env::var_os(LOG_ENV).is_some(),
         }
     }
 
@@ -55,6 +60,12 @@ impl Bar {
 
 impl Progress for Bar {
     fn phase(&self, name: &'static str, total: u64) {
+        if self.log {
+            let at = self.started.elapsed().as_secs_f64();
+            let rss = rss_mb();
+            self.bar
+                .suspend(|| eprintln!("phase {name} ({total}) at {at:.2} s, {rss} MB resident"));
+        }
         let template = if total > 0 {
             "{prefix:>14} {wide_bar} {human_pos}/{human_len} {eta}"
         } else {
@@ -76,8 +87,22 @@ impl Progress for Bar {
     }
 }
 
+/// This process's resident memory in MB (Linux; 0 elsewhere).
+fn rss_mb() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map_or(0, |pages| pages * 4096 / (1024 * 1024))
+}
+
 impl Drop for Bar {
     fn drop(&mut self) {
+        if self.log {
+            let at = self.started.elapsed().as_secs_f64();
+            let rss = rss_mb();
+            self.bar
+                .suspend(|| eprintln!("done at {at:.2} s, {rss} MB resident"));
+        }
         self.bar.finish_and_clear();
     }
 }

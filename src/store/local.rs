@@ -465,6 +465,55 @@ impl Store for LocalStore {
         }
     }
 
+    /// Unconditional puts and deletes need no old image: written without
+    /// reading the stored item, all in one SQLite transaction (anything else
+    /// goes through [`Store::write_many`]).
+    fn batch_write(&self, ops: Vec<WriteOp>) -> Vec<Result<(), StoreError>> {
+        let plain = ops.iter().all(|op| {
+            matches!(
+                op,
+                WriteOp::Put {
+                    condition: None,
+                    ..
+                } | WriteOp::Delete {
+                    condition: None,
+                    ..
+                }
+            )
+        });
+        if !plain {
+            return self
+                .write_many(ops)
+                .into_iter()
+                .map(|r| r.map(|_| ()))
+                .collect();
+        }
+        if ops.is_empty() {
+            return Vec::new();
+        }
+        let n = ops.len();
+        let outcome = self.with_write(|tx| {
+            let mut out = Vec::with_capacity(n);
+            // An item DynamoDB would refuse fails alone; a storage error
+            // fails them all (nothing is committed), as in `write_many`.
+            for op in &ops {
+                let change = op_key(op).and_then(|key| Ok((emulate::decide(op, &key, None)?, key)));
+                out.push(match change {
+                    Ok((change, key)) => {
+                        self.apply(tx, &key, change)?;
+                        Ok(())
+                    }
+                    Err(e) => Err(e),
+                });
+            }
+            Ok(out)
+        });
+        match outcome {
+            Ok(out) => out,
+            Err(e) => (0..n).map(|_| Err(e.clone())).collect(),
+        }
+    }
+
     fn transact(&self, ops: Vec<WriteOp>) -> Result<(), StoreError> {
         if ops.is_empty() {
             return Ok(());
