@@ -24,6 +24,7 @@
 //!   ],
 //!   "unchanged": 1,
 //!   "pending": 0,
+//!   "pending_retry_after": null | "2026-12-03T11:32:34Z",
 //!   "full": false,
 //!   "resumed": false,
 //!   "warnings": ["…"],
@@ -368,6 +369,21 @@ mod tests {
             text(&r, false).stdout,
             "No config changes; 1 bucket fan-out(s) an earlier apply did not finish will be retried by the next apply.\n"
         );
+        // While the lease of the apply that left them runs, not the next apply.
+        r.pending_leased_until = Some(1_796_218_335_001);
+        assert_eq!(
+            text(&r, false).stdout,
+            "No config changes; 1 bucket fan-out(s) an earlier apply did not finish will be retried by the first apply after 2026-12-02T13:32:16Z (when the lease of the apply that left them runs out).\n"
+        );
+        assert_eq!(json(&r)["pending_retry_after"], "2026-12-02T13:32:15.001Z");
+        let changes = [pc(Action::Create, Level::System)];
+        let mut planned = r.clone();
+        planned.changes = &changes;
+        assert!(text(&planned, true).stdout.contains(
+            "Note: 1 bucket fan-out(s) an earlier apply did not finish; the first apply after 2026-12-02T13:32:16Z (when the lease of the apply that left them runs out) retries them.\n"
+        ));
+        r.pending_leased_until = None;
+        assert_eq!(json(&r)["pending_retry_after"], Value::Null);
         r.command = Command::Apply;
         r.applied = Some(ApplyCounts {
             errors: vec!["bucket param sync entity u/r: boom (retried on the next apply)".into()],

@@ -42,9 +42,9 @@ const BATCH_GET_MAX: usize = 100;
 const CONCURRENCY: usize = 16;
 /// Rounds for unprocessed keys and transaction conflicts before giving up.
 const MAX_ROUNDS: u32 = 10;
-/// Environment variable: when set, the number of HTTP requests sent is printed
-/// on stderr when the store is dropped (used by the benchmarks).
-pub const REQUEST_STATS_ENV: &str = "ZAEL_REQUEST_STATS";
+/// When set, the number of HTTP requests sent is printed on stderr when the
+/// store is dropped (used by the benchmarks).
+pub use super::REQUEST_STATS_ENV;
 
 /// Connects to `table` through the standard AWS configuration chain.
 pub fn connect(

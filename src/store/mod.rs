@@ -15,12 +15,18 @@ pub mod local;
 pub mod memory;
 pub mod number;
 pub mod open;
+pub mod stats;
 pub mod typed_json;
 
 #[cfg(test)]
 mod conformance;
 
 pub use item::{AttrValue, Item, Key};
+
+/// Environment variable: when set, the store's requests (DynamoDB) or
+/// operations (local store) are printed on stderr when it is dropped (used by
+/// the benchmarks).
+pub const REQUEST_STATS_ENV: &str = "ZAEL_REQUEST_STATS";
 
 /// What a store operation can fail with. Rendered once, at the CLI edge.
 #[derive(Debug, Clone, thiserror::Error)]

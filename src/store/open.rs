@@ -46,7 +46,9 @@ pub fn target(args: &StoreArgs) -> Target {
 pub fn open(args: &StoreArgs, table: &str) -> Result<Box<dyn Store>, StoreError> {
     super::check_table_name(table)?;
     match target(args) {
-        Target::Local(path) => Ok(Box::new(super::local::LocalStore::open(&path, table)?)),
+        Target::Local(path) => Ok(super::stats::wrap(Box::new(
+            super::local::LocalStore::open(&path, table)?,
+        ))),
         Target::DynamoDb {
             region,
             endpoint_url,
