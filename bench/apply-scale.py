@@ -114,10 +114,18 @@ def main():
                 subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gen_manifest.py"), "--simple", str(n)], stdout=f, check=True)
         return path
 
+    header = f"{'store':<6} {'entities':>8} {'levels':>8}  {'step':<14} {'seconds':>8} {'peak MB':>8} {'requests':>9} {'items':>8}  result"
+
+    def show(row):
+        store, n, step, secs, rss, reqs, items, last = row
+        print(f"{store:<6} {n:>8} {3 * n + 4:>8}  {step:<14} {secs:>8.1f} {rss or 0:>8.0f} {reqs if reqs is not None else '?':>9} {items if items is not None else '':>8}  {last}", flush=True)
+
+    print(header, flush=True)
     for n in sizes(a.local):
         store = os.path.join(tmp, f"local-{n}.sqlite")
         for row in steps(a.bin, manifest(n), [f"--local={store}", "-n", "bench"], {}):
             results.append(("local", n) + row)
+            show(results[-1])
 
     moto_pid = None
     if sizes(a.moto):
@@ -131,16 +139,17 @@ def main():
                 subprocess.run([a.bin, "table", "create", "-n", table], check=True, capture_output=True, env=dict(os.environ, **env))
                 for row in steps(a.bin, manifest(n), ["-n", table], env):
                     results.append(("moto", n) + row)
+                    show(results[-1])
                 checked, wrong = python_samples(table, n, a.samples, env)
                 print(f"moto {n}: Python 0.17 resolved {checked} sampled entity levels, {len(wrong)} wrong {wrong[:3]}")
         finally:
             if moto_pid:
                 os.kill(moto_pid, 15)
 
-    print(f"{'store':<6} {'entities':>8} {'levels':>8}  {'step':<14} {'seconds':>8} {'peak MB':>8} {'requests':>9} {'items':>8}  result")
-    for store, n, step, secs, rss, reqs, items, last in results:
-        levels = 3 * n + 4
-        print(f"{store:<6} {n:>8} {levels:>8}  {step:<14} {secs:>8.1f} {rss or 0:>8.0f} {reqs if reqs is not None else '?':>9} {items if items is not None else '':>8}  {last}")
+    print()
+    print(header)
+    for row in results:
+        show(row)
 
 
 if __name__ == "__main__":

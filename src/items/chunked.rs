@@ -11,8 +11,9 @@ use crate::store::emulate::{item_size, MAX_ITEM_BYTES};
 use crate::store::typed_json::value_to_json;
 use crate::store::{AttrValue, Item};
 
-/// The most bytes one chunk item holds: the item limit less a margin.
-pub const LIMIT: usize = MAX_ITEM_BYTES - 4 * 1024;
+/// The most bytes one chunk item holds: well under the item limit, so a
+/// chunk never meets it whatever the measure.
+pub const LIMIT: usize = MAX_ITEM_BYTES - 50_000;
 
 /// The bytes `v` adds as one more element of a list: its typed JSON and a comma.
 pub fn list_element_size(v: &AttrValue) -> usize {

@@ -11,9 +11,11 @@ use super::number::{num_eq, Number};
 use super::typed_json::item_to_json;
 use super::{AttrValue, Condition, Index, Item, Key, StoreError, UpdateAction, WriteOp};
 
-/// DynamoDB's item size limit, measured here on the item's typed JSON (a
-/// little larger than DynamoDB's own count, so what fits here fits there).
-pub const MAX_ITEM_BYTES: usize = 400 * 1024;
+/// DynamoDB's item size limit, "400 KB", taken as 400,000 bytes and measured
+/// here on the item's typed JSON, which is never smaller than DynamoDB's own
+/// count (names and values in UTF-8, a few bytes per list or map element):
+/// what fits here fits there, and on moto (which refuses above 405,000).
+pub const MAX_ITEM_BYTES: usize = 400_000;
 /// The most writes one transaction may hold.
 pub const MAX_TRANSACT_OPS: usize = 100;
 
