@@ -118,40 +118,6 @@ fn copy_files(from: &Path, to: &Path) {
     }
 }
 
-/// The dump without what differs between two equal applies: the record's
-/// timestamp, the digests' generation and stamp, the counts' recount stamp.
-fn comparable(mut d: BTreeMap<Key, Item>) -> BTreeMap<Key, Item> {
-    for item in d.values_mut() {
-        for volatile in [
-            "last_applied",
-            "generation",
-            "provisioner",
-            "zael#recount",
-            "zael_counts",
-        ] {
-            item.remove(volatile);
-        }
-    }
-    d
-}
-
-/// The keys whose items differ, with both sides.
-fn differences(a: &BTreeMap<Key, Item>, b: &BTreeMap<Key, Item>) -> String {
-    let keys: BTreeSet<&Key> = a.keys().chain(b.keys()).collect();
-    keys.into_iter()
-        .filter(|k| a.get(*k) != b.get(*k))
-        .map(|k| {
-            format!(
-                "{} / {}:\n  got  {:?}\n  want {:?}\n",
-                k.pk,
-                k.sk,
-                a.get(k),
-                b.get(k)
-            )
-        })
-        .collect()
-}
-
 /// Every count in `#ENTITY_CONFIG_RESOURCES` against the entity levels the
 /// store actually holds (counted from the items, not from any index).
 fn count_errors(env: &Env) -> Vec<String> {
@@ -265,7 +231,7 @@ fn base() -> Env {
 fn clean(from: &Env, manifest: &str) -> BTreeMap<Key, Item> {
     let env = from.copy();
     env.apply_ok(manifest, &[]);
-    comparable(env.dump())
+    common::comparable(env.dump())
 }
 
 /// The plan's text, which must be "nothing to change" (possibly with fan-outs
@@ -324,8 +290,8 @@ fn counts_are_exact_after_a_kill_at_any_write_and_an_immediate_reapply() {
             }
             env.apply_ok(manifest, &[AFTER_LEASE]);
             assert_counts_exact(&env, &format!("{ctx} after the lease"));
-            let got = comparable(env.dump());
-            assert!(got == *want, "{ctx}:\n{}", differences(&got, want));
+            let got = common::comparable(env.dump());
+            assert!(got == *want, "{ctx}:\n{}", common::differences(&got, want));
         }
     }
     // Gate, write-ahead, journal, batched writes, settle, releases, record, digests.
@@ -480,7 +446,7 @@ fn a_failed_write_of_any_kind_stays_planned_and_the_next_apply_finishes_it() {
         let now = configs(&env.dump());
         let plan = env.run(&["limits", "plan", "-f", "crash-b.yaml"], &[]);
         let plan = text(&plan.stdout);
-        for k in differences(&now, &configs(&want))
+        for k in common::differences(&now, &configs(&want))
             .lines()
             .filter(|l| !l.starts_with(' '))
         {
@@ -499,8 +465,8 @@ fn a_failed_write_of_any_kind_stays_planned_and_the_next_apply_finishes_it() {
             "{rule}: levels after the next apply"
         );
         env.apply_ok("crash-b.yaml", &[AFTER_LEASE]);
-        let got = comparable(env.dump());
-        assert!(got == want, "{rule}:\n{}", differences(&got, &want));
+        let got = common::comparable(env.dump());
+        assert!(got == want, "{rule}:\n{}", common::differences(&got, &want));
     }
 }
 
@@ -624,8 +590,12 @@ fn a_full_filesystem_loses_no_change() {
         std::fs::remove_file(&filler).unwrap();
         assert_counts_exact_or_recounted_next(&env, &format!("keep {keep}"));
         env.apply_ok("crash-b.yaml", &[AFTER_LEASE]);
-        let got = comparable(env.dump());
-        assert!(got == want, "keep {keep}:\n{}", differences(&got, &want));
+        let got = common::comparable(env.dump());
+        assert!(
+            got == want,
+            "keep {keep}:\n{}",
+            common::differences(&got, &want)
+        );
         assert_counts_exact(&env, &format!("keep {keep}, repaired"));
         drop(env);
     }

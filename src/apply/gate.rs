@@ -16,7 +16,7 @@ pub fn enforce(store: &dyn Store, m: &Manifest) -> Result<(), String> {
     };
     for attempt in 0..3 {
         let rec = read(store)
-            .map_err(|e| e.to_string())?
+            .map_err(|e| format!("reading the version record: {e}"))?
             .ok_or_else(|| "the version record (_/SYSTEM# #VERSION) is missing".to_string())?;
         for g in &gates {
             let ok = match &rec.lambda_version {

@@ -517,11 +517,12 @@ impl Run<'_> {
                     }
                 };
                 // The record needs what left the set or failed to join it.
-                let telling = match (action, outcome) {
-                    (Action::Delete, _) | (Action::Create, Outcome::Failed) => true,
-                    (_, Outcome::Forgotten) => true,
-                    _ => false,
-                };
+                let telling = matches!(
+                    (action, outcome),
+                    (Action::Delete, _)
+                        | (Action::Create, Outcome::Failed)
+                        | (_, Outcome::Forgotten)
+                );
                 if telling {
                     written.outcomes.push((level.clone(), action, outcome));
                 }
@@ -1021,16 +1022,8 @@ mod tests {
     }
 
     fn manifest() -> Manifest {
-        let mut m = Manifest {
-            namespace: "d".into(),
-            system: None,
-            resources: Default::default(),
-            entities: Default::default(),
-        };
-        let mut level = LevelConfig::default();
-        level
-            .limits
-            .insert("rpm".into(), LimitSpec::bucket(5, 5, 60));
+        let mut m = Manifest::new("d");
+        let level = LevelConfig::with_limit("rpm", LimitSpec::bucket(5, 5, 60));
         m.resources.insert("r".into(), level.clone());
         m.entities
             .entry("u".into())
@@ -1044,20 +1037,31 @@ mod tests {
         Ok(item(level, &[("l_rpm_cp", AttrValue::n(5))]))
     }
 
-    fn apply_once(s: &MemoryStore, full: bool, token: &str, now_ms: i64) -> Applied {
-        let m = manifest();
+    /// Applies `m` in namespace "ns", items made by `build`.
+    fn apply_with(
+        s: &dyn Store,
+        m: &Manifest,
+        build: &BuildFn<'_>,
+        (full, refresh): (bool, Refresh),
+        token: &str,
+        now_ms: i64,
+    ) -> Applied {
         let req = ApplyRequest {
             ns: "ns",
-            manifest: &m,
+            manifest: m,
             full,
             now_ms,
             token,
             applied_hash: "sha256:test",
-            build: &build,
-            refresh: Refresh::All,
+            build,
+            refresh,
             progress: &crate::progress::Silent,
         };
         apply(s, &req).unwrap()
+    }
+
+    fn apply_once(s: &MemoryStore, full: bool, token: &str, now_ms: i64) -> Applied {
+        apply_with(s, &manifest(), &build, (full, Refresh::All), token, now_ms)
     }
 
     fn leftover(s: &MemoryStore, owed: &Owed, token: &str, lease: i64, full: bool) {
@@ -1181,20 +1185,8 @@ mod tests {
 
     /// Applies manifest() built by [`caps_build`].
     fn run_caps(s: &MemoryStore, caps: &[(&Level, i64)], refresh: Refresh, token: &str) -> Applied {
-        let m = manifest();
         let build = caps_build(caps);
-        let req = ApplyRequest {
-            ns: "ns",
-            manifest: &m,
-            full: false,
-            now_ms: NOW,
-            token,
-            applied_hash: "sha256:test",
-            build: &build,
-            refresh,
-            progress: &crate::progress::Silent,
-        };
-        apply(s, &req).unwrap()
+        apply_with(s, &manifest(), &build, (false, refresh), token, NOW)
     }
 
     /// Plans manifest() built by [`caps_build`].
@@ -1309,7 +1301,7 @@ mod tests {
             if let (true, Some(late)) = (config, &self.late) {
                 if self
                     .inner
-                    .item(&late["PK"].as_s().unwrap().to_string(), "#STATE")
+                    .item(late["PK"].as_s().unwrap(), "#STATE")
                     .is_none()
                 {
                     self.inner.put(late.clone());
@@ -1417,18 +1409,7 @@ mod tests {
                 ],
             ))
         };
-        let req = ApplyRequest {
-            ns: "ns",
-            manifest: m,
-            full: false,
-            now_ms,
-            token,
-            applied_hash: "sha256:test",
-            build: &build,
-            refresh: Refresh::All,
-            progress: &crate::progress::Silent,
-        };
-        apply(s, &req).unwrap()
+        apply_with(s, m, &build, (false, Refresh::All), token, now_ms)
     }
 
     #[test]

@@ -177,12 +177,15 @@ pub fn apply(args: ApplyArgs) -> Result<i32, CliError> {
     let name = namespace_name(&args, &m)?;
     let store = fault::wrap(open::open(&args.store, &args.name)?);
     let store = store.as_ref();
-    crate::items::version::ensure_initialized(store)
-        .map_err(|e| CliError::Failed(e.to_string()))?;
+    crate::items::version::ensure_initialized(store).map_err(|e| {
+        CliError::Failed(format!(
+            "initialising the table (the version record and the default namespace): {e}"
+        ))
+    })?;
     let rec = version::read(store)?;
     version::check_usable(rec.as_ref(), store.table_name()).map_err(CliError::Failed)?;
     let ns = namespace::register(store, &name)
-        .map_err(|e| CliError::Failed(e.to_string()))?
+        .map_err(|e| CliError::Failed(format!("registering namespace '{name}': {e}")))?
         .id;
     let build = builder(&ns, &m);
     let token = run::new_token();

@@ -377,16 +377,17 @@ mod tests {
     #[test]
     fn the_streamed_hash_is_the_hash_of_the_whole_text() {
         use crate::manifest::model::{LimitSpec, SystemLevel};
-        let mut m = Manifest {
-            namespace: "d".into(),
-            system: Some(SystemLevel::default()),
-            resources: Default::default(),
-            entities: Default::default(),
+        let whole = |m: &Manifest| {
+            let text = python_dumps_sorted(&normalised_json(m));
+            let hex: String = Sha256::digest(text.as_bytes())
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            format!("sha256:{hex}")
         };
-        let mut level = LevelConfig::default();
-        level
-            .limits
-            .insert("rpm".into(), LimitSpec::bucket(5, 5, 60));
+        let mut m = Manifest::new("d");
+        m.system = Some(SystemLevel::default());
+        let level = LevelConfig::with_limit("rpm", LimitSpec::bucket(5, 5, 60));
         m.resources.insert("gpt-4".into(), level.clone());
         for e in ["zeta", "alpha", "é-user", "Beta", "empty"] {
             let r = m.entities.entry(e.into()).or_default();
@@ -395,19 +396,9 @@ mod tests {
                 r.insert("_default_".into(), level.clone());
             }
         }
-        let whole = python_dumps_sorted(&normalised_json(&m));
-        let want: String = Sha256::digest(whole.as_bytes())
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        assert_eq!(applied_hash(&m), format!("sha256:{want}"));
+        assert_eq!(applied_hash(&m), whole(&m));
         m.entities.clear();
-        let whole = python_dumps_sorted(&normalised_json(&m));
-        let want: String = Sha256::digest(whole.as_bytes())
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        assert_eq!(applied_hash(&m), format!("sha256:{want}"));
+        assert_eq!(applied_hash(&m), whole(&m));
     }
 
     #[test]

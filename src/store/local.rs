@@ -361,6 +361,35 @@ impl LocalStore {
     }
 }
 
+impl LocalStore {
+    /// Runs `each` on every op inside one SQLite transaction: an op's own
+    /// error (`Ok(Err)`: a failed condition, an item DynamoDB would refuse)
+    /// fails it alone; a storage error fails them all and commits nothing.
+    fn each_in_one_transaction<T>(
+        &self,
+        ops: &[WriteOp],
+        each: impl Fn(&Connection, &Key, &WriteOp) -> Result<Result<T, StoreError>, StoreError>,
+    ) -> Vec<Result<T, StoreError>> {
+        if ops.is_empty() {
+            return Vec::new();
+        }
+        let outcome = self.with_write(|tx| {
+            let mut out = Vec::with_capacity(ops.len());
+            for op in ops {
+                out.push(match op_key(op) {
+                    Ok(key) => each(tx, &key, op)?,
+                    Err(e) => Err(e),
+                });
+            }
+            Ok(out)
+        });
+        match outcome {
+            Ok(out) => out,
+            Err(e) => ops.iter().map(|_| Err(e.clone())).collect(),
+        }
+    }
+}
+
 fn table_row_exists(conn: &Connection, table: &str) -> rusqlite::Result<bool> {
     conn.query_row(
         "SELECT 1 FROM tables WHERE name = ?1",
@@ -445,73 +474,26 @@ impl Store for LocalStore {
     /// succeeds or fails on its own, as separate requests would. A storage
     /// error fails every op: nothing is committed then.
     fn write_many(&self, ops: Vec<WriteOp>) -> Vec<Result<Option<Item>, StoreError>> {
-        if ops.is_empty() {
-            return Vec::new();
-        }
-        let n = ops.len();
-        let outcome = self.with_write(|tx| {
-            let mut out = Vec::with_capacity(n);
-            for op in &ops {
-                out.push(match op_key(op) {
-                    Ok(key) => self.write_in(tx, &key, op)?,
-                    Err(e) => Err(e),
-                });
-            }
-            Ok(out)
-        });
-        match outcome {
-            Ok(out) => out,
-            Err(e) => (0..n).map(|_| Err(e.clone())).collect(),
-        }
+        self.each_in_one_transaction(&ops, |tx, key, op| self.write_in(tx, key, op))
     }
 
     /// Unconditional puts and deletes need no old image: written without
-    /// reading the stored item, all in one SQLite transaction (anything else
-    /// goes through [`Store::write_many`]).
+    /// reading the stored item, in one SQLite transaction (anything else goes
+    /// through [`Store::write_many`]).
     fn batch_write(&self, ops: Vec<WriteOp>) -> Vec<Result<(), StoreError>> {
-        let plain = ops.iter().all(|op| {
-            matches!(
-                op,
-                WriteOp::Put {
-                    condition: None,
-                    ..
-                } | WriteOp::Delete {
-                    condition: None,
-                    ..
-                }
-            )
-        });
-        if !plain {
+        if !ops.iter().all(WriteOp::batchable) {
             return self
                 .write_many(ops)
                 .into_iter()
                 .map(|r| r.map(|_| ()))
                 .collect();
         }
-        if ops.is_empty() {
-            return Vec::new();
-        }
-        let n = ops.len();
-        let outcome = self.with_write(|tx| {
-            let mut out = Vec::with_capacity(n);
-            // An item DynamoDB would refuse fails alone; a storage error
-            // fails them all (nothing is committed), as in `write_many`.
-            for op in &ops {
-                let change = op_key(op).and_then(|key| Ok((emulate::decide(op, &key, None)?, key)));
-                out.push(match change {
-                    Ok((change, key)) => {
-                        self.apply(tx, &key, change)?;
-                        Ok(())
-                    }
-                    Err(e) => Err(e),
-                });
-            }
-            Ok(out)
-        });
-        match outcome {
-            Ok(out) => out,
-            Err(e) => (0..n).map(|_| Err(e.clone())).collect(),
-        }
+        self.each_in_one_transaction(&ops, |tx, key, op| {
+            Ok(match emulate::decide(op, key, None) {
+                Ok(change) => self.apply(tx, key, change),
+                Err(e) => Err(e),
+            })
+        })
     }
 
     fn transact(&self, ops: Vec<WriteOp>) -> Result<(), StoreError> {

@@ -161,6 +161,21 @@ pub enum WriteOp {
 }
 
 impl WriteOp {
+    /// An unconditional put or delete: what a batched write (BatchWriteItem)
+    /// may carry.
+    pub fn batchable(&self) -> bool {
+        matches!(
+            self,
+            WriteOp::Put {
+                condition: None,
+                ..
+            } | WriteOp::Delete {
+                condition: None,
+                ..
+            }
+        )
+    }
+
     pub fn key(&self) -> Key {
         match self {
             WriteOp::Put { item, .. } => Key::of(item).unwrap_or_else(|| Key::new("", "")),

@@ -1,10 +1,14 @@
 //! Helpers shared by the CLI tests: the real binary, isolated from the
 //! caller's environment, and its outcome as (exit code, stdout, stderr).
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::process::{Command, Output};
+
+use zae_limiter::store::{Item, Key};
 
 /// The `zae-limiter` binary with the variables that would redirect it to
 /// another store or table removed.
+#[allow(dead_code)] // not every test binary runs it this way
 pub fn zae_limiter() -> Command {
     isolated(Command::new(env!("CARGO_BIN_EXE_zae-limiter")))
 }
@@ -45,5 +49,42 @@ pub fn column<'a>(v: &'a serde_json::Value, key: &str) -> Vec<&'a str> {
         .expect("an array")
         .iter()
         .map(|e| e[key].as_str().expect("a string"))
+        .collect()
+}
+
+/// A store dump without what differs between two equal applies: the
+/// record's timestamp and counts fingerprint, the digests' generation and
+/// stamp, the counts' recount stamp.
+#[allow(dead_code)] // not every test binary compares dumps
+pub fn comparable(mut d: BTreeMap<Key, Item>) -> BTreeMap<Key, Item> {
+    for item in d.values_mut() {
+        for volatile in [
+            "last_applied",
+            "generation",
+            "provisioner",
+            "zael#recount",
+            "zael_counts",
+        ] {
+            item.remove(volatile);
+        }
+    }
+    d
+}
+
+/// The keys whose items differ between two dumps, with both sides.
+#[allow(dead_code)] // not every test binary compares dumps
+pub fn differences(a: &BTreeMap<Key, Item>, b: &BTreeMap<Key, Item>) -> String {
+    let keys: BTreeSet<&Key> = a.keys().chain(b.keys()).collect();
+    keys.into_iter()
+        .filter(|k| a.get(*k) != b.get(*k))
+        .map(|k| {
+            format!(
+                "{} / {}:\n  got  {:?}\n  want {:?}\n",
+                k.pk,
+                k.sk,
+                a.get(k),
+                b.get(k)
+            )
+        })
         .collect()
 }
