@@ -5,8 +5,8 @@
 //! all-or-nothing transactions, begins_with queries), so plan/apply code is
 //! written once and tested on the local store.
 
-#[cfg(feature = "dynamodb")]
 mod backoff;
+#[cfg(feature = "dynamodb")]
 pub mod dynamodb;
 pub mod item;
 pub mod local;
