@@ -43,7 +43,7 @@ fn local() -> Backend {
     let path = dir.path().join("store.sqlite");
     Backend {
         label: "local",
-        flags: vec!["--local".into(), path.display().to_string()],
+        flags: vec![format!("--local={}", path.display())],
         endpoint: None,
         local: Some(path),
         table: "zae-limiter".into(),

@@ -1,7 +1,9 @@
 //! Command-line layer: argument definitions, dispatch, and rendering of errors.
 
 pub mod args;
+pub mod completions;
 pub mod error;
+pub mod help;
 
 use std::io::Write;
 
@@ -50,8 +52,7 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
         Command::Cooldown(cmd) => commands::cooldown::run(cmd),
         Command::Table(cmd) => commands::table::run(cmd),
         Command::Completions { shell } => {
-            let mut cmd = command();
-            clap_complete::generate(shell, &mut cmd, "zae-limiter", &mut std::io::stdout());
+            std::io::stdout().write_all(&completions::script(shell))?;
             Ok(crate::exit_codes::OK)
         }
     }

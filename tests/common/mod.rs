@@ -21,3 +21,12 @@ pub fn outcome(out: Output) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// `--local=PATH`: the store path must be attached, or it would be read as the
+/// command's next argument.
+#[allow(dead_code)]
+pub fn local_flag(path: &std::path::Path) -> std::ffi::OsString {
+    let mut flag = std::ffi::OsString::from("--local=");
+    flag.push(path);
+    flag
+}
