@@ -159,7 +159,7 @@ fn check(a: CooldownScopeArgs) -> Result<i32, CliError> {
     let scope = parse_scope(&a.scope)?;
     let now = now_ms()?;
     let policy = policy(zae_limiter_engine::cooldown::DEFAULT_MARGIN_MS)?;
-    let loaded = open_store(&a.store).and_then(|store| {
+    let loaded = open_reader(&a.store).and_then(|store| {
         let Some(ns) = lookup_namespace(store.as_ref(), &a.store.namespace)? else {
             return Ok(None);
         };
@@ -408,7 +408,7 @@ fn settle(a: CooldownSettleArgs) -> Result<i32, CliError> {
 fn list(format: TextOrJson, store_args: CooldownStoreArgs) -> Result<i32, CliError> {
     let now = now_ms()?;
     let policy = policy(zae_limiter_engine::cooldown::DEFAULT_MARGIN_MS)?;
-    let store = open_store(&store_args)?;
+    let store = open_reader(&store_args)?;
     let rows = match lookup_namespace(store.as_ref(), &store_args.namespace)? {
         None => Vec::new(),
         Some(ns) => Cooldowns::new(store.as_ref(), ns, policy)
@@ -564,6 +564,13 @@ fn read_body(path: &Path) -> Result<String, CliError> {
 
 fn open_store(args: &CooldownStoreArgs) -> Result<Box<dyn Store>, CliError> {
     crate::store::open::open(&args.store, &args.name).map_err(|e| CliError::Failed(e.to_string()))
+}
+
+/// The store of `check` and `list`, which only read: a local store file is
+/// opened read-only, so they work where the directory is not writable.
+fn open_reader(args: &CooldownStoreArgs) -> Result<Box<dyn Store>, CliError> {
+    crate::store::open::open_read_only(&args.store, &args.name)
+        .map_err(|e| CliError::Failed(e.to_string()))
 }
 
 /// The namespace id for reading; `None` when the name is not registered.

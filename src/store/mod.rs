@@ -8,6 +8,7 @@
 mod backoff;
 #[cfg(feature = "dynamodb")]
 pub mod dynamodb;
+pub mod empty;
 pub mod item;
 pub mod local;
 pub mod number;
