@@ -79,7 +79,8 @@ Examples:
   zae-limiter completions bash \\
       > ~/.local/share/bash-completion/completions/zae-limiter
   zae-limiter completions zsh > ~/.zfunc/_zae-limiter
-  zae-limiter completions fish > ~/.config/fish/completions/zae-limiter.fish")]
+  zae-limiter completions fish \\
+      > ~/.config/fish/completions/zae-limiter.fish")]
     Completions {
         /// The shell to generate completions for
         shell: clap_complete::Shell,
@@ -188,7 +189,7 @@ Exit status: 0 ok (drift is reported, not an error; with --detailed-exitcode 2 o
     #[command(after_help = "\
 Examples:
   zae-limiter limits apply --local -n demo -f limits.yaml
-  zae-limiter limits apply -n mystack -f limits.yaml --full   # rewrite all
+  zae-limiter limits apply -n mystack -f limits.yaml --full
   zae-limiter limits apply -n mystack -f limits.yaml --no-refresh
 
 Exit status: 0 applied (with --detailed-exitcode: 0 nothing to change, 2 changes
@@ -197,7 +198,8 @@ applied), 1 invalid manifest or errors during the apply, 2 usage error.")]
     /// Print a CloudFormation template that applies the manifest through the provisioner
     #[command(after_help = "\
 Examples:
-  zae-limiter limits cfn-template -n mystack -f limits.yaml > limits.cfn.yaml
+  zae-limiter limits cfn-template -n mystack -f limits.yaml \\
+      > limits.cfn.yaml
   aws cloudformation deploy --stack-name mystack-limits \\
       --template-file limits.cfn.yaml")]
     CfnTemplate(CfnTemplateArgs),
@@ -211,19 +213,21 @@ admitted only when every limit admits it. Each limit is charged the cost in the 
 `cost` key) named after it; a limit with none is checked at cost 0. Soft limits and
 `disabled: bypass` count but never refuse. Nothing is read from or written to a store.
 
-Trace (CSV with a header, or JSON lines; see `limits gen-trace`):
+A trace is CSV with a header, or JSON lines (see `limits gen-trace`). `op` is consume
+(the default), reserve (takes a slot of each concurrent limit), release or commit (gives
+it back) or extend (a heartbeat):
   timestamp,op,hold,rpm,tpm
-  2026-12-07T09:00:00.120Z,,,1,850                       (op defaults to consume)
-  2026-12-07T09:00:00.250Z,reserve,job-7,1,1200           (takes a slot of each concurrent limit)
-  2026-12-07T09:00:41.002Z,release,job-7,,                (or commit; extend is a heartbeat)
+  2026-12-07T09:00:00.120Z,,,1,850
+  2026-12-07T09:00:00.250Z,reserve,job-7,1,1200
+  2026-12-07T09:00:41.002Z,release,job-7,,
   {\"timestamp\": \"2026-12-07T09:00:00Z\", \"cost\": {\"rpm\": 1, \"tpm\": 850}}
 
 Examples:
-  zae-limiter limits gen-trace --shape business-hours --rate 4/s --duration 2d \\
-      --start 2026-12-07T00:00:00Z --tz America/New_York \\
+  zae-limiter limits gen-trace --shape business-hours --rate 4/s \\
+      --duration 2d --start 2026-12-07T00:00:00Z --tz America/New_York \\
       --costs rpm=1,tpm=200..1500 -o days.csv
-  zae-limiter limits simulate -f limits.yaml --entity user-1 --resource gpt-4 \\
-      --trace days.csv
+  zae-limiter limits simulate -f limits.yaml \\
+      --entity user-1 --resource gpt-4 --trace days.csv
   zae-limiter limits simulate -f limits.yaml -e user-1 -r gpt-4 \\
       --trace days.csv --svg days.svg --tz America/New_York
   zae-limiter limits gen-trace --rate 5/s --duration 10m \\
@@ -455,7 +459,7 @@ pub enum EntityCommand {
 Examples:
   zae-limiter entity get-limits user-premium -r gpt-4 --local -n demo
   zae-limiter entity get-limits user-premium --local -n demo --format json
-  zae-limiter entity get-limits user-premium   # DynamoDB, entity-wide level")]
+  zae-limiter entity get-limits user-premium   # DynamoDB, _default_")]
     GetLimits {
         /// Entity id
         entity_id: String,
@@ -591,7 +595,7 @@ Examples:
       --resets-in-seconds 202825
   zae-limiter cooldown record openai/acct-42/gpt-4 --local=jobs.sqlite \\
       --response body.json --received-at 2026-12-02T10:00:00Z
-  zae-limiter cooldown record anthropic/acct-7 --status 401   # DynamoDB")]
+  zae-limiter cooldown record anthropic/acct-7 --status 401  # DynamoDB")]
     Record(CooldownRecordArgs),
     /// Exit 0 when a call may be made now, 75 with the not-before time when not
     #[command(after_help = "\
@@ -609,8 +613,8 @@ unreadable, 2 usage error.")]
     /// Win the single recovery probe after the deadline (a lease), or be told to wait
     #[command(after_help = "\
 Examples:
-  zae-limiter cooldown probe openai/acct-42/gpt-4 --holder worker-1 --lease 10m \\
-      --local
+  zae-limiter cooldown probe openai/acct-42/gpt-4 --holder worker-1 \\
+      --lease 10m --local
 
 Exit status: 0 won the probe (or no cooldown), 75 wait, 76 needs an operator or state
 unreadable, 2 usage error.")]
@@ -627,7 +631,8 @@ Examples:
     #[command(after_help = "\
 Examples:
   zae-limiter cooldown list --local
-  zae-limiter cooldown list --local --format json | jq '.cooldowns | length'")]
+  zae-limiter cooldown list --local --format json \\
+      | jq '.cooldowns | length'")]
     List {
         /// Output format
         #[arg(long, value_enum, default_value_t)]
@@ -750,7 +755,8 @@ Examples:
   zae-limiter table create -n demo --local
   zae-limiter table create -n jobs --local=jobs.sqlite
   AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=x AWS_SECRET_ACCESS_KEY=x \\
-      zae-limiter table create -n mystack --endpoint-url http://127.0.0.1:5000")]
+      zae-limiter table create -n mystack \\
+      --endpoint-url http://127.0.0.1:5000")]
     Create {
         /// Table (stack) name
         #[arg(

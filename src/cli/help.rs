@@ -150,6 +150,10 @@ fn template(examples: &str) -> String {
     format!("{DEFAULT_TEMPLATE}\n\n{examples}")
 }
 
+/// The widest example line (indent included): it fits an 80-column terminal,
+/// and the man page, which indents by 7 instead of 2, too.
+pub const MAX_EXAMPLE_WIDTH: usize = 74;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -223,6 +227,14 @@ Exit status: 0 ok.";
                                 .unwrap_or_default()
                                 .contains(block.lines().nth(1).unwrap()),
                             "{path}: an example was left in after_help"
+                        );
+                    }
+                    // 74 columns: the man page replaces the two-space indent
+                    // by its own seven, and must still fit in 80.
+                    for line in block.lines() {
+                        assert!(
+                            line.chars().count() <= MAX_EXAMPLE_WIDTH,
+                            "{path}: example line wider than {MAX_EXAMPLE_WIDTH} columns (continue it with \\):\n{line}"
                         );
                     }
                     *checked += 1;
