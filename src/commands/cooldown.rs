@@ -669,9 +669,15 @@ fn verdict_json(
     })
 }
 
+/// Prints one JSON document with the top-level `"version": 1` every JSON
+/// output carries (fields are only ever added within a version).
 fn print_json(v: &Value) {
+    let mut doc = v.clone();
+    if let Some(map) = doc.as_object_mut() {
+        map.insert("version".into(), json!(1));
+    }
     println!(
         "{}",
-        serde_json::to_string_pretty(v).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+        serde_json::to_string_pretty(&doc).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
     );
 }
