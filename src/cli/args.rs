@@ -76,9 +76,11 @@ per-user ones of bash-completion, of a zsh whose ~/.zshrc has `fpath+=(~/.zfunc)
 `compinit`, and of fish); start a new shell afterwards.
 
 Examples:
+  mkdir -p ~/.local/share/bash-completion/completions
   zae-limiter completions bash \\
       > ~/.local/share/bash-completion/completions/zae-limiter
-  zae-limiter completions zsh > ~/.zfunc/_zae-limiter
+  mkdir -p ~/.zfunc && zae-limiter completions zsh > ~/.zfunc/_zae-limiter
+  mkdir -p ~/.config/fish/completions
   zae-limiter completions fish \\
       > ~/.config/fish/completions/zae-limiter.fish")]
     Completions {
@@ -605,7 +607,7 @@ Examples:
       --format json
 
 In a cron job, `|| exit 0` skips the tick quietly on 75 but also on 76; branch on the
-code instead when an operator should hear about 76 (see the README's cron example).
+code instead when an operator should hear about 76 (docs/cooldowns.md has a whole cron job).
 
 Exit status: 0 call now, 75 wait (EX_TEMPFAIL), 76 needs an operator or state
 unreadable, 2 usage error.")]
@@ -614,18 +616,20 @@ unreadable, 2 usage error.")]
     #[command(after_help = "\
 Examples:
   zae-limiter cooldown probe openai/acct-42/gpt-4 --holder worker-1 \\
-      --lease 10m --local
+      --lease 10m --local=jobs.sqlite
 
 Exit status: 0 won the probe (or no cooldown), 75 wait, 76 needs an operator or state
 unreadable, 2 usage error.")]
     Probe(CooldownProbeArgs),
     /// End a probe: ok clears, quota records the new deadline, auth escalates
     #[command(after_help = "\
-Examples:
+Only the holder of the probe settles it: --outcome ok clears the cooldown, quota records
+the provider's new answer (--retry-after, --resets-in-seconds or --resets-at), auth
+escalates to an operator.
+
+Example:
   zae-limiter cooldown settle openai/acct-42/gpt-4 --holder worker-1 \\
-      --outcome quota --resets-in-seconds 3600 --local
-  zae-limiter cooldown settle openai/acct-42/gpt-4 --holder worker-1 \\
-      --outcome ok --local")]
+      --outcome quota --resets-in-seconds 3600 --local=jobs.sqlite")]
     Settle(CooldownSettleArgs),
     /// List every deferred scope and when it becomes eligible
     #[command(after_help = "\
@@ -643,7 +647,7 @@ Examples:
     /// Remove a scope's cooldown
     #[command(after_help = "\
 Example:
-  zae-limiter cooldown clear anthropic/acct-7 --local")]
+  zae-limiter cooldown clear openai/acct-42/gpt-4 --local")]
     Clear(CooldownScopeArgs),
 }
 
