@@ -76,6 +76,15 @@ const EXPECT: &[(&str, Expect)] = &[
     ),
     // The README's second command is the test suite itself.
     ("scripts/test", Skip("the whole test suite, which runs this test")),
+    (
+        "cargo install --locked --path .",
+        Skip("a release build (minutes); the tests run the same binary from target/"),
+    ),
+    (
+        "zae-limiter limits validate fixtures/manifests/invalid/harmful-capacity-bool.yaml --format github",
+        Local(1),
+    ),
+    ("zae-limiter table create -n mystack --region us-east-1", Dynamo(0)),
 ];
 
 fn expect(example: &str) -> Expect {
@@ -192,6 +201,7 @@ fn workdir() -> tempfile::TempDir {
     )
     .unwrap();
     std::fs::create_dir(d.join("home")).unwrap();
+    std::fs::create_dir(d.join("tmp")).unwrap();
     dir
 }
 
@@ -210,6 +220,7 @@ fn shell(dir: &Path, example: &str, endpoint: &str, stack: Option<&str>) -> Comm
             ),
         )
         .env("HOME", dir.join("home"))
+        .env("TMPDIR", dir.join("tmp"))
         .env_remove("ZAEL_LOCAL_STORE")
         .env_remove("ZAEL_STACK")
         .env_remove("ZAEL_NOW")
