@@ -732,6 +732,14 @@ fn read_only_commands_refuse_missing_tables_and_namespaces() {
             "{args:?}: {err}"
         );
     }
+    // cooldown check refuses (76: state it cannot read is never permission).
+    let out = env.run(&["cooldown", "check", "p/a"], &[]);
+    assert_eq!(out.status.code(), Some(76));
+    assert!(
+        text(&out.stderr).contains("Create it with 'zae-limiter table create -n mystack"),
+        "{}",
+        text(&out.stderr)
+    );
     assert!(
         !env.store_path().exists(),
         "reads must not create the store"

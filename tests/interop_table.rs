@@ -131,3 +131,28 @@ fn interop_files_and_moto_logs_are_removed() {
     }
     panic!("{} left behind after kill {pid}", log.display());
 }
+
+/// A missing DynamoDB table is named with the command that creates it, by
+/// the read commands, a plan, and a cooldown check (which then refuses, 76).
+#[test]
+fn a_missing_table_names_table_create() {
+    let Some(it) = interop("missing") else { return };
+    let manifest = it.write_file(
+        "m.yaml",
+        "namespace: default\nsystem:\n  limits:\n    rpm:\n      capacity: 10\n",
+    );
+    let m = manifest.to_string_lossy().to_string();
+    let hint = format!("Create it with 'zae-limiter table create -n {}'", it.table);
+    for (args, code) in [
+        (vec!["limits", "plan", "-f", &m], 1),
+        (vec!["entity", "get-limits", "u"], 1),
+        (vec!["cooldown", "check", "p/a"], 76),
+    ] {
+        let mut all = args.clone();
+        all.extend(["-n", &it.table]);
+        let out = it.ours(&all);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
+        assert!(err.contains(&hint), "{args:?}: {err}");
+    }
+}

@@ -1,4 +1,4 @@
-//! Choosing a store from the command line: `--local [PATH]` (or `ZAEL_LOCAL_STORE`)
+//! Choosing a store from the command line: `--local` or `--local=PATH` (or `ZAEL_LOCAL_STORE`)
 //! selects the embedded store; otherwise the DynamoDB table named by `-n`.
 
 use std::path::PathBuf;
