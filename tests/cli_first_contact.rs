@@ -54,7 +54,9 @@ fn local_may_stand_anywhere_and_never_swallows_an_argument() {
     assert!(d.join(".zae-limiter/local.sqlite").exists() && d.join("a.sqlite").exists());
     let default_store = "rpm: 1,000/min (burst: 3,000)";
     let a_store = "rpm: 1,000/min (burst: 2,000)";
-    let cases: &[(&[&str], &[(&str, &str)], &str)] = &[
+    /// Arguments, environment, and the store the output must come from.
+    type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
+    let cases: &[Case<'_>] = &[
         (
             &[
                 "entity",
