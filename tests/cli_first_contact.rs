@@ -502,3 +502,27 @@ fn trace_errors_name_the_problem_not_the_parser() {
         "Error: empty.csv: the CSV trace is empty (no header, no request): start it with a header line such as `timestamp,op,hold,rpm,tpm`, then one line per request\n"
     );
 }
+
+/// Every command that takes --detailed-exitcode documents its 2 in the
+/// exit status of its --help.
+#[test]
+fn detailed_exitcode_2_is_documented_where_it_applies() {
+    for cmd in ["plan", "diff", "apply"] {
+        let (code, help, _) = outcome(
+            zae_limiter()
+                .args(["limits", cmd, "--help"])
+                .output()
+                .unwrap(),
+        );
+        assert_eq!(code, 0);
+        let status = help
+            .split("Exit status:")
+            .nth(1)
+            .unwrap_or_else(|| panic!("limits {cmd} --help has no exit status:\n{help}"));
+        let status = status.split("\n\n").next().unwrap().replace('\n', " ");
+        assert!(
+            status.contains("--detailed-exitcode") && status.contains(" 2 "),
+            "limits {cmd}: {status}"
+        );
+    }
+}
