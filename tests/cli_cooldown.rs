@@ -43,7 +43,7 @@ fn local() -> Backend {
     let path = dir.path().join("store.sqlite");
     Backend {
         label: "local",
-        flags: vec!["--local".into(), path.display().to_string()],
+        flags: vec![format!("--local={}", path.display())],
         endpoint: None,
         local: Some(path),
         table: "zae-limiter".into(),
@@ -949,4 +949,27 @@ fn the_python_library_ignores_cooldown_items() {
         "acquire", &env.table, "default", "user-1", "gpt-4", "rpm", "1",
     ]);
     assert_eq!(admitted["admitted"], Value::Bool(true), "{admitted}");
+}
+
+/// Every JSON document the cooldown commands print carries the top-level
+/// `"version": 1` of the other JSON outputs.
+#[test]
+fn every_json_document_is_versioned() {
+    let b = local();
+    let later = "2026-12-02T10:05:00Z";
+    let docs = [
+        b.json(0, T0, &["record", "p/a", "--resets-in-seconds", "60"]),
+        b.json(75, T0, &["check", "p/a"]),
+        b.json(0, T0, &["list"]),
+        b.json(0, later, &["probe", "p/a", "--holder", "w"]),
+        b.json(
+            0,
+            later,
+            &["settle", "p/a", "--holder", "w", "--outcome", "ok"],
+        ),
+        b.json(0, later, &["clear", "p/a"]),
+    ];
+    for doc in docs {
+        assert_eq!(doc["version"], 1, "{doc}");
+    }
 }

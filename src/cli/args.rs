@@ -7,18 +7,22 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 const ROOT_AFTER_HELP: &str = "\
 Examples:
-  zae-limiter limits validate fixtures/manifests/valid/example-1.yaml
+  zae-limiter limits validate fixtures/manifests/valid/quickstart.yaml
   zae-limiter limits plan  --local -n demo -f limits.yaml
   zae-limiter limits apply --local -n demo -f limits.yaml
   zae-limiter entity get-limits user-premium -r gpt-4 --local -n demo
   zae-limiter cron check '* 9-17 * * MON-FRI' --tz America/New_York
 
-Stores: `--local [PATH]` (or ZAEL_LOCAL_STORE=PATH) uses the embedded store, a single
-file on disk with the same item layout as the DynamoDB table; without it commands talk to
-the DynamoDB table named by -n/--name.
+Stores: `--local` uses the embedded store, a single SQLite file with the same item
+layout as the DynamoDB table: .zae-limiter/local.sqlite, or the file named by
+`--local=PATH` (the `=` is required) or by ZAEL_LOCAL_STORE=PATH. Without it commands
+talk to the DynamoDB table named by -n/--name (AWS configuration chain, --region,
+--endpoint-url).
 
 Exit codes: 0 ok, 1 invalid input or failed operation, 2 usage error (and `changes present`
-with --detailed-exitcode), 75 wait (cooldown check), 76 needs an operator (cooldown check).";
+with --detailed-exitcode), 75 wait (cooldown check), 76 needs an operator (cooldown check).
+
+The examples run in a clone of the repository; limits.yaml stands for any manifest.";
 
 /// Declare, check and apply rate limits for zae-limiter 0.17 tables.
 #[derive(Debug, Parser)]
@@ -66,9 +70,19 @@ pub enum Command {
     #[command(subcommand)]
     Table(TableCommand),
     /// Print a shell completion script
-    #[command(
-        after_help = "Examples:\n  zae-limiter completions bash > /etc/bash_completion.d/zae-limiter\n  zae-limiter completions zsh > \"${fpath[1]}/_zae-limiter\""
-    )]
+    #[command(after_help = "\
+Install the script where the shell looks for completions (the directories below are the
+per-user ones of bash-completion, of a zsh whose ~/.zshrc has `fpath+=(~/.zfunc)` before
+`compinit`, and of fish); start a new shell afterwards.
+
+Examples:
+  mkdir -p ~/.local/share/bash-completion/completions
+  zae-limiter completions bash \\
+      > ~/.local/share/bash-completion/completions/zae-limiter
+  mkdir -p ~/.zfunc && zae-limiter completions zsh > ~/.zfunc/_zae-limiter
+  mkdir -p ~/.config/fish/completions
+  zae-limiter completions fish \\
+      > ~/.config/fish/completions/zae-limiter.fish")]
     Completions {
         /// The shell to generate completions for
         shell: clap_complete::Shell,
@@ -84,12 +98,16 @@ pub struct StoreArgs {
     /// DynamoDB endpoint, e.g. http://127.0.0.1:5000 for a local server
     #[arg(long, value_name = "URL", env = "AWS_ENDPOINT_URL")]
     pub endpoint_url: Option<String>,
-    /// Use the embedded local store at PATH instead of DynamoDB
-    /// (default path: $ZAEL_LOCAL_STORE, else .zae-limiter/local.sqlite)
+    /// Use the embedded local store instead of DynamoDB: --local for
+    /// $ZAEL_LOCAL_STORE, else .zae-limiter/local.sqlite; --local=PATH for another file
+    ///
+    /// The path must be attached with `=`: in `--local NAME` the NAME is the
+    /// command's next argument, never the store path.
     #[arg(
         long,
         value_name = "PATH",
         num_args = 0..=1,
+        require_equals = true,
         default_missing_value = "",
         value_parser = local_path
     )]
@@ -98,6 +116,8 @@ pub struct StoreArgs {
 
 /// `--local` alone yields an empty path, which [`crate::store::open`] reads as
 /// "the default location"; clap's own path parser would reject the empty value.
+/// The value must be attached (`--local=PATH`): an optional value that could be
+/// separate would swallow a positional argument (`--local user-1`).
 fn local_path(s: &str) -> Result<PathBuf, std::convert::Infallible> {
     Ok(PathBuf::from(s))
 }
@@ -139,7 +159,8 @@ No network, no store.
 Examples:
   zae-limiter limits validate limits.yaml
   zae-limiter limits validate -f a.yaml -f b.yaml --format github
-  zae-limiter limits validate manifests/*.yaml --format json | jq '.files[].valid'
+  zae-limiter limits validate manifests/*.yaml --format json \\
+      | jq '.files[].valid'
 
 Exit status: 0 valid, 1 invalid, 2 usage error.")]
     Validate(ValidateArgs),
@@ -147,10 +168,15 @@ Exit status: 0 valid, 1 invalid, 2 usage error.")]
     #[command(after_help = "\
 Examples:
   zae-limiter limits plan --local -n demo -f limits.yaml
-  zae-limiter limits plan -n mystack -f limits.yaml --detailed-exitcode   # 0 none, 2 changes
-  zae-limiter limits plan -n mystack -f limits.yaml --no-refresh   # read only what changes
+  zae-limiter limits plan --local=jobs.sqlite -n jobs -f limits.yaml -q
+  zae-limiter limits plan -n mystack -f limits.yaml --detailed-exitcode
+  zae-limiter limits plan -n mystack -f limits.yaml --no-refresh
 
-Exit status: 0 ok (with --detailed-exitcode: 0 no changes, 2 changes), 1 error.")]
+On the local store, a plan against a file or table that does not exist yet shows every
+level as a create and creates nothing.
+
+Exit status: 0 ok (with --detailed-exitcode: 0 no changes, 2 changes), 1 error, 2 usage
+error.")]
     Plan(PlanCmdArgs),
     /// Show where the stored limits drift from the manifest
     #[command(after_help = "\
@@ -158,22 +184,26 @@ Examples:
   zae-limiter limits diff --local -n demo -f limits.yaml
   zae-limiter limits diff -n mystack -f limits.yaml -q
 
-Exit status: 0 ok (drift is reported, not an error; use --detailed-exitcode for 2 on drift), 1 error.")]
+Exit status: 0 ok (drift is reported, not an error; with --detailed-exitcode 2 on drift),
+1 error, 2 usage error.")]
     Diff(PlanArgs),
     /// Write the manifest's limits to the store
     #[command(after_help = "\
 Examples:
   zae-limiter limits apply --local -n demo -f limits.yaml
-  zae-limiter limits apply -n mystack -f limits.yaml --full     # rewrite every declared level
-  zae-limiter limits apply -n mystack -f limits.yaml --no-refresh   # read only what changes
+  zae-limiter limits apply -n mystack -f limits.yaml --full
+  zae-limiter limits apply -n mystack -f limits.yaml --no-refresh
 
-Exit status: 0 applied, 1 invalid manifest or errors during the apply.")]
+Exit status: 0 applied (with --detailed-exitcode: 0 nothing to change, 2 changes
+applied), 1 invalid manifest or errors during the apply, 2 usage error.")]
     Apply(ApplyArgs),
     /// Print a CloudFormation template that applies the manifest through the provisioner
     #[command(after_help = "\
 Examples:
-  zae-limiter limits cfn-template -n mystack -f limits.yaml > limits.cfn.yaml
-  aws cloudformation deploy --stack-name mystack-limits --template-file limits.cfn.yaml")]
+  zae-limiter limits cfn-template -n mystack -f limits.yaml \\
+      > limits.cfn.yaml
+  aws cloudformation deploy --stack-name mystack-limits \\
+      --template-file limits.cfn.yaml")]
     CfnTemplate(CfnTemplateArgs),
     /// Replay a request trace through the manifest's limits and show what they refuse
     #[command(after_help = "\
@@ -185,19 +215,27 @@ admitted only when every limit admits it. Each limit is charged the cost in the 
 `cost` key) named after it; a limit with none is checked at cost 0. Soft limits and
 `disabled: bypass` count but never refuse. Nothing is read from or written to a store.
 
-Trace (CSV with a header, or JSON lines; see `limits gen-trace`):
+A trace is CSV with a header, or JSON lines (see `limits gen-trace`). `op` is consume
+(the default), reserve (takes a slot of each concurrent limit), release or commit (gives
+it back) or extend (a heartbeat):
   timestamp,op,hold,rpm,tpm
-  2026-12-07T09:00:00.120Z,,,1,850                       (op defaults to consume)
-  2026-12-07T09:00:00.250Z,reserve,job-7,1,1200           (takes a slot of each concurrent limit)
-  2026-12-07T09:00:41.002Z,release,job-7,,                (or commit; extend is a heartbeat)
+  2026-12-07T09:00:00.120Z,,,1,850
+  2026-12-07T09:00:00.250Z,reserve,job-7,1,1200
+  2026-12-07T09:00:41.002Z,release,job-7,,
   {\"timestamp\": \"2026-12-07T09:00:00Z\", \"cost\": {\"rpm\": 1, \"tpm\": 850}}
 
 Examples:
-  zae-limiter limits gen-trace --shape business-hours --rate 8/s --duration 7d \\
-      --start 2026-12-07T00:00:00Z --tz America/New_York --costs rpm=1,tpm=200..1500 -o week.csv
-  zae-limiter limits simulate -f limits.yaml --entity user-1 --resource gpt-4 --trace week.csv
-  zae-limiter limits simulate -f limits.yaml -e user-1 -r gpt-4 --trace week.csv --svg week.svg
-  zae-limiter limits simulate -f limits.yaml -e user-1 -r gpt-4 --trace - --format json < t.jsonl
+  zae-limiter limits gen-trace --shape business-hours --rate 4/s \\
+      --duration 2d --start 2026-12-07T00:00:00Z --tz America/New_York \\
+      --costs rpm=1,tpm=200..1500 -o days.csv
+  zae-limiter limits simulate -f limits.yaml \\
+      --entity user-1 --resource gpt-4 --trace days.csv
+  zae-limiter limits simulate -f limits.yaml -e user-1 -r gpt-4 \\
+      --trace days.csv --svg days.svg --tz America/New_York
+  zae-limiter limits gen-trace --rate 5/s --duration 10m \\
+      --start 2026-12-07T09:00:00Z --format jsonl \\
+      | zae-limiter limits simulate -f limits.yaml -e user-1 -r gpt-4 \\
+      --trace - --format json
 
 Exit status: 0 simulated (refusals are results, not errors), 1 invalid manifest or trace,
 2 usage error.")]
@@ -209,11 +247,14 @@ Shapes: steady (a Poisson process at --rate), bursty (the same average rate in b
 09:00-17:00 in --tz, a tenth of it at other times). The same --seed gives the same trace.
 
 Examples:
-  zae-limiter limits gen-trace --shape steady --rate 20/s --duration 1h --start 2026-12-07T09:00:00Z
-  zae-limiter limits gen-trace --shape business-hours --rate 600/min --duration 7d \\
-      --start 2026-12-07T00:00:00Z --tz Europe/Berlin --costs rpm=1,tpm=500..2000 -o week.csv
-  zae-limiter limits gen-trace --shape bursty --rate 5/s --duration 30m --start 2026-12-07T09:00:00Z \\
-      --hold 5s..2m --format jsonl     # reserve/release pairs for concurrency limits")]
+  zae-limiter limits gen-trace --rate 20/s --duration 1h \\
+      --start 2026-12-07T09:00:00Z | head -3
+  zae-limiter limits gen-trace --shape business-hours --rate 60/min \\
+      --duration 7d --start 2026-12-07T00:00:00Z --tz Europe/Berlin \\
+      --costs rpm=1,tpm=500..2000 -o week.csv
+  zae-limiter limits gen-trace --shape bursty --rate 5/s --duration 30m \\
+      --start 2026-12-07T09:00:00Z --hold 5s..2m --format jsonl \\
+      -o holds.jsonl   # reserve/release pairs, for concurrency limits")]
     GenTrace(GenTraceArgs),
 }
 
@@ -419,7 +460,8 @@ pub enum EntityCommand {
     #[command(after_help = "\
 Examples:
   zae-limiter entity get-limits user-premium -r gpt-4 --local -n demo
-  zae-limiter entity get-limits user-premium            # the entity-wide _default_ level")]
+  zae-limiter entity get-limits user-premium --local -n demo --format json
+  zae-limiter entity get-limits user-premium   # DynamoDB, _default_")]
     GetLimits {
         /// Entity id
         entity_id: String,
@@ -499,7 +541,8 @@ pub enum CronCommand {
 Examples:
   zae-limiter cron check '* 9-17 * * MON-FRI' --tz America/New_York
   zae-limiter cron check '0 0 29 2 *' --from 2026-01-01T00:00:00Z --next 3
-  zae-limiter cron check '0 2 * * *' --tz Europe/Berlin --at 2026-03-29T01:00:00Z --format json
+  zae-limiter cron check '0 2 * * *' --tz Europe/Berlin \\
+      --at 2026-03-29T01:00:00Z --format json
 
 Exit status: 0 valid, 1 invalid, 2 usage error.")]
     Check(CronCheckArgs),
@@ -550,22 +593,50 @@ pub enum CooldownCommand {
     /// Record what a provider said when it refused (429, Retry-After, resets_in_seconds…)
     #[command(after_help = "\
 Examples:
-  zae-limiter cooldown record openai/acct-42/gpt-4 --resets-in-seconds 202825 --local
-  zae-limiter cooldown record openai/acct-42/gpt-4 --response body.json --received-at 2026-12-02T10:00:00Z
-  zae-limiter cooldown record anthropic/acct-7 --status 401")]
+  zae-limiter cooldown record openai/acct-42/gpt-4 --local \\
+      --resets-in-seconds 202825
+  zae-limiter cooldown record openai/acct-42/gpt-4 --local=jobs.sqlite \\
+      --response body.json --received-at 2026-12-02T10:00:00Z
+  zae-limiter cooldown record anthropic/acct-7 --status 401  # DynamoDB")]
     Record(CooldownRecordArgs),
     /// Exit 0 when a call may be made now, 75 with the not-before time when not
     #[command(after_help = "\
-Example:
-  zae-limiter cooldown check openai/acct-42/gpt-4 --local || exit 0   # skip this tick
+Examples:
+  zae-limiter cooldown check openai/acct-42/gpt-4 --local || exit 0
+  zae-limiter cooldown check openai/acct-42/gpt-4 --local=jobs.sqlite \\
+      --format json
 
-Exit status: 0 call now, 75 wait (EX_TEMPFAIL), 76 needs an operator or state unreadable.")]
+In a cron job, `|| exit 0` skips the tick quietly on 75 but also on 76; branch on the
+code instead when an operator should hear about 76 (docs/cooldowns.md has a whole cron job).
+
+Exit status: 0 call now, 75 wait (EX_TEMPFAIL), 76 needs an operator or state
+unreadable, 2 usage error.")]
     Check(CooldownScopeArgs),
     /// Win the single recovery probe after the deadline (a lease), or be told to wait
+    #[command(after_help = "\
+Examples:
+  zae-limiter cooldown probe openai/acct-42/gpt-4 --holder worker-1 \\
+      --lease 10m --local=jobs.sqlite
+
+Exit status: 0 won the probe (or no cooldown), 75 wait, 76 needs an operator or state
+unreadable, 2 usage error.")]
     Probe(CooldownProbeArgs),
     /// End a probe: ok clears, quota records the new deadline, auth escalates
+    #[command(after_help = "\
+Only the holder of the probe settles it: --outcome ok clears the cooldown, quota records
+the provider's new answer (--retry-after, --resets-in-seconds or --resets-at), auth
+escalates to an operator.
+
+Example:
+  zae-limiter cooldown settle openai/acct-42/gpt-4 --holder worker-1 \\
+      --outcome quota --resets-in-seconds 3600 --local=jobs.sqlite")]
     Settle(CooldownSettleArgs),
     /// List every deferred scope and when it becomes eligible
+    #[command(after_help = "\
+Examples:
+  zae-limiter cooldown list --local
+  zae-limiter cooldown list --local --format json \\
+      | jq '.cooldowns | length'")]
     List {
         /// Output format
         #[arg(long, value_enum, default_value_t)]
@@ -574,6 +645,9 @@ Exit status: 0 call now, 75 wait (EX_TEMPFAIL), 76 needs an operator or state un
         store: CooldownStoreArgs,
     },
     /// Remove a scope's cooldown
+    #[command(after_help = "\
+Example:
+  zae-limiter cooldown clear openai/acct-42/gpt-4 --local")]
     Clear(CooldownScopeArgs),
 }
 
@@ -677,9 +751,16 @@ pub struct CooldownSettleArgs {
 pub enum TableCommand {
     /// Create a table with the layout zae-limiter 0.17 expects
     #[command(after_help = "\
+A local DynamoDB-compatible server (moto, DynamoDB Local) still needs an AWS region and
+credentials: any values do, e.g. AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=x
+AWS_SECRET_ACCESS_KEY=x.
+
 Examples:
-  zae-limiter table create -n dev --endpoint-url http://127.0.0.1:5000
-  zae-limiter table create -n demo --local")]
+  zae-limiter table create -n demo --local
+  zae-limiter table create -n jobs --local=jobs.sqlite
+  AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=x AWS_SECRET_ACCESS_KEY=x \\
+      zae-limiter table create -n mystack \\
+      --endpoint-url http://127.0.0.1:5000")]
     Create {
         /// Table (stack) name
         #[arg(
@@ -695,9 +776,10 @@ Examples:
     },
 }
 
-/// The clap command, for generators (man pages, completions).
+/// The clap command as `main`, the man pages and completions use it: the
+/// derived tree with every command's examples made verbatim ([`super::help`]).
 pub fn command() -> clap::Command {
-    <Cli as clap::CommandFactory>::command()
+    super::help::verbatim_examples(<Cli as clap::CommandFactory>::command())
 }
 
 #[cfg(test)]

@@ -1,7 +1,9 @@
 //! Command-line layer: argument definitions, dispatch, and rendering of errors.
 
 pub mod args;
+pub mod completions;
 pub mod error;
+pub mod help;
 pub mod output;
 
 pub use args::{command, Cli, Command};
@@ -49,10 +51,7 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
         Command::Cooldown(cmd) => commands::cooldown::run(cmd),
         Command::Table(cmd) => commands::table::run(cmd),
         Command::Completions { shell } => {
-            // Into a buffer first: clap_complete panics when its writer fails.
-            let mut script = Vec::new();
-            clap_complete::generate(shell, &mut command(), "zae-limiter", &mut script);
-            output::print(script)?;
+            output::print(completions::script(shell))?;
             Ok(crate::exit_codes::OK)
         }
     }

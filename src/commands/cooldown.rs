@@ -193,7 +193,7 @@ fn check(a: CooldownScopeArgs) -> Result<i32, CliError> {
     let scope = parse_scope(&a.scope)?;
     let now = now_ms()?;
     let policy = policy(DEFAULT_MARGIN_MS, Strictness::Refuse)?;
-    let loaded = open_store(&a.store).and_then(|store| {
+    let loaded = open_reader(&a.store).and_then(|store| {
         let ns = registered_namespace(store.as_ref(), &a.store.namespace)?;
         Cooldowns::new(store.as_ref(), ns, policy)
             .load(&scope)
@@ -436,7 +436,7 @@ fn settle(a: CooldownSettleArgs) -> Result<i32, CliError> {
 fn list(format: TextOrJson, store_args: CooldownStoreArgs) -> Result<i32, CliError> {
     let now = now_ms()?;
     let policy = policy(DEFAULT_MARGIN_MS, Strictness::Refuse)?;
-    let store = open_store(&store_args)?;
+    let store = open_reader(&store_args)?;
     let ns = registered_namespace(store.as_ref(), &store_args.namespace)?;
     let rows = Cooldowns::new(store.as_ref(), ns, policy)
         .list()
@@ -607,6 +607,13 @@ fn registered_namespace(store: &dyn Store, name: &str) -> Result<String, CliErro
     )))
 }
 
+/// The store of `check` and `list`, which only read: a local store file is
+/// opened read-only, so they work where the directory is not writable.
+fn open_reader(args: &CooldownStoreArgs) -> Result<Box<dyn Store>, CliError> {
+    crate::store::open::open_read_only(&args.store, &args.name)
+        .map_err(|e| CliError::Failed(e.to_string()))
+}
+
 /// The namespace id for `record`: initialises the table (version record,
 /// `default` namespace) and registers `name` when missing, as `limits apply` does.
 fn init_namespace(store: &dyn Store, name: &str) -> Result<String, CliError> {
@@ -736,8 +743,14 @@ fn verdict_json(
     })
 }
 
+/// Prints one JSON document with the top-level `"version": 1` every JSON
+/// output carries (fields are only ever added within a version).
 fn print_json(v: &Value) -> Result<(), CliError> {
-    let text = serde_json::to_string_pretty(v)
+    let mut doc = v.clone();
+    if let Some(map) = doc.as_object_mut() {
+        map.insert("version".into(), json!(1));
+    }
+    let text = serde_json::to_string_pretty(&doc)
         .map_err(|e| CliError::Failed(format!("cannot render JSON: {e}")))?;
     output::println(text)
 }

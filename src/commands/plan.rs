@@ -24,7 +24,8 @@ use crate::plan::level::Level;
 use crate::plan::output::{self, ApplyCounts, Command, Report};
 use crate::plan::prepare::{prepare, BuildFn, Refresh};
 use crate::plan::version;
-use crate::store::{open, Item};
+use crate::store::empty::EmptyStore;
+use crate::store::{open, Item, Store};
 
 pub fn plan(args: PlanCmdArgs) -> Result<i32, CliError> {
     read_only(args.plan, Command::Plan, refresh(&args.refresh))
@@ -91,8 +92,20 @@ fn builder<'a>(ns: &'a str, m: &'a Manifest) -> impl Fn(&Level) -> Result<Item, 
 fn read_only(args: PlanArgs, command: Command, refresh: Refresh) -> Result<i32, CliError> {
     let (m, warnings) = load(&args)?;
     let name = namespace_name(&args, &m)?;
-    let store = open::open(&args.store, &args.name)?;
-    let ns = super::read_only::resolve_namespace(store.as_ref(), &name)?;
+    // A local store without this table (or without a file at all) is compared
+    // as empty: apply would create both, so every level is a create. Nothing is
+    // created here.
+    let (store, ns): (Box<dyn Store>, String) = match open::open_for_plan(&args.store, &args.name)?
+    {
+        Some(store) => {
+            let ns = super::read_only::resolve_namespace(store.as_ref(), &name)?;
+            (store, ns)
+        }
+        None => (
+            Box::new(EmptyStore::new(&args.name)),
+            namespace::new_id().map_err(|e| CliError::Failed(e.to_string()))?,
+        ),
+    };
     let build = builder(&ns, &m);
     let build: &BuildFn<'_> = &build;
     let prepared = prepare(store.as_ref(), &ns, &m, false, build, refresh)?;

@@ -24,17 +24,17 @@ fn render_one(out: &mut String, d: &Diagnostic) {
     let num = d.line.to_string();
     let pad = " ".repeat(num.len());
     if !d.source_line.is_empty() {
+        let (line, column, width) = snippet(&d.source_line, d.column, d.width.max(1));
         out.push_str(&format!("{pad} |\n"));
-        out.push_str(&format!("{num} | {}\n", d.source_line));
+        out.push_str(&format!("{num} | {line}\n"));
         // Keep tabs so the caret lines up under the same characters.
-        let lead: String = d
-            .source_line
+        let lead: String = line
             .chars()
-            .take(d.column.saturating_sub(1))
+            .take(column.saturating_sub(1))
             .map(|c| if c == '\t' { '\t' } else { ' ' })
             .collect();
         let lead_len = lead.chars().count();
-        let missing = d.column.saturating_sub(1).saturating_sub(lead_len);
+        let missing = column.saturating_sub(1).saturating_sub(lead_len);
         let caret = if d.severity == Severity::Error {
             '^'
         } else {
@@ -48,7 +48,7 @@ fn render_one(out: &mut String, d: &Diagnostic) {
         out.push_str(&format!(
             "{pad} | {lead}{}{}{label}\n",
             " ".repeat(missing),
-            caret.to_string().repeat(d.width.max(1))
+            caret.to_string().repeat(width)
         ));
     } else if !d.path.is_empty() {
         out.push_str(&format!("{pad} = at {}\n", d.path));
@@ -57,6 +57,43 @@ fn render_one(out: &mut String, d: &Diagnostic) {
         out.push_str(&format!("{pad} = help: {help}\n"));
     }
     out.push('\n');
+}
+
+/// Characters of a source line shown on each side of the caret: a 5 MB line
+/// is shown as the part around the error, not echoed whole.
+const SNIPPET_CONTEXT: usize = 60;
+/// Lines up to this many characters are shown whole.
+const SNIPPET_MAX: usize = 160;
+
+/// The part of `line` to show, and the caret's column and width in it: the
+/// whole line when it is short, else a window around the caret with `…` where
+/// it was cut. Control characters (a NUL byte…) are shown as their visible
+/// symbols (␀), tabs kept.
+fn snippet(line: &str, column: usize, width: usize) -> (String, usize, usize) {
+    let chars: Vec<char> = line.chars().collect();
+    let visible = |c: char| match c {
+        '\t' => c,
+        c if (c as u32) < 0x20 => char::from_u32(0x2400 + c as u32).unwrap_or('?'),
+        '\u{7f}' => '\u{2421}',
+        c => c,
+    };
+    if chars.len() <= SNIPPET_MAX {
+        return (chars.into_iter().map(visible).collect(), column, width);
+    }
+    let at = column.saturating_sub(1).min(chars.len());
+    let width = width.min(SNIPPET_CONTEXT);
+    let start = at.saturating_sub(SNIPPET_CONTEXT);
+    let end = (at + width + SNIPPET_CONTEXT).min(chars.len());
+    let mut shown = String::new();
+    if start > 0 {
+        shown.push('…');
+    }
+    shown.extend(chars[start..end].iter().copied().map(visible));
+    if end < chars.len() {
+        shown.push('…');
+    }
+    let column = at - start + 1 + usize::from(start > 0);
+    (shown, column, width.min(end.saturating_sub(at)).max(1))
 }
 
 /// One file's result for the JSON document.
@@ -156,6 +193,25 @@ mod tests {
             message: "capacity must be positive, got 0".into(),
             help: Some("100% sure".into()),
         }
+    }
+
+    #[test]
+    fn long_lines_are_shown_around_the_caret_only() {
+        let line = format!("key: {}{}", "a".repeat(5_000_000), "BAD");
+        let (shown, column, width) = snippet(&line, 5_000_006, 3);
+        assert!(
+            shown.chars().count() <= 2 * SNIPPET_CONTEXT + 5,
+            "{}",
+            shown.len()
+        );
+        assert!(shown.starts_with('…') && shown.ends_with("BAD"));
+        let under: String = shown.chars().skip(column - 1).take(width).collect();
+        assert_eq!(under, "BAD");
+        // Short lines are whole; control characters become visible symbols.
+        assert_eq!(
+            snippet("a\u{0}b\tc", 2, 1),
+            ("a\u{2400}b\tc".to_string(), 2, 1)
+        );
     }
 
     #[test]

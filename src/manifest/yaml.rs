@@ -256,8 +256,12 @@ fn parse_full(text: &str) -> Result<Document, YamlProblem> {
 fn scan_problem(e: ScanError) -> YamlProblem {
     let pos = Pos::from_marker(e.marker());
     let info = e.info().to_string();
-    let help = if info.contains("tab") {
+    // Whole words: "unprintable" contains "tab".
+    let words: Vec<&str> = info.split(|c: char| !c.is_ascii_alphanumeric()).collect();
+    let help = if words.iter().any(|w| *w == "tab" || *w == "tabs") {
         Some("YAML does not allow tabs for indentation; indent with spaces".to_string())
+    } else if info.contains("unprintable") {
+        Some("YAML allows no control character (such as a NUL byte) other than tab and line breaks: remove the character under the caret (shown as a ␀-style symbol); is this a text file?".to_string())
     } else if info.contains("anchor or alias") || info.contains("unknown anchor") {
         Some("a value that starts with `*` or `&` must be quoted, e.g. \"*/5 * * * *\"".to_string())
     } else if info.contains("mapping values are not allowed") {

@@ -9,6 +9,7 @@
 mod backoff;
 #[cfg(feature = "dynamodb")]
 pub mod dynamodb;
+pub mod empty;
 pub mod emulate;
 pub mod item;
 pub mod local;

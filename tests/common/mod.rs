@@ -32,3 +32,12 @@ pub fn column<'a>(v: &'a serde_json::Value, key: &str) -> Vec<&'a str> {
         .map(|e| e[key].as_str().expect("a string"))
         .collect()
 }
+
+/// `--local=PATH`: the store path must be attached, or it would be read as the
+/// command's next argument.
+#[allow(dead_code)]
+pub fn local_flag(path: &std::path::Path) -> std::ffi::OsString {
+    let mut flag = std::ffi::OsString::from("--local=");
+    flag.push(path);
+    flag
+}

@@ -48,6 +48,13 @@ pub fn interop(tag: &str) -> Option<Interop> {
     })
 }
 
+impl Drop for Interop {
+    /// The files the test wrote ([`Interop::write_file`]) go with it.
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(std::env::temp_dir().join(&self.table));
+    }
+}
+
 fn describe(out: &Output) -> String {
     format!(
         "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
