@@ -2,28 +2,44 @@
 # `limits validate` (release build) against the reference's own parser
 # (`LimitsManifest.from_yaml` in zae-limiter 0.17) on the same generated manifest.
 #
-# usage: bench/validate-vs-reference.sh [ENTITIES] [RESOURCES]   (default 10000 3)
+# usage: bench/validate-vs-reference.sh [--flow | --both] [ENTITIES] [RESOURCES]
+#   (default 10000 3, block style)
+#   --flow  the manifest in flow style (bench/gen_manifest.py --flow)
+#   --both  block style, then flow style, in one run
 # needs: the reference venv (scripts/python-env, or ZAEL_PYTHON).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+styles=(block)
+case "${1:-}" in
+  --flow) styles=(flow); shift ;;
+  --both) styles=(block flow); shift ;;
+  -*) echo "usage: $0 [--flow | --both] [ENTITIES] [RESOURCES]" >&2; exit 2 ;;
+esac
 entities="${1:-10000}"
 resources="${2:-3}"
 python="${ZAEL_PYTHON:-$(scripts/python-env)}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-manifest="$work/manifest.yaml"
 
-python3 bench/gen_manifest.py "$entities" "$resources" > "$manifest"
-echo "manifest: $entities entities x $resources resources, $(wc -c < "$manifest") bytes, $(wc -l < "$manifest") lines"
-
-cargo build --release --quiet --no-default-features --bin zae-limiter
+# `-p`: xtask depends on zae-limiter with default features; selecting only this
+# package keeps the SDK out.
+cargo build --release --quiet -p zae-limiter --no-default-features --bin zae-limiter
 bin="${CARGO_TARGET_DIR:-target}/release/zae-limiter"
 
+manifests=()
+for style in "${styles[@]}"; do
+  manifest="$work/$style.yaml"
+  flag=()
+  [[ "$style" == flow ]] && flag=(--flow)
+  python3 bench/gen_manifest.py "${flag[@]}" "$entities" "$resources" > "$manifest"
+  manifests+=("$style=$manifest")
+done
+
 # Best of 3 wall-clock runs of each, timed by python3 (no bc needed).
-python3 - "$bin" "$python" "$manifest" <<'PY'
-import subprocess, sys, time
-ours_bin, ref_python, manifest = sys.argv[1:4]
+python3 - "$bin" "$python" "$entities" "$resources" "${manifests[@]}" <<'PY'
+import os, subprocess, sys, time
+ours_bin, ref_python, entities, resources = sys.argv[1:5]
 ref_code = (
     "import sys\n"
     "from zae_limiter_provisioner.manifest import LimitsManifest\n"
@@ -47,13 +63,18 @@ def load():
     except OSError:
         return "?"
 
-# Both sides slow down alike when other work shares the machine; the load
-# average shows how busy it was.
-load_before = load()
-ours = best_of_3([ours_bin, "limits", "validate", manifest])
-ref = best_of_3([ref_python, "-c", ref_code, manifest])
-print(f"load average (1 min)        : {load_before} before, {load()} after")
-print(f"zae-limiter limits validate : {ours:8.3f} s")
-print(f"reference from_yaml         : {ref:8.3f} s")
-print(f"speed-up                    : {ref / ours:8.1f}x")
+for arg in sys.argv[5:]:
+    style, manifest = arg.split("=", 1)
+    lines = sum(1 for _ in open(manifest, "rb"))
+    print(f"manifest ({style} style): {entities} entities x {resources} resources, "
+          f"{os.path.getsize(manifest)} bytes, {lines} lines")
+    # Both sides slow down alike when other work shares the machine; the load
+    # average shows how busy it was.
+    load_before = load()
+    ours = best_of_3([ours_bin, "limits", "validate", manifest])
+    ref = best_of_3([ref_python, "-c", ref_code, manifest])
+    print(f"load average (1 min)        : {load_before} before, {load()} after")
+    print(f"zae-limiter limits validate : {ours:8.3f} s")
+    print(f"reference from_yaml         : {ref:8.3f} s")
+    print(f"speed-up                    : {ref / ours:8.1f}x")
 PY
