@@ -654,8 +654,9 @@ fn a_refusal_is_always_recorded_from_what_is_usable() {
     );
     assert!(err.contains("'garbage'"), "{err}");
     assert_eq!(until("mixed"), T0_MS + 605_000);
-    // A reset past year 9999 is out of range: named, backoff.
-    let err = record("far", &["--resets-at", "99999999999999"]);
+    // A reset past year 9999 is out of range: named, backoff. (10^14 would be
+    // epoch milliseconds, year 5138; 10^17 ms is past 9999.)
+    let err = record("far", &["--resets-at", "99999999999999999"]);
     assert!(err.contains("out of range"), "{err}");
     assert_eq!(until("far"), T0_MS + 65_000);
     // An endless body is read only up to its cap.

@@ -552,15 +552,17 @@ pub enum CooldownCommand {
 Examples:
   zae-limiter cooldown record openai/acct-42/gpt-4 --resets-in-seconds 202825 --local
   zae-limiter cooldown record openai/acct-42/gpt-4 --response body.json --received-at 2026-12-02T10:00:00Z
-  zae-limiter cooldown record anthropic/acct-7 --status 401")]
+  zae-limiter cooldown record anthropic/acct-7 --status 401
+  zae-limiter cooldown record openai/acct-42/gpt-4 --headers headers.txt --response body.json --local   # curl -D headers.txt -o body.json")]
     Record(CooldownRecordArgs),
     /// Exit 0 when a call may be made now, 75 with the not-before time when not
     #[command(after_help = "\
-Example:
+Examples:
   zae-limiter cooldown check openai/acct-42/gpt-4 --local || exit 0   # skip this tick
+  zae-limiter cooldown check openai/acct-42/gpt-4 --wait-up-to 10s --holder worker-1 --local   # sleep through a short wait
 
 Exit status: 0 call now, 75 wait (EX_TEMPFAIL), 76 needs an operator or state unreadable.")]
-    Check(CooldownScopeArgs),
+    Check(CooldownCheckArgs),
     /// Win the single recovery probe after the deadline (a lease), or be told to wait
     Probe(CooldownProbeArgs),
     /// End a probe: ok clears, quota records the new deadline, auth escalates
@@ -589,6 +591,18 @@ pub struct CooldownScopeArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct CooldownCheckArgs {
+    #[command(flatten)]
+    pub target: CooldownScopeArgs,
+    /// When the wait (this worker's jitter included) ends within DURATION, sleep, then exit 0
+    #[arg(long, value_name = "DURATION")]
+    pub wait_up_to: Option<String>,
+    /// This worker's id, for its jitter after the deadline (as given to probe; default: host-pid)
+    #[arg(long, value_name = "ID", requires = "wait_up_to")]
+    pub holder: Option<String>,
+}
+
+#[derive(Debug, Args)]
 pub struct CooldownRecordArgs {
     /// The exhausted quota's scope, e.g. provider/account/bucket
     pub scope: String,
@@ -604,6 +618,9 @@ pub struct CooldownRecordArgs {
     /// A JSON response body; the known fields are read from it
     #[arg(long, value_name = "FILE")]
     pub response: Option<PathBuf>,
+    /// The response headers as `curl -D FILE` writes them (- for stdin): status, Retry-After, reset headers
+    #[arg(long, value_name = "FILE")]
+    pub headers: Option<PathBuf>,
     /// When the response was received (RFC 3339; default: now)
     #[arg(long, value_name = "TIME")]
     pub received_at: Option<String>,
@@ -666,6 +683,18 @@ pub struct CooldownSettleArgs {
     /// With --outcome quota: resets_at
     #[arg(long, value_name = "TIME")]
     pub resets_at: Option<String>,
+    /// With --outcome quota: the JSON response body (read as by record; ignored otherwise)
+    #[arg(long, value_name = "FILE")]
+    pub response: Option<PathBuf>,
+    /// With --outcome quota: the `curl -D` headers file, - for stdin (read as by record; ignored otherwise)
+    #[arg(long, value_name = "FILE")]
+    pub headers: Option<PathBuf>,
+    /// With --outcome quota: when the response was received (RFC 3339; default: now)
+    #[arg(long, value_name = "TIME")]
+    pub received_at: Option<String>,
+    /// With --outcome quota: safety margin added after the deadline, in seconds
+    #[arg(long, value_name = "SECONDS", default_value_t = 5)]
+    pub margin: u64,
     /// Output format
     #[arg(long, value_enum, default_value_t)]
     pub format: TextOrJson,
