@@ -1483,3 +1483,134 @@ fn wait_up_to_looks_again_after_a_probe() {
     assert_eq!(code, 0, "{v}");
     assert!(v["waited_ms"].as_i64().unwrap_or_default() >= 1000, "{v}");
 }
+
+// ------------------------------------------------ the README's cron job
+
+/// The README's cron-job script, run as written (only the store path
+/// changed) with a stand-in `curl` that answers as a provider would.
+#[test]
+fn the_readme_cron_job_runs_as_written() {
+    if std::process::Command::new("jq")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: the README's cron job needs jq");
+        return;
+    }
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .expect("read README.md");
+    let section = readme
+        .split("### Provider cooldowns in a cron job")
+        .nth(1)
+        .expect("the cron-job section");
+    let script = section
+        .split("```sh\n")
+        .nth(1)
+        .and_then(|s| s.split("\n```").next())
+        .expect("the cron-job script");
+    let b = local();
+    let dir = b._dir.path();
+    let store_line = "STORE=\"--local=/var/lib/jobs/cooldowns.sqlite\"";
+    assert!(script.contains(store_line), "{script}");
+    let store = b.local.as_ref().expect("local store").display().to_string();
+    let script = script.replace(store_line, &format!("STORE=\"--local={store}\""));
+    let job = b.file("job.sh", &script);
+    // `curl -sS -o BODY -D HEADERS -w '%{http_code}' …`: writes the canned
+    // answer and logs the call.
+    let bin = dir.join("bin");
+    std::fs::create_dir(&bin).expect("bin dir");
+    let curl = bin.join("curl");
+    std::fs::write(
+        &curl,
+        "#!/bin/sh\nwhile [ $# -gt 0 ]; do\n  case $1 in\n    -o) body=$2; shift ;;\n    -D) headers=$2; shift ;;\n  esac\n  shift\ndone\ncp \"$FAKE/headers\" \"$headers\"\ncp \"$FAKE/body\" \"$body\"\necho called >> \"$FAKE/calls\"\ncat \"$FAKE/status\"\n",
+    )
+    .expect("write curl");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&curl, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    let exe = std::path::Path::new(env!("CARGO_BIN_EXE_zae-limiter"));
+    let path = format!(
+        "{}:{}:{}",
+        bin.display(),
+        exe.parent().expect("bin dir").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let answer = |status: &str, headers: &str, body: &str| {
+        std::fs::write(dir.join("status"), status).expect("status");
+        std::fs::write(dir.join("headers"), headers).expect("headers");
+        std::fs::write(dir.join("body"), body).expect("body");
+    };
+    let calls = || {
+        std::fs::read_to_string(dir.join("calls"))
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    // At `now`, or on the real clock (a sleep carries into the next command).
+    let run = |now: &str| {
+        let mut sh = Command::new("sh");
+        sh.arg(&job).env_clear();
+        if !now.is_empty() {
+            sh.env("ZAEL_NOW", now);
+        }
+        let out = sh
+            .env("PATH", &path)
+            .env("HOME", dir)
+            .env("ZAEL_COOLDOWN_JITTER", "0")
+            .env("FAKE", dir)
+            .env("API_KEY", "sk-test")
+            .output()
+            .expect("run the job");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "job at {now}: {}",
+            describe(&out)
+        );
+        out
+    };
+    // "Create the store once".
+    let mut create = vec!["table", "create"];
+    create.extend(b.flags.iter().map(String::as_str));
+    let out = b.run(T0, &create);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    // 1. The provider refuses: OpenAI's tokens reset in 6 minutes.
+    answer(
+        "429",
+        "HTTP/1.1 429 Too Many Requests\r\nx-ratelimit-remaining-tokens: 0\r\nx-ratelimit-reset-tokens: 6m0s\r\n\r\n",
+        r#"{"error":{"type":"tokens","code":"rate_limit_exceeded"}}"#,
+    );
+    run(T0);
+    assert_eq!(calls(), 1);
+    let scope = "openai/acct-42/gpt-4";
+    let v = b.json(75, T0, &["check", scope]);
+    assert_eq!(v["until"], "2026-12-02T10:06:05Z", "{v}");
+    // 2. A tick a minute later skips quietly, without calling.
+    run("2026-12-02T10:01:00Z");
+    assert_eq!(calls(), 1);
+    // 3. On the real clock: a 429 asking for 1 s (+ the 5 s margin) is
+    //    recorded; the next tick sleeps through that short wait, wins the
+    //    probe, calls, and the success clears the cooldown for everyone.
+    b.expect(0, T0, &["clear", scope]);
+    answer("429", "HTTP/2 429\r\nretry-after: 1\r\n\r\n", "");
+    let out = run("");
+    assert!(out.stderr.is_empty(), "{}", describe(&out));
+    answer("200", "HTTP/2 200\r\n\r\n", "{}");
+    let started = std::time::Instant::now();
+    run("");
+    assert!(started.elapsed().as_secs() >= 4, "{:?}", started.elapsed());
+    assert_eq!(calls(), 3);
+    let v = b.json(0, "", &["check", scope]);
+    assert_eq!(v["state"], Value::Null, "{v}");
+    // 4. Credentials rejected: recorded from the status line alone; 76 after.
+    answer(
+        "401",
+        "HTTP/2 401\r\n\r\n",
+        r#"{"error":{"type":"authentication_error"}}"#,
+    );
+    run("2026-12-02T10:15:00Z");
+    assert_eq!(calls(), 4);
+    b.expect(76, "2026-12-02T10:30:00Z", &["check", scope]);
+}

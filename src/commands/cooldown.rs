@@ -19,9 +19,15 @@
 //!
 //! Never fail open: a refusal given to `record` always leaves the scope
 //! deferred. Values that cannot be used (a garbage `--retry-after`, a body that
-//! is not UTF-8, too large or not JSON, a `--received-at` in the future) are
-//! named in a warning on stderr and left out; with nothing usable the bounded
-//! backoff applies.
+//! is not UTF-8, too large or not JSON, a malformed or unknown reset header, a
+//! `--received-at` in the future) are named in a warning on stderr and left
+//! out; with nothing usable the bounded backoff applies. Flags, `--headers`
+//! and `--response` become one refusal through [`crate::cooldown::evidence`],
+//! the path the HTTP API is to share (docs/cooldowns.md).
+//!
+//! `check --wait-up-to` sleeps through a wait that ends (with this worker's
+//! jitter) within the bound, then looks again; its clock starts at "now" and
+//! moves on in real time while it sleeps.
 //!
 //! Bounds: instants lie in 1970..=9999 ([`MAX_DEADLINE_MS`]), `--margin` at
 //! most a day (larger is capped, with a warning), `--lease` at most a day,

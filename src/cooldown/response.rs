@@ -58,9 +58,13 @@ pub fn read_response_file(path: &Path) -> Result<ResponseHints, ResponseError> {
 /// Extracts `resets_in_seconds` and `resets_at` (top level and under `error`)
 /// and the error label. A `null` field counts as absent; a field of the wrong
 /// type is left out and listed in `problems`. A leading byte-order mark is
-/// skipped (some servers and editors write one).
+/// skipped (some servers and editors write one). An empty body (many 429s
+/// have none; `curl -o` still writes the file) says nothing, without a problem.
 pub fn read_response(body: &str) -> Result<ResponseHints, ResponseError> {
     let body = body.strip_prefix('\u{feff}').unwrap_or(body);
+    if body.trim().is_empty() {
+        return Ok(ResponseHints::default());
+    }
     let v: Value = serde_json::from_str(body).map_err(|e| ResponseError::NotJson(e.to_string()))?;
     let Value::Object(top) = &v else {
         return Err(ResponseError::NotObject);
@@ -126,6 +130,7 @@ mod tests {
         assert_eq!(r.hints, vec![Hint::resets_at("2026-12-04T18:20:25Z")]);
         assert_eq!(r.label, None);
         assert_eq!(read_response("{}").unwrap(), ResponseHints::default());
+        assert_eq!(read_response(" \r\n").unwrap(), ResponseHints::default());
         // Fractions keep their text; the engine rounds them up.
         let r = read_response(r#"{"resets_in_seconds": 1.5e2}"#).unwrap();
         assert_eq!(r.hints, vec![Hint::resets_in_seconds("150.0")]);
