@@ -553,13 +553,13 @@ Examples:
   zae-limiter cooldown record openai/acct-42/gpt-4 --resets-in-seconds 202825 --local
   zae-limiter cooldown record openai/acct-42/gpt-4 --response body.json --received-at 2026-12-02T10:00:00Z
   zae-limiter cooldown record anthropic/acct-7 --status 401
-  zae-limiter cooldown record openai/acct-42/gpt-4 --headers headers.txt --response body.json --local   # curl -D headers.txt -o body.json")]
+  zae-limiter cooldown record openai/acct-42 --headers h.txt --response body.json --local")]
     Record(CooldownRecordArgs),
     /// Exit 0 when a call may be made now, 75 with the not-before time when not
     #[command(after_help = "\
 Examples:
   zae-limiter cooldown check openai/acct-42/gpt-4 --local || exit 0   # skip this tick
-  zae-limiter cooldown check openai/acct-42/gpt-4 --wait-up-to 10s --holder worker-1 --local   # sleep through a short wait
+  zae-limiter cooldown check openai/acct-42/gpt-4 --wait-up-to 10s --holder worker-1 --local
 
 Exit status: 0 call now, 75 wait (EX_TEMPFAIL), 76 needs an operator or state unreadable.")]
     Check(CooldownCheckArgs),
@@ -597,7 +597,7 @@ pub struct CooldownCheckArgs {
     /// When the wait (this worker's jitter included) ends within DURATION, sleep, then exit 0
     #[arg(long, value_name = "DURATION")]
     pub wait_up_to: Option<String>,
-    /// This worker's id, for its jitter after the deadline (as given to probe; default: host-pid)
+    /// This worker's id, for its jitter after the deadline (give probe the same; default: pid-PID)
     #[arg(long, value_name = "ID", requires = "wait_up_to")]
     pub holder: Option<String>,
 }

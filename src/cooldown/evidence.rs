@@ -186,11 +186,6 @@ impl Evidence {
         (settlement, self.warnings)
     }
 
-    /// Whether any reset value was given (usable or not).
-    pub fn has_hints(&self) -> bool {
-        !self.hints.is_empty()
-    }
-
     fn usable(&mut self, received_at: EpochMs) -> Vec<Hint> {
         let (usable, unusable) = usable_hints(&self.hints, received_at);
         if usable.is_empty() && !unusable.is_empty() {
