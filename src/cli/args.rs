@@ -597,7 +597,9 @@ Examples:
       --resets-in-seconds 202825
   zae-limiter cooldown record openai/acct-42/gpt-4 --local=jobs.sqlite \\
       --response body.json --received-at 2026-12-02T10:00:00Z
-  zae-limiter cooldown record anthropic/acct-7 --status 401  # DynamoDB")]
+  zae-limiter cooldown record anthropic/acct-7 --status 401  # DynamoDB
+  zae-limiter cooldown record openai/acct-42 --local \\
+      --headers headers.txt --response body.json")]
     Record(CooldownRecordArgs),
     /// Exit 0 when a call may be made now, 75 with the not-before time when not
     #[command(after_help = "\
@@ -605,13 +607,15 @@ Examples:
   zae-limiter cooldown check openai/acct-42/gpt-4 --local || exit 0
   zae-limiter cooldown check openai/acct-42/gpt-4 --local=jobs.sqlite \\
       --format json
+  zae-limiter cooldown check openai/acct-42/gpt-4 --local \\
+      --wait-up-to 10s --holder worker-1
 
 In a cron job, `|| exit 0` skips the tick quietly on 75 but also on 76; branch on the
 code instead when an operator should hear about 76 (docs/cooldowns.md has a whole cron job).
 
 Exit status: 0 call now, 75 wait (EX_TEMPFAIL), 76 needs an operator or state
 unreadable, 2 usage error.")]
-    Check(CooldownScopeArgs),
+    Check(CooldownCheckArgs),
     /// Win the single recovery probe after the deadline (a lease), or be told to wait
     #[command(after_help = "\
 Examples:
@@ -663,6 +667,18 @@ pub struct CooldownScopeArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct CooldownCheckArgs {
+    #[command(flatten)]
+    pub target: CooldownScopeArgs,
+    /// When the wait (this worker's jitter included) ends within DURATION, sleep, then exit 0
+    #[arg(long, value_name = "DURATION")]
+    pub wait_up_to: Option<String>,
+    /// This worker's id, for its jitter after the deadline (give probe the same; default: pid-PID)
+    #[arg(long, value_name = "ID", requires = "wait_up_to")]
+    pub holder: Option<String>,
+}
+
+#[derive(Debug, Args)]
 pub struct CooldownRecordArgs {
     /// The exhausted quota's scope, e.g. provider/account/bucket
     pub scope: String,
@@ -678,6 +694,9 @@ pub struct CooldownRecordArgs {
     /// A JSON response body; the known fields are read from it
     #[arg(long, value_name = "FILE")]
     pub response: Option<PathBuf>,
+    /// The response headers as `curl -D FILE` writes them (- for stdin): status, Retry-After, reset headers
+    #[arg(long, value_name = "FILE")]
+    pub headers: Option<PathBuf>,
     /// When the response was received (RFC 3339; default: now)
     #[arg(long, value_name = "TIME")]
     pub received_at: Option<String>,
@@ -740,6 +759,18 @@ pub struct CooldownSettleArgs {
     /// With --outcome quota: resets_at
     #[arg(long, value_name = "TIME")]
     pub resets_at: Option<String>,
+    /// With --outcome quota: the JSON response body (read as by record; ignored otherwise)
+    #[arg(long, value_name = "FILE")]
+    pub response: Option<PathBuf>,
+    /// With --outcome quota: the `curl -D` headers file, - for stdin (read as by record; ignored otherwise)
+    #[arg(long, value_name = "FILE")]
+    pub headers: Option<PathBuf>,
+    /// With --outcome quota: when the response was received (RFC 3339; default: now)
+    #[arg(long, value_name = "TIME")]
+    pub received_at: Option<String>,
+    /// With --outcome quota: safety margin added after the deadline, in seconds
+    #[arg(long, value_name = "SECONDS", default_value_t = 5)]
+    pub margin: u64,
     /// Output format
     #[arg(long, value_enum, default_value_t)]
     pub format: TextOrJson,

@@ -19,33 +19,44 @@
 //!
 //! Never fail open: a refusal given to `record` always leaves the scope
 //! deferred. Values that cannot be used (a garbage `--retry-after`, a body that
-//! is not UTF-8, too large or not JSON, a `--received-at` in the future) are
-//! named in a warning on stderr and left out; with nothing usable the bounded
-//! backoff applies.
+//! is not UTF-8, too large or not JSON, a malformed or unknown reset header, a
+//! `--received-at` in the future) are named in a warning on stderr and left
+//! out; with nothing usable the bounded backoff applies. Flags, `--headers`
+//! and `--response` become one refusal through [`crate::cooldown::evidence`],
+//! the path the HTTP API is to share (docs/cooldowns.md).
+//!
+//! `check --wait-up-to` sleeps through a wait that ends (with this worker's
+//! jitter) within the bound, then looks again; its clock starts at "now" and
+//! moves on in real time while it sleeps.
 //!
 //! Bounds: instants lie in 1970..=9999 ([`MAX_DEADLINE_MS`]), `--margin` at
 //! most a day (larger is capped, with a warning), `--lease` at most a day,
 //! the jitter at most an hour, the ceiling at most ten years.
 
+use std::path::Path;
+use std::time::{Duration, Instant};
+
 use chrono::{DateTime, Utc};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, ContentArrangement, Table};
 use serde_json::{json, Value};
 use zae_limiter_engine::cooldown::{
-    human_duration, parse_duration_ms, usable_hints, EpochMs, Hint, Policy, DEFAULT_CEILING_MS,
-    DEFAULT_MARGIN_MS, DEFAULT_MAX_JITTER_MS, MAX_CEILING_MS, MAX_DEADLINE_MS, MAX_JITTER_MS,
-    MAX_LEASE_MS, MAX_MARGIN_MS, SECOND_MS,
+    human_duration, parse_duration_ms, resume_at, seed_of, EpochMs, Hint, Policy,
+    DEFAULT_CEILING_MS, DEFAULT_MARGIN_MS, DEFAULT_MAX_JITTER_MS, MAX_CEILING_MS, MAX_DEADLINE_MS,
+    MAX_JITTER_MS, MAX_LEASE_MS, MAX_MARGIN_MS, SECOND_MS,
 };
 
 use crate::cli::args::{
-    CooldownCommand, CooldownProbeArgs, CooldownRecordArgs, CooldownScopeArgs, CooldownSettleArgs,
-    CooldownStoreArgs, ProbeOutcome, TextOrJson,
+    CooldownCheckArgs, CooldownCommand, CooldownProbeArgs, CooldownRecordArgs, CooldownScopeArgs,
+    CooldownSettleArgs, CooldownStoreArgs, ProbeOutcome, TextOrJson,
 };
 use crate::cli::{output, CliError};
+use crate::cooldown::dump::read_dump_file;
+use crate::cooldown::evidence::{Evidence, Warning};
 use crate::cooldown::ops::Listed;
 use crate::cooldown::response::read_response_file;
 use crate::cooldown::{
-    CooldownError, CooldownState, Cooldowns, Phase, ProbeResult, Refusal, Scope, SettleResult,
-    Settlement, Verdict,
+    CooldownError, CooldownState, Cooldowns, Phase, ProbeResult, Scope, SettleResult, Settlement,
+    Verdict,
 };
 use crate::exit_codes;
 use crate::items::{namespace, version};
@@ -57,8 +68,6 @@ pub const NOW_ENV: &str = "ZAEL_NOW";
 pub const CEILING_ENV: &str = "ZAEL_COOLDOWN_CEILING";
 /// Jitter bound override (a duration; `0` disables jitter).
 pub const JITTER_ENV: &str = "ZAEL_COOLDOWN_JITTER";
-/// How far `--received-at` may lie after "now" (clock skew between hosts).
-const RECEIPT_SKEW_MS: i64 = 5 * 60 * SECOND_MS;
 
 pub fn run(cmd: CooldownCommand) -> Result<i32, CliError> {
     match cmd {
@@ -75,78 +84,28 @@ pub fn run(cmd: CooldownCommand) -> Result<i32, CliError> {
 
 fn record(a: CooldownRecordArgs) -> Result<i32, CliError> {
     let scope = parse_scope(&a.scope)?;
+    if let Some(s) = a.status.filter(|s| *s < 400) {
+        return Err(CliError::Usage(format!(
+            "--status {s} is not a refusal (expected 4xx or 5xx, e.g. 429, 401, 403)"
+        )));
+    }
+    one_stdin(a.headers.as_deref(), a.response.as_deref())?;
     let now = now_ms()?;
-    let received_at = match &a.received_at {
-        None => now,
-        Some(t) => match parse_instant(t, "--received-at") {
-            // A receipt in the future would also dodge the plausibility ceiling.
-            Ok(at) if at > now.saturating_add(RECEIPT_SKEW_MS) => {
-                warn(format!(
-                    "--received-at {} is after now ({}); a response cannot be received in the future, so it counts as received now",
-                    rfc3339(at),
-                    rfc3339(now)
-                ));
-                now
-            }
-            Ok(at) => at,
-            Err(e) => {
-                warn(format!("{e}; it counts as received now"));
-                now
-            }
-        },
-    };
-    let margin_ms = match i64::try_from(a.margin)
-        .ok()
-        .and_then(|m| m.checked_mul(SECOND_MS))
-    {
-        Some(ms) if ms <= MAX_MARGIN_MS => ms,
-        _ => {
-            warn(format!(
-                "--margin {} is above the {}s maximum; using {}s",
-                a.margin,
-                MAX_MARGIN_MS / SECOND_MS,
-                MAX_MARGIN_MS / SECOND_MS
-            ));
-            MAX_MARGIN_MS
-        }
-    };
-    let policy = policy(margin_ms, Strictness::Warn)?;
-    let refusal = match a.status {
-        Some(s) if s < 400 => {
-            return Err(CliError::Usage(format!(
-                "--status {s} is not a refusal (expected 4xx or 5xx, e.g. 429, 401, 403)"
-            )))
-        }
-        Some(s @ (401 | 403)) => Refusal::Auth {
-            status: s,
-            received_at,
-        },
-        status => {
-            let mut hints = flag_hints(&a.retry_after, &a.resets_in_seconds, &a.resets_at);
-            let mut label = None;
-            if let Some(path) = &a.response {
-                // A proxy's HTML error page, a truncated or binary body says
-                // nothing usable about the quota: the refusal is still recorded
-                // (from the other hints, or with backoff).
-                match read_response_file(path) {
-                    Ok(r) => {
-                        hints.extend(r.hints);
-                        label = r.label;
-                        for e in r.problems {
-                            warn(format!("{}: {e}; recording without it", path.display()));
-                        }
-                    }
-                    Err(e) => warn(format!("{}: {e}; recording without it", path.display())),
-                }
-            }
-            Refusal::Quota {
-                status,
-                hints: usable(&hints, received_at),
-                received_at,
-                label,
-            }
-        }
-    };
+    let policy = policy(margin_ms(a.margin), Strictness::Warn)?;
+    let mut evidence = Evidence::default();
+    if let Some(s) = a.status {
+        evidence.status("--status", s);
+    }
+    for h in flag_hints(&a.retry_after, &a.resets_in_seconds, &a.resets_at) {
+        evidence.hint(h);
+    }
+    // A proxy's HTML error page, a truncated or binary body, an unknown
+    // header say nothing usable about the quota: the refusal is still
+    // recorded (from the other hints, or with backoff).
+    read_response_files(&mut evidence, a.headers.as_deref(), a.response.as_deref());
+    let received_at = received_at(&mut evidence, a.received_at.as_deref(), now);
+    let (refusal, warnings) = evidence.refusal(received_at);
+    warn_all(&warnings);
     let store = open_store(&a.store)?;
     let ns = init_namespace(store.as_ref(), &a.store.namespace)?;
     let st = Cooldowns::new(store.as_ref(), ns, policy)
@@ -170,16 +129,69 @@ fn record(a: CooldownRecordArgs) -> Result<i32, CliError> {
     Ok(exit_codes::OK)
 }
 
-/// The hints that name a deadline; each unusable one is named in a warning.
-fn usable(hints: &[Hint], received_at: EpochMs) -> Vec<Hint> {
-    let (usable, unusable) = usable_hints(hints, received_at);
-    for e in &unusable {
-        warn(format!("{e}; recording without it"));
+/// `--margin` in ms, capped at [`MAX_MARGIN_MS`] with a warning.
+fn margin_ms(seconds: u64) -> i64 {
+    match i64::try_from(seconds)
+        .ok()
+        .and_then(|m| m.checked_mul(SECOND_MS))
+    {
+        Some(ms) if ms <= MAX_MARGIN_MS => ms,
+        _ => {
+            warn(format!(
+                "--margin {seconds} is above the {}s maximum; using {}s",
+                MAX_MARGIN_MS / SECOND_MS,
+                MAX_MARGIN_MS / SECOND_MS
+            ));
+            MAX_MARGIN_MS
+        }
     }
-    if usable.is_empty() && !unusable.is_empty() {
-        warn("no usable reset: recording with the backoff");
+}
+
+/// `--received-at` (default now); one that cannot be read, or lies in the
+/// future, counts as now, with a warning.
+fn received_at(evidence: &mut Evidence, given: Option<&str>, now: EpochMs) -> EpochMs {
+    let given = given.and_then(|t| match parse_instant(t, "--received-at") {
+        Ok(at) => Some(at),
+        Err(e) => {
+            warn(format!("{e}; it counts as received now"));
+            None
+        }
+    });
+    evidence.received_at(given, now)
+}
+
+/// Standard input can feed one of `--headers -` and `--response -`.
+fn one_stdin(headers: Option<&Path>, response: Option<&Path>) -> Result<(), CliError> {
+    let stdin = |p: Option<&Path>| p.is_some_and(|p| p.as_os_str() == "-");
+    if stdin(headers) && stdin(response) {
+        return Err(CliError::Usage(
+            "--headers - and --response - cannot both read standard input (for `curl -i` output, which has both, pass --headers - alone)".into(),
+        ));
     }
-    usable
+    Ok(())
+}
+
+/// The `--headers` and `--response` files, into `evidence`.
+fn read_response_files(evidence: &mut Evidence, headers: Option<&Path>, response: Option<&Path>) {
+    let origin = |p: &Path| {
+        if p.as_os_str() == "-" {
+            "standard input".to_string()
+        } else {
+            p.display().to_string()
+        }
+    };
+    if let Some(p) = headers {
+        evidence.dump(&origin(p), read_dump_file(p));
+    }
+    if let Some(p) = response {
+        evidence.body(&origin(p), read_response_file(p));
+    }
+}
+
+fn warn_all(warnings: &[Warning]) {
+    for w in warnings {
+        warn(w.to_string());
+    }
 }
 
 /// A warning on stderr.
@@ -189,24 +201,143 @@ fn warn(text: impl AsRef<str>) {
 
 // ---------------------------------------------------------------- check
 
-fn check(a: CooldownScopeArgs) -> Result<i32, CliError> {
+fn check(a: CooldownCheckArgs) -> Result<i32, CliError> {
+    let CooldownCheckArgs {
+        target: a,
+        wait_up_to,
+        holder,
+    } = a;
     let scope = parse_scope(&a.scope)?;
-    let now = now_ms()?;
+    let clock = Clock::start()?;
     let policy = policy(DEFAULT_MARGIN_MS, Strictness::Refuse)?;
-    let loaded = open_reader(&a.store).and_then(|store| {
+    let wait = match &wait_up_to {
+        None => None,
+        Some(text) => {
+            let worker = holder.unwrap_or_else(|| format!("pid-{}", std::process::id()));
+            parse_holder(&worker)?;
+            Some(Wait {
+                until: clock
+                    .start
+                    .saturating_add(wait_up_to_ms(text, policy.ceiling_ms)?),
+                worker,
+            })
+        }
+    };
+    let opened = open_reader(&a.store).and_then(|store| {
         let ns = registered_namespace(store.as_ref(), &a.store.namespace)?;
-        Cooldowns::new(store.as_ref(), ns, policy)
-            .load(&scope)
-            .map_err(|e| CliError::Failed(e.to_string()))
+        Ok((store, ns))
     });
-    let st = match loaded {
-        Ok(st) => st,
-        Err(e) => return unreadable(a.format, &scope, &e.to_string(), now),
+    let (store, ns) = match opened {
+        Ok(o) => o,
+        Err(e) => return unreadable(a.format, &scope, &e.to_string(), clock.start),
+    };
+    let cooldowns = Cooldowns::new(store.as_ref(), ns, policy);
+    // The first look is at the start instant exactly (a `ZAEL_NOW` rehearsal
+    // is deterministic); after a sleep, at the moved-on clock.
+    let mut now = clock.start;
+    loop {
+        let st = match cooldowns.load(&scope) {
+            Ok(st) => st,
+            Err(e) => return unreadable(a.format, &scope, &e.to_string(), now),
+        };
+        // Within --wait-up-to: sleep until this worker may call, then look again
+        // (another worker may have recorded a new refusal meanwhile).
+        if let (
+            Some(w),
+            Some(Verdict::Wait {
+                until,
+                probe_holder,
+            }),
+        ) = (&wait, st.as_ref().map(|s| s.verdict(now)))
+        {
+            let resume = match probe_holder {
+                // After the deadline, this worker's jitter, as `probe` adds it.
+                None => resume_at(
+                    until,
+                    &w.worker,
+                    seed_of(scope.as_str()),
+                    policy.max_jitter_ms,
+                ),
+                // A live probe: look again when its lease ends.
+                Some(_) => until,
+            };
+            if resume <= w.until {
+                std::thread::sleep(Duration::from_millis(
+                    resume.saturating_sub(now).max(1).unsigned_abs(),
+                ));
+                now = clock.now();
+                continue;
+            }
+        }
+        let waited = wait.as_ref().map(|_| now.saturating_sub(clock.start));
+        return print_check(a.format, &scope, st.as_ref(), now, waited);
+    }
+}
+
+/// `check --wait-up-to`: this worker, and the last instant it may sleep until.
+struct Wait {
+    worker: String,
+    until: EpochMs,
+}
+
+/// `--wait-up-to`: a duration up to the plausibility ceiling.
+fn wait_up_to_ms(text: &str, ceiling_ms: i64) -> Result<i64, CliError> {
+    let ms = bounded_duration("--wait-up-to", text, 0, i64::MAX)?;
+    if ms > ceiling_ms {
+        return Err(CliError::Usage(format!(
+            "--wait-up-to {text}: must be at most the plausibility ceiling, {} ({CEILING_ENV})",
+            human_duration(ceiling_ms)
+        )));
+    }
+    Ok(ms)
+}
+
+/// "Now" for a command that sleeps: the start ([`now_ms`]) plus the real time
+/// elapsed since, so a `ZAEL_NOW` rehearsal moves on as the process waits.
+struct Clock {
+    start: EpochMs,
+    at: Instant,
+}
+
+impl Clock {
+    fn start() -> Result<Clock, CliError> {
+        Ok(Clock {
+            start: now_ms()?,
+            at: Instant::now(),
+        })
+    }
+
+    fn now(&self) -> EpochMs {
+        let elapsed = i64::try_from(self.at.elapsed().as_millis()).unwrap_or(i64::MAX);
+        self.start.saturating_add(elapsed)
+    }
+}
+
+/// Prints `check`'s verdict at `now`; returns its exit code. `waited` is set
+/// under `--wait-up-to` (how long this process slept).
+fn print_check(
+    format: TextOrJson,
+    scope: &Scope,
+    st: Option<&CooldownState>,
+    now: EpochMs,
+    waited: Option<i64>,
+) -> Result<i32, CliError> {
+    let slept = match waited {
+        Some(ms) if ms > 0 => format!("waited {}; ", human_duration(ms)),
+        _ => String::new(),
     };
     let Some(st) = st else {
-        match a.format {
-            TextOrJson::Json => print_json(&verdict_json(&scope, "go", exit_codes::OK, None, now))?,
-            TextOrJson::Text => output::println(format!("go: no cooldown recorded for {scope}"))?,
+        match format {
+            TextOrJson::Json => {
+                let mut v = verdict_json(scope, "go", exit_codes::OK, None, now);
+                if let Some(ms) = waited {
+                    v["waited_ms"] = json!(ms);
+                }
+                print_json(&v)?
+            }
+            TextOrJson::Text => {
+                output::println(format!("go: {slept}no cooldown recorded for {scope}"))?
+            }
         }
         return Ok(exit_codes::OK);
     };
@@ -215,19 +346,22 @@ fn check(a: CooldownScopeArgs) -> Result<i32, CliError> {
         Verdict::Wait { until, .. } => ("wait", exit_codes::TEMPFAIL, Some(until)),
         Verdict::NeedsOperator => ("needs_operator", exit_codes::NEEDS_OPERATOR, None),
     };
-    match a.format {
+    match format {
         TextOrJson::Json => {
-            let mut v = verdict_json(&scope, word, code, Some(&st), now);
+            let mut v = verdict_json(scope, word, code, Some(st), now);
             if let Some(until) = until {
                 v["until"] = json!(rfc3339(until));
                 v["until_ms"] = json!(until);
                 v["remaining"] = json!(human_duration(until.saturating_sub(now)));
             }
+            if let Some(ms) = waited {
+                v["waited_ms"] = json!(ms);
+            }
             print_json(&v)?
         }
         TextOrJson::Text => match st.verdict(now) {
             Verdict::Go => output::println(format!(
-                "go: the cooldown of {scope} ended at {} ({})",
+                "go: {slept}the cooldown of {scope} ended at {} ({})",
                 rfc3339(st.not_before),
                 st.reason
             ))?,
@@ -375,12 +509,22 @@ fn settle(a: CooldownSettleArgs) -> Result<i32, CliError> {
     let scope = parse_scope(&a.scope)?;
     let holder = parse_holder(&a.holder)?;
     let hints = flag_hints(&a.retry_after, &a.resets_in_seconds, &a.resets_at);
+    one_stdin(a.headers.as_deref(), a.response.as_deref())?;
     let now = now_ms()?;
+    // The files are read only for a quota refusal: a script may pass them
+    // whatever the outcome.
     let settlement = match a.outcome {
-        ProbeOutcome::Quota => Settlement::Quota {
-            hints: usable(&hints, now),
-            label: None,
-        },
+        ProbeOutcome::Quota => {
+            let mut evidence = Evidence::default();
+            for h in hints {
+                evidence.hint(h);
+            }
+            read_response_files(&mut evidence, a.headers.as_deref(), a.response.as_deref());
+            let received_at = received_at(&mut evidence, a.received_at.as_deref(), now);
+            let (settlement, warnings) = evidence.settlement(received_at);
+            warn_all(&warnings);
+            settlement
+        }
         _ if !hints.is_empty() => {
             return Err(CliError::Usage(
                 "--retry-after, --resets-in-seconds and --resets-at go with --outcome quota".into(),
@@ -389,7 +533,7 @@ fn settle(a: CooldownSettleArgs) -> Result<i32, CliError> {
         ProbeOutcome::Ok => Settlement::Ok,
         ProbeOutcome::Auth => Settlement::Auth,
     };
-    let policy = policy(DEFAULT_MARGIN_MS, Strictness::Warn)?;
+    let policy = policy(margin_ms(a.margin), Strictness::Warn)?;
     let store = open_store(&a.store)?;
     let ns = registered_namespace(store.as_ref(), &a.store.namespace)?;
     let result = Cooldowns::new(store.as_ref(), ns, policy)
@@ -573,9 +717,9 @@ fn flag_hints(
     resets_at: &Option<String>,
 ) -> Vec<Hint> {
     let mut hints = Vec::new();
-    hints.extend(retry_after.clone().map(Hint::RetryAfter));
-    hints.extend(resets_in_seconds.clone().map(Hint::ResetsInSeconds));
-    hints.extend(resets_at.clone().map(Hint::ResetsAt));
+    hints.extend(retry_after.clone().map(Hint::retry_after));
+    hints.extend(resets_in_seconds.clone().map(Hint::resets_in_seconds));
+    hints.extend(resets_at.clone().map(Hint::resets_at));
     hints
 }
 
