@@ -85,6 +85,11 @@ const EXPECT: &[(&str, Expect)] = &[
         Local(1),
     ),
     ("zae-limiter table create -n mystack --region us-east-1", Dynamo(0)),
+    // The record examples before it left a cooldown 2 days long: far beyond 10 s.
+    (
+        "zae-limiter cooldown check openai/acct-42/gpt-4 --local --wait-up-to 10s --holder worker-1",
+        Local(75),
+    ),
 ];
 
 fn expect(example: &str) -> Expect {
