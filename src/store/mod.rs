@@ -5,8 +5,8 @@
 //! all-or-nothing transactions, begins_with queries), so plan/apply code is
 //! written once and tested on the local store.
 
+pub mod backoff;
 #[cfg(feature = "dynamodb")]
-mod backoff;
 pub mod dynamodb;
 pub mod item;
 pub mod local;
