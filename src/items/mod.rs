@@ -18,6 +18,7 @@
 //! * [`version`] — `read(store)`, `ensure_initialized(store)` (version record +
 //!   `default` namespace, as `Repository.open` does on a new table).
 
+pub mod base64url;
 pub mod config;
 pub mod keys;
 pub mod namespace;
