@@ -12,5 +12,6 @@ pub mod display;
 pub mod exit_codes;
 pub mod items;
 pub mod manifest;
+pub mod runtime;
 pub mod simulate;
 pub mod store;
