@@ -6,6 +6,7 @@
 
 pub mod apply;
 pub mod cli;
+pub mod clock;
 pub mod commands;
 pub mod cooldown;
 pub mod display;
