@@ -64,6 +64,9 @@ mod tests {
         assert_eq!(rfc3339(1_796_205_600_250), "2026-12-02T10:00:00.250Z");
         assert_eq!(rfc3339(i64::MAX), format!("@{}ms", i64::MAX));
         let e = parse_instant("soon", "ZAEL_NOW").unwrap_err().to_string();
-        assert!(e.starts_with("ZAEL_NOW 'soon' is not an RFC 3339 time"), "{e}");
+        assert!(
+            e.starts_with("ZAEL_NOW 'soon' is not an RFC 3339 time"),
+            "{e}"
+        );
     }
 }

@@ -19,11 +19,14 @@
 //! * [`state`] — the state item: one per (entity, resource), holding every
 //!   rolling window's counters and every open reservation of that pair.
 //! * [`id`] — reservation ids, which name the state item they live in.
+//! * [`answer`] — the answers as versioned JSON (snake_case for the CLI, the
+//!   camelCase twin for HTTP).
 //!
 //! Every call takes `&dyn Store` and keeps nothing between calls, so a server
 //! can run calls on blocking threads with one store handle each. The layout
 //! of the state item and the semantics are in `docs/runtime.md`.
 
+pub mod answer;
 pub mod decide;
 pub mod id;
 pub mod level;
