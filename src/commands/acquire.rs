@@ -44,19 +44,17 @@ pub fn run(a: AcquireArgs) -> Result<i32, CliError> {
         .transpose()?;
     req.holder = a.holder.clone();
     let now = now_ms()?;
-    let store = open_store(&a.store)?;
-    let decision = match namespace(store.as_ref(), &a.store.namespace) {
-        Ok(ns) => runtime::acquire(store.as_ref(), &ns, &a.entity, &a.resource, &req, now),
-        Err(e) if e.is_unavailable() => Ok(Decision::unavailable(
-            OnUnavailable::default(),
-            mode,
-            e.to_string(),
-            now,
-        )),
-        Err(e) => Err(e),
-    };
+    let decision = (|| {
+        let store = crate::store::open::open(&a.store.store, &a.store.name)?;
+        let ns = runtime::namespace_id(store.as_ref(), &a.store.namespace)?;
+        runtime::acquire(store.as_ref(), &ns, &a.entity, &a.resource, &req, now)
+    })();
     let d = match decision {
         Ok(d) => d,
+        // Before the system level could be read: its policy is unknown, so block.
+        Err(e) if e.is_unavailable() => {
+            Decision::unavailable(OnUnavailable::default(), mode, e.to_string(), now)
+        }
         Err(e @ RuntimeError::Contended { .. }) => {
             eprintln!("refused: {e}");
             return Ok(exit_codes::TEMPFAIL);

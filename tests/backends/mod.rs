@@ -108,6 +108,24 @@ impl Backend {
     /// caller's environment.
     pub fn command(&self, now: &str, args: &[&str]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_zae-limiter"));
+        self.isolate(&mut cmd, now);
+        cmd.args(args);
+        cmd
+    }
+
+    /// `sh -c SCRIPT` at `now`, with `$ZL` the binary and `$FLAGS` the store flags.
+    pub fn shell(&self, now: &str, script: &str) -> Command {
+        let mut cmd = Command::new("sh");
+        self.isolate(&mut cmd, now);
+        cmd.env("ZL", env!("CARGO_BIN_EXE_zae-limiter"))
+            .env("FLAGS", self.flags.join(" "))
+            .args(["-c", script]);
+        cmd
+    }
+
+    /// The environment of every command: `ZAEL_NOW`, moto's credentials, and
+    /// nothing of the caller's that would point elsewhere.
+    fn isolate(&self, cmd: &mut Command, now: &str) {
         cmd.env("ZAEL_NOW", now)
             .env_remove("ZAEL_LOCAL_STORE")
             .env_remove("ZAEL_STACK")
@@ -122,9 +140,7 @@ impl Backend {
             .env_remove("AWS_PROFILE")
             .env("AWS_CONFIG_FILE", "/dev/null")
             .env("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
-            .env("AWS_EC2_METADATA_DISABLED", "true")
-            .args(args);
-        cmd
+            .env("AWS_EC2_METADATA_DISABLED", "true");
     }
 
     /// A raw command line (no store flags).
