@@ -25,6 +25,50 @@
 //! Every call takes `&dyn Store` and keeps nothing between calls, so a server
 //! can run calls on blocking threads with one store handle each. The layout
 //! of the state item and the semantics are in `docs/runtime.md`.
+//!
+//! # Example
+//!
+//! A worker that reserves before an export and commits its real size after
+//! (the README shows the same code; a test keeps them equal):
+//!
+//! ```rust
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let dir = tempfile::tempdir()?;
+//! # let path = dir.path().join("local.sqlite");
+//! # {
+//! #     use zae_limiter::{items, manifest, store::{Store, WriteOp}};
+//! #     let store = zae_limiter::store::local::LocalStore::open(&path, "demo")?;
+//! #     items::version::ensure_initialized(&store)?;
+//! #     let ns = items::namespace::register(&store, "default")?.id;
+//! #     let m = manifest::load_str("jobs.yaml", include_str!("../../fixtures/runtime/jobs.yaml"))
+//! #         .map_err(|_| "invalid manifest")?
+//! #         .manifest;
+//! #     let item = items::config::build_resource(&ns, "exports", &m.resources["exports"])?;
+//! #     store.write(WriteOp::Put { item, condition: None })?;
+//! # }
+//! use zae_limiter::runtime::{self, Mode, Request};
+//! use zae_limiter::store::local::LocalStore; // or store::dynamodb::connect("my-table", None, None)?
+//!
+//! let store = LocalStore::open(&path, "demo")?;
+//! let ns = runtime::namespace_id(&store, "default")?;
+//! // Config only: a server may keep this for a while (state is never cached).
+//! let level = runtime::resolve(&store, &ns, "nightly-report", "exports")?;
+//!
+//! let mut request = Request::new(Mode::Reserve);
+//! request.costs.insert("rows_per_hour".into(), 5_000); // the estimate
+//! let now = chrono::Utc::now().timestamp_millis();
+//! let decision = runtime::decide(&store, &ns, &level, &request, now)?;
+//! if !decision.allowed {
+//!     println!("refused; retry in {:?} ms", decision.retry_after_ms);
+//!     return Ok(());
+//! }
+//! let reservation = decision.reservation.expect("reserve takes a slot");
+//! // ... the export runs; a long one heartbeats with runtime::extend ...
+//! let actual = [("rows_per_hour".to_string(), 4_200)].into();
+//! runtime::commit(&store, &ns, &reservation.id, &actual, now + 1_000)?;
+//! # Ok(())
+//! # }
+//! ```
 
 pub mod answer;
 pub mod decide;
