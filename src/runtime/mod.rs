@@ -34,10 +34,10 @@
 //! ```rust
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! # let dir = tempfile::tempdir()?;
-//! # let path = dir.path().join("local.sqlite");
+//! # let tmp = dir.path().join("local.sqlite");
 //! # {
 //! #     use zae_limiter::{items, manifest, store::{Store, WriteOp}};
-//! #     let store = zae_limiter::store::local::LocalStore::open(&path, "demo")?;
+//! #     let store = zae_limiter::store::local::LocalStore::open(&tmp, "demo")?;
 //! #     items::version::ensure_initialized(&store)?;
 //! #     let ns = items::namespace::register(&store, "default")?.id;
 //! #     let m = manifest::load_str("jobs.yaml", include_str!("../../fixtures/runtime/jobs.yaml"))
@@ -49,15 +49,17 @@
 //! use zae_limiter::runtime::{self, Mode, Request};
 //! use zae_limiter::store::local::LocalStore; // or store::dynamodb::connect("my-table", None, None)?
 //!
-//! let store = LocalStore::open(&path, "demo")?;
+//! let path = std::path::Path::new(".zae-limiter/local.sqlite");
+//! # let path = tmp.as_path();
+//! let store = LocalStore::open(path, "demo")?;
 //! let ns = runtime::namespace_id(&store, "default")?;
 //! // Config only: a server may keep this for a while (state is never cached).
 //! let level = runtime::resolve(&store, &ns, "nightly-report", "exports")?;
+//! let now = || chrono::Utc::now().timestamp_millis();
 //!
 //! let mut request = Request::new(Mode::Reserve);
 //! request.costs.insert("rows_per_hour".into(), 5_000); // the estimate
-//! let now = chrono::Utc::now().timestamp_millis();
-//! let decision = runtime::decide(&store, &ns, &level, &request, now)?;
+//! let decision = runtime::decide(&store, &ns, &level, &request, now())?;
 //! if !decision.allowed {
 //!     println!("refused; retry in {:?} ms", decision.retry_after_ms);
 //!     return Ok(());
@@ -65,7 +67,7 @@
 //! let reservation = decision.reservation.expect("reserve takes a slot");
 //! // ... the export runs; a long one heartbeats with runtime::extend ...
 //! let actual = [("rows_per_hour".to_string(), 4_200)].into();
-//! runtime::commit(&store, &ns, &reservation.id, &actual, now + 1_000)?;
+//! runtime::commit(&store, &ns, &reservation.id, &actual, now())?;
 //! # Ok(())
 //! # }
 //! ```
