@@ -127,18 +127,17 @@ fn granted(b: &Backend, outs: &[Output]) -> Vec<String> {
         .collect()
 }
 
-const THREE_SLOTS: &str = "\
-namespace: default
-resources:
-  batch:
-    limits:
-      in_flight: {concurrency: 3, hold_ttl_seconds: 60}
-";
+/// `n` slots held `ttl` seconds on `resource`.
+fn slots_level(resource: &str, n: u64, ttl: u64) -> String {
+    format!(
+        "namespace: default\nresources:\n  {resource}:\n    limits:\n      in_flight: {{concurrency: {n}, hold_ttl_seconds: {ttl}}}\n"
+    )
+}
 
 #[test]
 fn sixteen_processes_reserving_three_slots_get_exactly_three() {
     for b in backends("rt-slots") {
-        b.apply(THREE_SLOTS);
+        b.apply(&slots_level("batch", 3, 60));
         let reserve = ["acquire", "worker", "-r", "batch", "--mode", "reserve"];
         let outs = b.at_once(16, 0, &reserve);
         let mut ids = granted(&b, &outs);
@@ -176,19 +175,11 @@ fn sixteen_processes_reserving_three_slots_get_exactly_three() {
     }
 }
 
-const ONE_SLOT: &str = "\
-namespace: default
-resources:
-  job:
-    limits:
-      in_flight: {concurrency: 1, hold_ttl_seconds: 30}
-";
-
 #[test]
 fn a_holder_killed_with_kill_9_frees_its_slot_at_its_ttl_and_not_before() {
     use std::os::unix::process::CommandExt;
     for b in backends("rt-kill") {
-        b.apply(ONE_SLOT);
+        b.apply(&slots_level("job", 1, 30));
         let id_file = b.dir.path().join("id");
         // The README's recipe: reserve, release in a trap, work. kill -9 skips the trap.
         let script = format!(
@@ -245,7 +236,7 @@ fn a_holder_killed_with_kill_9_frees_its_slot_at_its_ttl_and_not_before() {
 #[test]
 fn extend_keeps_a_slot_past_its_first_ttl() {
     for b in backends("rt-extend") {
-        b.apply(ONE_SLOT);
+        b.apply(&slots_level("job", 1, 30));
         let d = b.acquire(
             0,
             0,
@@ -380,23 +371,12 @@ fn retrying_at_the_retry_after_instant_succeeds() {
     }
 }
 
-const BEFORE: &str = "\
-namespace: default
-resources:
-  api:
-    limits:
-      rpm: {capacity: 10, window: minute, rolling: true}
-      in_flight: {concurrency: 3}
-";
-
-const LOWERED: &str = "\
-namespace: default
-resources:
-  api:
-    limits:
-      rpm: {capacity: 5, window: minute, rolling: true}
-      in_flight: {concurrency: 2}
-";
+/// A rolling minute of `rpm` and `slots` concurrent on resource `api`.
+fn api_level(rpm: u64, slots: u64) -> String {
+    format!(
+        "namespace: default\nresources:\n  api:\n    limits:\n      rpm: {{capacity: {rpm}, window: minute, rolling: true}}\n      in_flight: {{concurrency: {slots}}}\n"
+    )
+}
 
 const REPLACED: &str = "\
 namespace: default
@@ -409,14 +389,14 @@ resources:
 #[test]
 fn a_limit_lowered_by_apply_is_enforced_by_the_next_acquire() {
     for b in backends("rt-lower") {
-        b.apply(BEFORE);
+        b.apply(&api_level(10, 3));
         for i in 0..4 {
             b.acquire(0, i * 100, "client", "api", &[]);
         }
         let r1 = b.acquire(0, 1_000, "client", "api", &["--mode", "reserve"]);
         b.acquire(0, 1_000, "client", "api", &["--mode", "reserve"]);
         // 6 counted of 10, 2 of 3 slots held: one more of each would fit.
-        b.apply(LOWERED);
+        b.apply(&api_level(5, 2));
         let d = b.acquire(75, 2_000, "client", "api", &[]);
         let refused: Vec<&str> = d["limits"]
             .as_array()

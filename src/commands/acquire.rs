@@ -19,9 +19,8 @@ use crate::cli::CliError;
 use crate::clock::rfc3339;
 use crate::exit_codes;
 use crate::runtime::answer::{ceil_seconds, decision_json};
-use crate::runtime::{
-    self, Decision, LimitAnswer, Mode, Namespace, OnUnavailable, Request, RuntimeError,
-};
+use crate::runtime::level::DEFAULT_ON_UNAVAILABLE;
+use crate::runtime::{self, Decision, LimitAnswer, Mode, Namespace, Request, RuntimeError};
 use crate::store::Store;
 
 pub fn run(a: AcquireArgs) -> Result<i32, CliError> {
@@ -53,7 +52,7 @@ pub fn run(a: AcquireArgs) -> Result<i32, CliError> {
         Ok(d) => d,
         // Before the system level could be read: its policy is unknown, so block.
         Err(e) if e.is_unavailable() => {
-            Decision::unavailable(OnUnavailable::default(), mode, e.to_string(), now)
+            Decision::unavailable(DEFAULT_ON_UNAVAILABLE, mode, e.to_string(), now)
         }
         Err(e @ RuntimeError::Contended { .. }) => {
             eprintln!("refused: {e}");

@@ -18,31 +18,19 @@ use crate::store::{Item, Key, Store};
 
 use super::RuntimeError;
 
-/// What to answer when the store cannot be read or the state is unreadable
-/// (the system level's `on_unavailable`; `block` when it is not set or the
-/// system level could not be read, as the reference's limiter does).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum OnUnavailable {
-    Allow,
-    #[default]
-    Block,
-}
+pub use crate::manifest::model::OnUnavailable;
 
-impl OnUnavailable {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            OnUnavailable::Allow => "allow",
-            OnUnavailable::Block => "block",
-        }
-    }
+/// The answer when the store cannot be read or the state is unreadable and the
+/// system level says nothing (or could not be read): block, as the
+/// reference's limiter does.
+pub const DEFAULT_ON_UNAVAILABLE: OnUnavailable = OnUnavailable::Block;
 
-    /// The stored value; anything but `allow` blocks (the reference only
-    /// understands `allow` and `block`, and blocking is the safe reading).
-    fn of(stored: Option<&str>) -> OnUnavailable {
-        match stored {
-            Some("allow") => OnUnavailable::Allow,
-            _ => OnUnavailable::Block,
-        }
+/// The stored `on_unavailable`; anything but `allow` blocks (the reference
+/// only understands `allow` and `block`, and blocking is the safe reading).
+fn on_unavailable(stored: Option<&str>) -> OnUnavailable {
+    match stored {
+        Some("allow") => OnUnavailable::Allow,
+        _ => DEFAULT_ON_UNAVAILABLE,
     }
 }
 
@@ -118,7 +106,7 @@ pub fn from_items(
     }
     let at = |s: Source| decoded.iter().find(|(d, _)| *d == s).map(|(_, l)| l);
     let on_unavailable =
-        OnUnavailable::of(at(Source::System).and_then(|l| l.on_unavailable.as_deref()));
+        on_unavailable(at(Source::System).and_then(|l| l.on_unavailable.as_deref()));
     let r = source::resolve(resource, at).ok_or_else(|| RuntimeError::NoLimits {
         entity: entity.to_string(),
         resource: resource.to_string(),
@@ -247,8 +235,8 @@ entities:
 
     #[test]
     fn on_unavailable_blocks_unless_it_says_allow() {
-        assert_eq!(OnUnavailable::of(None), OnUnavailable::Block);
-        assert_eq!(OnUnavailable::of(Some("allow")), OnUnavailable::Allow);
-        assert_eq!(OnUnavailable::of(Some("ALLOW")), OnUnavailable::Block);
+        assert_eq!(on_unavailable(None), OnUnavailable::Block);
+        assert_eq!(on_unavailable(Some("allow")), OnUnavailable::Allow);
+        assert_eq!(on_unavailable(Some("ALLOW")), OnUnavailable::Block);
     }
 }

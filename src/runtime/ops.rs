@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 
 use super::decide::{self, Closure, Decision, Extended, Request};
 use super::id::ReservationId;
-use super::level::{self, OnUnavailable, ResolvedLevel};
+use super::level::{self, OnUnavailable, ResolvedLevel, DEFAULT_ON_UNAVAILABLE};
 use super::state::{self, Closing, RuntimeState};
 use super::RuntimeError;
 use crate::apply::version::check_usable;
@@ -81,7 +81,7 @@ pub fn acquire(
     keys.push(state::key(&ns.id, entity, resource));
     let mut items = match store.batch_get(&keys, true) {
         Ok(items) => items,
-        Err(e) => return degrade(e.into(), OnUnavailable::default(), req, None, now),
+        Err(e) => return degrade(e.into(), DEFAULT_ON_UNAVAILABLE, req, None, now),
     };
     let state_item = items.pop().flatten();
     let level = level::from_items(entity, resource, &levels, &items)?;
@@ -112,17 +112,9 @@ fn decide_from(
 ) -> Result<Decision, RuntimeError> {
     let id =
         ReservationId::generate(&level.entity, &level.resource).map_err(RuntimeError::Random)?;
-    let key = state::key(&ns.id, &level.entity, &level.resource);
-    change(
-        store,
-        ns,
-        &key,
-        &level.entity,
-        &level.resource,
-        first,
-        now,
-        |cur| decide::acquire(level, cur, req, &id, now),
-    )
+    change(store, ns, &id, first, now, |cur| {
+        decide::acquire(level, cur, req, &id, now)
+    })
 }
 
 fn degrade_result(
@@ -185,17 +177,9 @@ fn close(
     costs: &BTreeMap<String, u64>,
     now: i64,
 ) -> Result<Closure, RuntimeError> {
-    let key = state::key(&ns.id, &id.entity, &id.resource);
-    change(
-        store,
-        ns,
-        &key,
-        &id.entity,
-        &id.resource,
-        None,
-        now,
-        |cur| decide::close(cur, id, how, costs, &ns.name, now),
-    )
+    change(store, ns, id, None, now, |cur| {
+        decide::close(cur, id, how, costs, &ns.name, now)
+    })
 }
 
 /// Heartbeat: keeps reservation `id` open until `now + ttl_seconds`.
@@ -206,17 +190,9 @@ pub fn extend(
     ttl_seconds: i64,
     now: i64,
 ) -> Result<Extended, RuntimeError> {
-    let key = state::key(&ns.id, &id.entity, &id.resource);
-    change(
-        store,
-        ns,
-        &key,
-        &id.entity,
-        &id.resource,
-        None,
-        now,
-        |cur| decide::extend(cur, id, ttl_seconds, &ns.name, now).map(|(e, next)| (e, Some(next))),
-    )
+    change(store, ns, id, None, now, |cur| {
+        decide::extend(cur, id, ttl_seconds, &ns.name, now).map(|(e, next)| (e, Some(next)))
+    })
 }
 
 /// Reads a stored state item; anything it cannot read is an error, never an empty state.
@@ -241,19 +217,18 @@ fn load(
     Ok(st)
 }
 
-/// Read (or take `first`, already read), decide, write conditioned on the
-/// version read; on a lost race, again.
-#[allow(clippy::too_many_arguments)]
+/// Read the state item of `id`'s (entity, resource) (or take `first`, already
+/// read), decide, write conditioned on the version read; on a lost race, again.
 fn change<T>(
     store: &dyn Store,
     ns: &Namespace,
-    key: &Key,
-    entity: &str,
-    resource: &str,
+    id: &ReservationId,
     mut first: Option<Option<Item>>,
     now: i64,
     mut step: impl FnMut(&RuntimeState) -> Result<(T, Option<RuntimeState>), RuntimeError>,
 ) -> Result<T, RuntimeError> {
+    let (entity, resource) = (id.entity.as_str(), id.resource.as_str());
+    let key = &state::key(&ns.id, entity, resource);
     for attempt in 0..MAX_ATTEMPTS {
         let item = match first.take() {
             Some(item) => item,

@@ -21,6 +21,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use zae_limiter_engine::rolling::{RollingState, RollingWindow, Window, COUNTERS};
 
+use crate::items::keys::namespaced_item;
 use crate::store::{AttrValue, Item, Key};
 
 /// Sort key of every state item.
@@ -140,12 +141,7 @@ impl RuntimeState {
 
     /// The item for namespace `ns`, written at `now_ms`.
     pub fn to_item(&self, ns: &str, now_ms: i64) -> Item {
-        let pk = pk(ns, &self.entity, &self.resource);
-        let mut item = Item::new();
-        item.insert("PK".into(), AttrValue::s(&pk));
-        item.insert("SK".into(), AttrValue::s(SK));
-        item.insert("GSI4PK".into(), AttrValue::s(ns));
-        item.insert("GSI4SK".into(), AttrValue::s(&pk));
+        let mut item = namespaced_item(ns, key(ns, &self.entity, &self.resource));
         item.insert("kind".into(), AttrValue::s(KIND));
         item.insert("entity_id".into(), AttrValue::s(&self.entity));
         item.insert("resource".into(), AttrValue::s(&self.resource));
