@@ -720,10 +720,10 @@ on stdout (text format), for `id=$(zae-limiter acquire ...)`. Give it back with
 a holder that dies frees its slot when the TTL ends (default: the limit's hold_ttl_seconds).
 
 Examples:
-  zae-limiter limits apply --local -n demo -f fixtures/runtime/jobs.yaml
-  zae-limiter acquire nightly-report -r exports --local -n demo
-  zae-limiter acquire nightly-report -r exports --cost rows_per_hour=5000 --mode preview --local -n demo
-  zae-limiter acquire nightly-report -r exports --mode reserve --ttl 10m --local -n demo --format json
+  zae-limiter limits apply --local -n jobs -f fixtures/runtime/jobs.yaml
+  zae-limiter acquire job-7 -r exports --local -n jobs
+  zae-limiter acquire job-7 -r exports --cost rows_per_hour=5000 --mode preview --local -n jobs
+  zae-limiter acquire job-7 -r exports --mode reserve --ttl 10m --format json --local -n jobs
 
 \"Now\" is ZAEL_NOW (RFC 3339) when set. When the store cannot be read or the state is
 unreadable, the system level's on_unavailable (allow | block, default block) answers, and
@@ -771,30 +771,45 @@ pub struct AcquireArgs {
     pub store: CooldownStoreArgs,
 }
 
-const RESERVATION_AFTER_HELP: &str = "\
+/// The help of one `reservation` subcommand: what ids are, an example
+/// (`then`: what it does with the id), exit codes.
+macro_rules! reservation_help {
+    ($then:literal) => {
+        concat!(
+            "\
 A reservation id (from `zae-limiter acquire --mode reserve`) names the entity and resource it
 was taken for, so these commands need only the id, the store flags and the namespace (-N).
 
 Examples:
-  zae-limiter limits apply --local -n demo -f fixtures/runtime/jobs.yaml
-  id=$(zae-limiter acquire nightly-report -r exports --mode reserve --local -n demo)
-  zae-limiter reservation extend \"$id\" --ttl 10m --local -n demo
-  zae-limiter reservation commit \"$id\" --cost rows_per_hour=4200 --local -n demo
-  zae-limiter reservation release \"$id\" --local -n demo   # after commit: harmless, says so
+  zae-limiter limits apply --local -n jobs -f fixtures/runtime/jobs.yaml
+  id=$(zae-limiter acquire job-7 -r exports --mode reserve --local -n jobs) && \\
+      ",
+            $then,
+            "
 
-Exit status: 0 done (or already done before: the answer says so), 1 error (an unknown or
-expired reservation: its slot, if any, is free again and its work no longer covered).";
+Exit status: 0 done (or done before: the answer says so), 1 error (an unknown or expired
+reservation: its slot, if any, is free again and its work no longer covered)."
+        )
+    };
+}
 
 #[derive(Debug, Subcommand)]
 pub enum ReservationCommand {
     /// Give the reservation's slots back (the cost it counted stays counted)
-    #[command(after_help = RESERVATION_AFTER_HELP)]
+    #[command(after_help = reservation_help!(
+        "zae-limiter reservation release \"$id\" --local -n jobs"
+    ))]
     Release(ReservationArgs),
     /// The work is done: give the slots back and, with --cost, correct what it counted
-    #[command(after_help = RESERVATION_AFTER_HELP)]
+    #[command(after_help = reservation_help!(
+        "zae-limiter reservation commit \"$id\" --cost rows_per_hour=4200 --local -n jobs"
+    ))]
     Commit(ReservationCommitArgs),
     /// Heartbeat: keep the reservation open until --ttl from now
-    #[command(after_help = RESERVATION_AFTER_HELP)]
+    #[command(after_help = reservation_help!(
+        "zae-limiter reservation extend \"$id\" --ttl 10m --local -n jobs && \\\n      \
+         zae-limiter reservation release \"$id\" --local -n jobs"
+    ))]
     Extend(ReservationExtendArgs),
 }
 

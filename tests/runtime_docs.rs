@@ -1,6 +1,8 @@
-//! The README's `acquire` section teaches with code that runs: its shell
-//! recipe is run as written (against a local store, the work a short sleep),
-//! and its Rust example is the doc test of `src/runtime/mod.rs`, line for line.
+//! The runtime's documentation teaches with code that runs: the examples of
+//! `acquire --help` and `reservation … --help` run in order, each as written;
+//! the README's shell recipe (a whole script, in a `shell` block) runs as
+//! written against a local store; and its Rust example is the doc test of
+//! `src/runtime/mod.rs`, line for line.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -48,7 +50,7 @@ fn the_shell_recipe_runs_three_of_four_jobs_and_releases_every_slot() {
         "--local={} -n demo",
         dir.path().join("limits.sqlite").display()
     );
-    let recipe = readme_block("sh");
+    let recipe = readme_block("shell");
     let store_line = recipe
         .lines()
         .find(|l| l.starts_with("STORE="))
@@ -146,4 +148,69 @@ fn free_slots(answer: &str) -> u64 {
         .find(|l| l["name"] == "in_flight")
         .and_then(|l| l["remaining"].as_u64())
         .expect("in_flight's free slots")
+}
+
+/// The example lines of a help text (after "Examples:", up to a blank line),
+/// `\` continuations joined.
+fn help_examples(args: &[&str]) -> Vec<String> {
+    let out = Command::new(env!("CARGO_BIN_EXE_zae-limiter"))
+        .args(args)
+        .arg("--help")
+        .output()
+        .expect("--help");
+    let help = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut examples = Vec::new();
+    let mut current = String::new();
+    for line in help
+        .lines()
+        .skip_while(|l| *l != "Examples:")
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+    {
+        match line.trim().strip_suffix('\\') {
+            Some(part) => current.push_str(part),
+            None => {
+                current.push_str(line.trim());
+                examples.push(std::mem::take(&mut current));
+            }
+        }
+    }
+    examples
+}
+
+#[test]
+fn every_help_example_of_acquire_and_reservation_runs() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::os::unix::fs::symlink(root().join("fixtures"), dir.path().join("fixtures"))
+        .expect("link fixtures");
+    let bin = Path::new(env!("CARGO_BIN_EXE_zae-limiter"));
+    let path = format!(
+        "{}:{}",
+        bin.parent().expect("bin dir").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut ran = 0;
+    for cmd in [
+        &["acquire"][..],
+        &["reservation", "release"],
+        &["reservation", "commit"],
+        &["reservation", "extend"],
+    ] {
+        let examples = help_examples(cmd);
+        assert!(examples.len() >= 2, "{cmd:?}: {examples:?}");
+        for ex in examples {
+            let out = Command::new("sh")
+                .args(["-c", &ex])
+                .current_dir(dir.path())
+                .env("PATH", &path)
+                .env_remove("ZAEL_NOW")
+                .env_remove("ZAEL_LOCAL_STORE")
+                .env_remove("ZAEL_STACK")
+                .output()
+                .expect("run the example");
+            assert!(out.status.success(), "{cmd:?} example `{ex}`: {out:?}");
+            ran += 1;
+        }
+    }
+    assert_eq!(ran, 10);
 }
