@@ -54,13 +54,20 @@ pub fn run(a: AcquireArgs) -> Result<i32, CliError> {
         Err(e) if e.is_unavailable() => {
             Decision::unavailable(DEFAULT_ON_UNAVAILABLE, mode, e.to_string(), now)
         }
+        // Other processes kept winning the write: refuse, and say to try again soon.
         Err(e @ RuntimeError::Contended { .. }) => {
             eprintln!("refused: {e}");
-            return Ok(exit_codes::TEMPFAIL);
+            let mut d = Decision::unavailable(DEFAULT_ON_UNAVAILABLE, mode, e.to_string(), now);
+            d.retry_after_ms = Some(1_000);
+            d
         }
         Err(e) => return Err(CliError::Failed(e.to_string())),
     };
-    if let Some(why) = &d.unavailable {
+    if let Some(why) = d
+        .unavailable
+        .as_ref()
+        .filter(|_| d.retry_after_ms.is_none())
+    {
         eprintln!(
             "warning: the limits cannot be checked ({why}); on_unavailable {} {}",
             if d.allowed { "allows" } else { "blocks" },
