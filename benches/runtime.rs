@@ -40,8 +40,7 @@ fn setup(path: &Path) {
         .expect("namespace")
         .id;
     let m = zae_limiter::manifest::load_str("bench.yaml", LEVEL)
-        .ok()
-        .expect("valid manifest")
+        .unwrap_or_else(|_| panic!("the bench's manifest is invalid"))
         .manifest;
     let item = items::config::build_resource(&ns, "api", &m.resources["api"]).expect("item");
     store
