@@ -74,7 +74,7 @@ printf '%-44s %8s %7s\n' command requests writes
 {
 count "acquire (consume, uncontended)" "$bin" acquire a -r exports $ddb
 count "acquire --mode preview" "$bin" acquire a -r exports --mode preview $ddb
-id=$("$bin" acquire a -r exports --mode reserve $ddb)
+id=$("$bin" acquire a -r exports --mode reserve $ddb 2>/dev/null)
 count "acquire --mode reserve" "$bin" acquire a -r exports --mode reserve $ddb
 count "acquire --mode reserve (third slot)" "$bin" acquire a -r exports --mode reserve $ddb
 count "acquire --mode reserve (refused: 3 held)" "$bin" acquire a -r exports --mode reserve $ddb

@@ -137,7 +137,8 @@ fn render_text(d: &Decision, entity: &str, resource: &str) -> String {
         ));
     }
     for l in &d.limits {
-        s.push_str(&format!("  {}\n", limit_line(l, d.now_ms)));
+        let counted = d.allowed && d.mode != Mode::Preview;
+        s.push_str(&format!("  {}\n", limit_line(l, d.now_ms, counted)));
     }
     if let Some(r) = &d.reservation {
         s.push_str(&format!(
@@ -163,7 +164,8 @@ fn render_text(d: &Decision, entity: &str, resource: &str) -> String {
     s
 }
 
-fn limit_line(l: &LimitAnswer, now: i64) -> String {
+/// One limit's line; `counted`: the request was recorded (an admitted consume or reserve).
+fn limit_line(l: &LimitAnswer, now: i64, counted: bool) -> String {
     let soft = if l.soft { ", soft" } else { "" };
     if !l.enforced_here {
         return format!(
@@ -178,12 +180,17 @@ fn limit_line(l: &LimitAnswer, now: i64) -> String {
     let Some(allowed) = l.allowed else {
         return format!("{what}: not checked");
     };
+    let counted = counted && allowed;
     let state = match (l.window, l.remaining) {
         (Some(_), Some(left)) => format!(
             "{left} of {} left{}",
             l.amount,
             l.cost
-                .map(|c| format!(" after a cost of {c}"))
+                .map(|c| if counted {
+                    format!(" after this one (cost {c})")
+                } else {
+                    format!(" (this one costs {c})")
+                })
                 .unwrap_or_default()
         ),
         (None, Some(free)) => format!("{free} of {} slots free", l.amount),
