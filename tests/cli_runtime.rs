@@ -601,6 +601,32 @@ fn unreadable_state_follows_on_unavailable_and_says_so() {
 }
 
 #[test]
+fn an_unreachable_store_blocks() {
+    // Nothing listens on port 9: the SDK's retries fail, the answer is block.
+    let b = backends::local();
+    let out = b.run(
+        &at(0),
+        &[
+            "acquire",
+            "c",
+            "-r",
+            "api",
+            "-n",
+            "t",
+            "--endpoint-url",
+            "http://127.0.0.1:9",
+        ],
+    );
+    assert_eq!(code(&out), 75, "{}", describe(&out));
+    assert!(
+        stderr(&out).contains("on_unavailable blocks it"),
+        "{}",
+        describe(&out)
+    );
+    assert!(stdout(&out).is_empty(), "{}", describe(&out));
+}
+
+#[test]
 fn an_unreadable_local_store_blocks() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store.sqlite");
