@@ -64,10 +64,12 @@
 //!     println!("refused; retry in {:?} ms", decision.retry_after_ms);
 //!     return Ok(());
 //! }
-//! let reservation = decision.reservation.expect("reserve takes a slot");
 //! // ... the export runs; a long one heartbeats with runtime::extend ...
-//! let actual = [("rows_per_hour".to_string(), 4_200)].into();
-//! runtime::commit(&store, &ns, &reservation.id, &actual, now())?;
+//! // (No reservation when on_unavailable let the call through unchecked.)
+//! if let Some(reservation) = decision.reservation {
+//!     let actual = [("rows_per_hour".to_string(), 4_200)].into();
+//!     runtime::commit(&store, &ns, &reservation.id, &actual, now())?;
+//! }
 //! # Ok(())
 //! # }
 //! ```
