@@ -6,6 +6,7 @@
 
 pub mod apply;
 pub mod cli;
+pub mod clock;
 pub mod commands;
 pub mod cooldown;
 pub mod display;
@@ -14,5 +15,6 @@ pub mod input;
 pub mod items;
 pub mod manifest;
 pub mod plan;
+pub mod runtime;
 pub mod simulate;
 pub mod store;

@@ -5,15 +5,12 @@
 
 mod interop_support;
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
-use zae_limiter::cli::args::StoreArgs;
-use zae_limiter::store::{AttrValue, Key, Store, WriteOp};
+use zae_limiter::store::{AttrValue, Key, WriteOp};
 use zae_limiter_engine::cooldown::{jitter_ms, seed_of, DEFAULT_MAX_JITTER_MS};
 
-const REGION: &str = "us-east-1";
 /// When the 429 arrives in every scenario.
 const T0: &str = "2026-12-02T10:00:00Z";
 const T0_MS: i64 = 1_796_205_600_000;
@@ -23,127 +20,17 @@ const RESETS_IN: i64 = 202_825;
 const DEADLINE_MS: i64 = T0_MS + (RESETS_IN + 5) * 1000;
 const DEADLINE: &str = "2026-12-04T18:20:30Z";
 
-/// A store to run against: the flags every command gets.
-struct Backend {
-    label: &'static str,
-    flags: Vec<String>,
-    endpoint: Option<String>,
-    local: Option<PathBuf>,
-    table: String,
-    _dir: tempfile::TempDir,
-}
+mod backends;
 
-fn interop_required() -> bool {
-    std::env::var("ZAEL_REQUIRE_INTEROP").as_deref() == Ok("1")
-}
+use backends::{backends, describe, local, Backend};
 
-/// A fresh local store file (created by the first write).
-fn local() -> Backend {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("store.sqlite");
-    Backend {
-        label: "local",
-        flags: vec![format!("--local={}", path.display())],
-        endpoint: None,
-        local: Some(path),
-        table: "zae-limiter".into(),
-        _dir: dir,
-    }
-}
-
-/// The local store, and DynamoDB when an endpoint is configured.
-fn backends(tag: &str) -> Vec<Backend> {
-    let mut out = vec![local()];
-    match std::env::var("ZAEL_TEST_DYNAMODB_ENDPOINT")
-        .ok()
-        .filter(|v| !v.is_empty())
-    {
-        Some(endpoint) if cfg!(feature = "dynamodb") => {
-            let nanos = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.subsec_nanos())
-                .unwrap_or(0);
-            let table = format!("cd-{tag}-{}-{nanos}", std::process::id());
-            let b = Backend {
-                label: "dynamodb",
-                flags: vec![
-                    "--endpoint-url".into(),
-                    endpoint.clone(),
-                    "-n".into(),
-                    table.clone(),
-                ],
-                endpoint: Some(endpoint.clone()),
-                local: None,
-                table: table.clone(),
-                _dir: tempfile::tempdir().expect("temp dir"),
-            };
-            let out_ = b.run(
-                T0,
-                &["table", "create", "-n", &table, "--endpoint-url", &endpoint],
-            );
-            assert_eq!(
-                out_.status.code(),
-                Some(0),
-                "table create: {}",
-                describe(&out_)
-            );
-            out.push(b);
-        }
-        Some(_) => {
-            let msg = "the DynamoDB variant needs a binary built with the `dynamodb` feature";
-            assert!(!interop_required(), "{msg} (ZAEL_REQUIRE_INTEROP=1)");
-            eprintln!("skipped DynamoDB variant: {msg}");
-        }
-        None => {
-            let msg = "ZAEL_TEST_DYNAMODB_ENDPOINT is not set (scripts/test starts moto)";
-            assert!(!interop_required(), "{msg} (ZAEL_REQUIRE_INTEROP=1)");
-            eprintln!("skipped DynamoDB variant: {msg}");
-        }
-    }
-    out
-}
-
-fn describe(out: &Output) -> String {
-    format!(
-        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
+/// The cooldown commands on a [`Backend`].
 impl Backend {
-    fn command(&self, now: &str, args: &[&str]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_zae-limiter"));
-        cmd.env("ZAEL_NOW", now)
-            .env_remove("ZAEL_LOCAL_STORE")
-            .env_remove("ZAEL_STACK")
-            .env_remove("ZAEL_COOLDOWN_CEILING")
-            .env_remove("ZAEL_COOLDOWN_JITTER")
-            .env_remove("AWS_ENDPOINT_URL")
-            .env("AWS_ACCESS_KEY_ID", "testing")
-            .env("AWS_SECRET_ACCESS_KEY", "testing")
-            .env("AWS_REGION", REGION)
-            .env("AWS_DEFAULT_REGION", REGION)
-            .env_remove("AWS_PROFILE")
-            .env("AWS_CONFIG_FILE", "/dev/null")
-            .env("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
-            .env("AWS_EC2_METADATA_DISABLED", "true")
-            .args(args);
-        cmd
-    }
-
-    /// A raw command line (no store flags).
-    fn run(&self, now: &str, args: &[&str]) -> Output {
-        self.command(now, args).output().expect("run zae-limiter")
-    }
-
     /// `zae-limiter cooldown ARGS… <store flags>` at `now`.
     fn cooldown(&self, now: &str, args: &[&str]) -> Output {
         let mut all = vec!["cooldown"];
         all.extend_from_slice(args);
-        all.extend(self.flags.iter().map(String::as_str));
-        self.run(now, &all)
+        self.run(now, &self.with_flags(&all))
     }
 
     /// Like [`cooldown`], asserting the exit code; returns stdout.
@@ -167,28 +54,8 @@ impl Backend {
             .unwrap_or_else(|e| panic!("[{}] {args:?}: not JSON ({e}):\n{text}", self.label))
     }
 
-    /// The store itself, through the same trait the commands use.
-    fn store(&self) -> Box<dyn Store> {
-        // The DynamoDB client reads its credentials from the environment; every
-        // test sets the same values, so concurrent tests agree.
-        if self.endpoint.is_some() {
-            std::env::set_var("AWS_ACCESS_KEY_ID", "testing");
-            std::env::set_var("AWS_SECRET_ACCESS_KEY", "testing");
-            std::env::set_var("AWS_EC2_METADATA_DISABLED", "true");
-        }
-        let args = StoreArgs {
-            region: Some(REGION.into()),
-            endpoint_url: self.endpoint.clone(),
-            local: self.local.clone(),
-        };
-        zae_limiter::store::open::open(&args, &self.table).expect("open store")
-    }
-
     fn cooldown_key(&self, scope: &str) -> Key {
-        let store = self.store();
-        let ns = zae_limiter::items::namespace::resolve(store.as_ref(), "default")
-            .expect("resolve namespace")
-            .expect("namespace registered by record");
+        let ns = self.namespace_id("default");
         Key::new(format!("{ns}/COOLDOWN#{scope}"), "#STATE")
     }
 }
@@ -530,7 +397,7 @@ fn auth_rejections_and_implausible_resets_need_an_operator() {
 #[test]
 fn a_response_body_and_http_dates_are_read() {
     for b in backends("body") {
-        let body = b._dir.path().join("body.json");
+        let body = b.dir.path().join("body.json");
         std::fs::write(
             &body,
             r#"{"error":{"type":"usage_limit_reached","message":"The usage limit has been reached","resets_in_seconds":202825}}"#,
@@ -570,7 +437,7 @@ fn a_response_body_and_http_dates_are_read() {
         assert_eq!(v["recorded"]["not_before"], "2026-12-02T11:00:00Z", "{v}");
         // A body that is not JSON (a proxy's error page) still records the 429:
         // from the other hints, or with backoff.
-        let html = b._dir.path().join("body.html");
+        let html = b.dir.path().join("body.html");
         std::fs::write(&html, "<html>429 Too Many Requests</html>").expect("write body");
         let html = html.display().to_string();
         let out = b.cooldown(
@@ -603,7 +470,7 @@ fn a_response_body_and_http_dates_are_read() {
 #[test]
 fn a_refusal_is_always_recorded_from_what_is_usable() {
     let b = local();
-    let dir = b._dir.path();
+    let dir = b.dir.path();
     let record = |scope: &str, extra: &[&str]| {
         let mut args = vec!["record", scope, "--status", "429"];
         args.extend_from_slice(extra);
@@ -980,7 +847,7 @@ fn every_json_document_is_versioned() {
 impl Backend {
     /// Writes `text` to a file in the backend's temp dir; returns its path.
     fn file(&self, name: &str, text: &str) -> String {
-        let path = self._dir.path().join(name);
+        let path = self.dir.path().join(name);
         std::fs::write(&path, text).expect("write file");
         path.display().to_string()
     }
@@ -1533,7 +1400,7 @@ fn the_documented_cron_job_runs_as_written() {
         .and_then(|s| s.split("\n```").next())
         .expect("the cron-job script");
     let b = local();
-    let dir = b._dir.path();
+    let dir = b.dir.path();
     let store_line = "STORE=\"--local=/var/lib/jobs/cooldowns.sqlite\"";
     assert!(script.contains(store_line), "{script}");
     let store = b.local.as_ref().expect("local store").display().to_string();
@@ -1573,7 +1440,7 @@ fn the_documented_cron_job_runs_as_written() {
     };
     // At `now`, or on the real clock (a sleep carries into the next command).
     let run = |now: &str| {
-        let mut sh = Command::new("sh");
+        let mut sh = std::process::Command::new("sh");
         sh.arg(&job).env_clear();
         if !now.is_empty() {
             sh.env("ZAEL_NOW", now);

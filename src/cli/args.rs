@@ -20,7 +20,8 @@ talk to the DynamoDB table named by -n/--name (AWS configuration chain, --region
 --endpoint-url).
 
 Exit codes: 0 ok, 1 invalid input or failed operation, 2 usage error (and `changes present`
-with --detailed-exitcode), 75 wait (cooldown check), 76 needs an operator (cooldown check).
+with --detailed-exitcode), 75 wait (cooldown check) or refused (acquire), 76 needs an operator
+(cooldown check).
 
 The examples run in a clone of the repository; limits.yaml stands for any manifest.";
 
@@ -69,6 +70,12 @@ pub enum Command {
     /// Create a table the Python zae-limiter 0.17 library accepts
     #[command(subcommand)]
     Table(TableCommand),
+    /// Ask before working: enforce the rolling windows and concurrency limits of a level
+    #[command(after_help = ACQUIRE_AFTER_HELP)]
+    Acquire(AcquireArgs),
+    /// Release, commit or extend a reservation taken by `acquire --mode reserve`
+    #[command(subcommand)]
+    Reservation(ReservationCommand),
     /// Print a shell completion script
     #[command(after_help = "\
 Install the script where the shell looks for completions (the directories below are the
@@ -805,6 +812,147 @@ Examples:
         #[command(flatten)]
         store: StoreArgs,
     },
+}
+
+const ACQUIRE_AFTER_HELP: &str = "\
+Resolves the level of ENTITY on RESOURCE as the Python client does (entity+resource, the
+entity's _default_, the resource, the system: the first level with any limit, as a whole; a
+level of rolling windows or concurrency limits only counts here, while Python 0.17 falls
+through it for its buckets) and decides every rolling window and concurrency limit of it in
+one atomic step, all or nothing, through the store shared by every process and host.
+
+Costs: every rolling window is charged 1 (one call) unless --cost NAME=N says otherwise (0
+allowed); a reservation takes one slot of every concurrency limit whatever its cost. Token
+buckets and quotas are listed as not enforced here (the Python library enforces them).
+
+Modes: consume counts the cost and checks that a slot is free (taking none); preview decides
+the same and writes nothing; reserve also takes a slot and prints the reservation id alone
+on stdout (text format), for `id=$(zae-limiter acquire ...)`. Give it back with
+`zae-limiter reservation release|commit ID`, keep it with `reservation extend ID --ttl 5m`;
+a holder that dies frees its slot when the TTL ends (default: the limit's hold_ttl_seconds).
+
+Examples:
+  zae-limiter limits apply --local -n jobs -f fixtures/runtime/jobs.yaml
+  zae-limiter acquire job-7 -r exports --local -n jobs
+  zae-limiter acquire job-7 -r exports --cost rows_per_hour=5000 --mode preview --local -n jobs
+  zae-limiter acquire job-7 -r exports --mode reserve --ttl 10m --format json --local -n jobs
+
+\"Now\" is ZAEL_NOW (RFC 3339) when set. When the store cannot be read or the state is
+unreadable, the system level's on_unavailable (allow | block, default block) answers, and
+stderr says so.
+
+Exit status: 0 allowed, 75 refused (EX_TEMPFAIL; the answer says which limit and when to
+retry), 1 error (bad input, unknown namespace, no limits defined, unreadable config).";
+
+/// `--mode` of `acquire`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum AcquireMode {
+    /// Count the cost in every rolling window; check that a slot is free (take none)
+    #[default]
+    Consume,
+    /// Decide as consume would; write nothing
+    Preview,
+    /// Count the cost and take one slot of every concurrency limit (a reservation)
+    Reserve,
+}
+
+#[derive(Debug, Args)]
+pub struct AcquireArgs {
+    /// Entity id: the user, tenant or job asking
+    pub entity: String,
+    /// Resource the work is for
+    #[arg(short = 'r', long, value_name = "NAME")]
+    pub resource: String,
+    /// What to do
+    #[arg(long, value_enum, default_value_t)]
+    pub mode: AcquireMode,
+    /// A limit's cost, NAME=N in whole units (repeatable; rolling windows without one are charged 1)
+    #[arg(long = "cost", value_name = "NAME=N")]
+    pub costs: Vec<String>,
+    /// With --mode reserve: how long the hold lasts, e.g. 90s, 10m, 1h (at most 1h; default: the
+    /// level's hold_ttl_seconds)
+    #[arg(long, value_name = "DURATION")]
+    pub ttl: Option<String>,
+    /// With --mode reserve: who holds it, kept with the hold for operators
+    #[arg(long, value_name = "TEXT")]
+    pub holder: Option<String>,
+    /// Output format (the JSON document is versioned: "version": 1)
+    #[arg(long, value_enum, default_value_t)]
+    pub format: TextOrJson,
+    #[command(flatten)]
+    pub store: CooldownStoreArgs,
+}
+
+/// The help of one `reservation` subcommand: what ids are, an example
+/// (`then`: what it does with the id), exit codes.
+macro_rules! reservation_help {
+    ($then:literal) => {
+        concat!(
+            "\
+A reservation id (from `zae-limiter acquire --mode reserve`) names the entity and resource it
+was taken for, so these commands need only the id, the store flags and the namespace (-N).
+
+Examples:
+  zae-limiter limits apply --local -n jobs -f fixtures/runtime/jobs.yaml
+  id=$(zae-limiter acquire job-7 -r exports --mode reserve --local -n jobs) && \\
+      ",
+            $then,
+            "
+
+Exit status: 0 done (or done before: the answer says so), 1 error (an unknown or expired
+reservation: its slot, if any, is free again and its work no longer covered)."
+        )
+    };
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ReservationCommand {
+    /// Give the reservation's slots back (the cost it counted stays counted)
+    #[command(after_help = reservation_help!(
+        "zae-limiter reservation release \"$id\" --local -n jobs"
+    ))]
+    Release(ReservationArgs),
+    /// The work is done: give the slots back and, with --cost, correct what it counted
+    #[command(after_help = reservation_help!(
+        "zae-limiter reservation commit \"$id\" --cost rows_per_hour=4200 --local -n jobs"
+    ))]
+    Commit(ReservationCommitArgs),
+    /// Heartbeat: keep the reservation open until --ttl from now
+    #[command(after_help = reservation_help!(
+        "zae-limiter reservation extend \"$id\" --ttl 10m --local -n jobs && \\\n      \
+         zae-limiter reservation release \"$id\" --local -n jobs"
+    ))]
+    Extend(ReservationExtendArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ReservationArgs {
+    /// The reservation id `acquire --mode reserve` printed
+    pub id: String,
+    /// Output format (the JSON document is versioned: "version": 1)
+    #[arg(long, value_enum, default_value_t)]
+    pub format: TextOrJson,
+    #[command(flatten)]
+    pub store: CooldownStoreArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ReservationCommitArgs {
+    #[command(flatten)]
+    pub reservation: ReservationArgs,
+    /// The actual cost of a rolling limit the reservation counted, NAME=N (repeatable); it
+    /// replaces the counted cost within the window it was counted in
+    #[arg(long = "cost", value_name = "NAME=N")]
+    pub costs: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReservationExtendArgs {
+    #[command(flatten)]
+    pub reservation: ReservationArgs,
+    /// Keep it open this long from now, e.g. 90s, 5m (at most 1h; never shortened)
+    #[arg(long, value_name = "DURATION")]
+    pub ttl: String,
 }
 
 /// The clap command as `main`, the man pages and completions use it: the

@@ -50,6 +50,8 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
         Command::Cron(CronCommand::Check(a)) => commands::cron_check::run(a),
         Command::Cooldown(cmd) => commands::cooldown::run(cmd),
         Command::Table(cmd) => commands::table::run(cmd),
+        Command::Acquire(a) => commands::acquire::run(a),
+        Command::Reservation(cmd) => commands::reservation::run(cmd),
         Command::Completions { shell } => {
             output::print(completions::script(shell))?;
             Ok(crate::exit_codes::OK)

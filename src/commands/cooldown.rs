@@ -36,7 +36,6 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use chrono::{DateTime, Utc};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, ContentArrangement, Table};
 use serde_json::{json, Value};
 use zae_limiter_engine::cooldown::{
@@ -50,6 +49,7 @@ use crate::cli::args::{
     CooldownSettleArgs, CooldownStoreArgs, ProbeOutcome, TextOrJson,
 };
 use crate::cli::{output, CliError};
+use crate::clock::rfc3339;
 use crate::cooldown::dump::read_dump_file;
 use crate::cooldown::evidence::{Evidence, Warning};
 use crate::cooldown::ops::Listed;
@@ -62,8 +62,6 @@ use crate::exit_codes;
 use crate::items::{namespace, version};
 use crate::store::Store;
 
-/// Test and rehearsal clock override: an RFC 3339 instant used as "now".
-pub const NOW_ENV: &str = "ZAEL_NOW";
 /// Plausibility ceiling override (a duration such as `31d`).
 pub const CEILING_ENV: &str = "ZAEL_COOLDOWN_CEILING";
 /// Jitter bound override (a duration; `0` disables jitter).
@@ -766,23 +764,14 @@ fn init_namespace(store: &dyn Store, name: &str) -> Result<String, CliError> {
     Ok(namespace::register(store, name).map_err(|e| failed(&e))?.id)
 }
 
-/// "Now": `ZAEL_NOW` (RFC 3339) when set, else the system clock.
+/// "Now", from the one clock ([`crate::clock`]).
 fn now_ms() -> Result<EpochMs, CliError> {
-    match std::env::var(NOW_ENV) {
-        Ok(v) if !v.is_empty() => parse_instant(&v, NOW_ENV),
-        _ => Ok(Utc::now().timestamp_millis()),
-    }
+    crate::clock::now_ms().map_err(|e| CliError::Usage(e.to_string()))
 }
 
 /// An RFC 3339 instant from 1970 to 9999 ([`MAX_DEADLINE_MS`]).
 fn parse_instant(text: &str, what: &str) -> Result<EpochMs, CliError> {
-    let ms = DateTime::parse_from_rfc3339(text.trim())
-        .map(|t| t.timestamp_millis())
-        .map_err(|e| {
-            CliError::Usage(format!(
-                "{what} '{text}' is not an RFC 3339 time such as 2026-12-02T10:00:00Z ({e})"
-            ))
-        })?;
+    let ms = crate::clock::parse_instant(text, what).map_err(|e| CliError::Usage(e.to_string()))?;
     if !(0..=MAX_DEADLINE_MS).contains(&ms) {
         return Err(CliError::Usage(format!(
             "{what} '{text}' is out of range: instants from 1970-01-01 to {} are accepted",
@@ -841,11 +830,6 @@ fn policy(margin_ms: i64, strictness: Strictness) -> Result<Policy, CliError> {
         max_jitter_ms: env_duration(JITTER_ENV, DEFAULT_MAX_JITTER_MS, MAX_JITTER_MS)?,
         ..Policy::default()
     })
-}
-
-/// RFC 3339 in UTC, whole seconds unless the instant has milliseconds.
-fn rfc3339(ms: EpochMs) -> String {
-    crate::simulate::clock::format_instant(ms)
 }
 
 fn state_json(st: &CooldownState, now: EpochMs) -> Value {

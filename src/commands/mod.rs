@@ -1,6 +1,7 @@
 //! One module per command group. Each turns parsed arguments into calls on the
 //! manifest, engine and store layers and prints the result.
 
+pub mod acquire;
 pub mod cfn_template;
 pub mod cooldown;
 pub mod cron_check;
@@ -8,6 +9,7 @@ pub mod gen_trace;
 pub mod namespace;
 pub mod plan;
 pub mod read_only;
+pub mod reservation;
 pub mod show;
 pub mod simulate;
 pub mod table;

@@ -25,6 +25,7 @@
 //!   `default` namespace, as `Repository.open` does on a new table).
 
 pub mod attrs;
+pub mod base64url;
 pub mod config;
 pub mod keys;
 pub mod namespace;
