@@ -10,6 +10,7 @@ pub mod namespace;
 pub mod plan;
 pub mod read_only;
 pub mod reservation;
+pub mod serve;
 pub mod show;
 pub mod simulate;
 pub mod table;
