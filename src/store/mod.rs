@@ -6,7 +6,7 @@
 //! written once. The local store and the in-memory store used by tests
 //! ([`memory::MemoryStore`]) share one emulation of those rules ([`emulate`]).
 
-mod backoff;
+pub(crate) mod backoff;
 #[cfg(feature = "dynamodb")]
 pub mod dynamodb;
 pub mod emulate;
