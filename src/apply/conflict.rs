@@ -1,18 +1,22 @@
-//! When the `#PROVISIONER` record changed while an apply ran
-//! (docs/storage.md, "Concurrent applies").
+//! Keeping every level an apply writes inside the managed set, whatever
+//! else writes the `#PROVISIONER` record (docs/storage.md, "Concurrent
+//! applies").
 //!
-//! An apply plans against the record it read and writes its own record only
-//! over that one ([`crate::apply::record::write_record`] is conditioned on its
-//! identity). When someone else wrote the record in between (an apply run with
-//! `--lock=false`, or the reference's provisioner, which knows nothing of our
-//! lock), the condition fails and the apply must not replace their managed set
-//! with its own. But the levels it already wrote would then be outside every
-//! managed set: enforced by Python, invisible to every later plan. So instead
-//! of its record it adds the levels it wrote to the record it found
-//! ([`keep_written`]): the next plan, of either manifest, sees them and
-//! updates or deletes them. Deleting them instead would race the other writer
-//! (it may have written the same level) and needs the entity-count journal
-//! again; adding them to the managed set is one conditional write.
+//! The lock keeps our applies apart, but an apply run with `--lock=false`
+//! and the reference's provisioner (which knows nothing of our lock) write
+//! the record too, and a process can die between its config writes and its
+//! record. So an apply:
+//! * before any write, checks that the record is still the one its plan read
+//!   and adds every level it declares to it ([`widen`]): a crash after the
+//!   config writes leaves those levels managed, so the next apply of any
+//!   manifest keeps or deletes them;
+//! * writes its final record only over that one
+//!   ([`crate::apply::record::write_record`] is conditioned on its identity);
+//!   when someone else wrote the record in between, it does not replace their
+//!   managed set with its own, but adds the levels it wrote to the record it
+//!   found ([`keep_written`]) and says what to do. Deleting them instead would
+//!   race the other writer (it may have written the same level) and needs the
+//!   entity-count journal again; adding them is one conditional write.
 
 use std::collections::HashMap;
 
@@ -49,6 +53,45 @@ pub struct Kept {
     pub added: usize,
 }
 
+/// Step 4a, before any write of an apply: the record must still be the one
+/// the plan read (`planned`), and it now also manages every level the apply
+/// `declares` (written with a condition on `planned`), so an apply that dies
+/// after its config writes leaves nothing outside the managed set: the next
+/// apply, of any manifest, sees those levels and keeps or deletes them.
+/// Returns the identity the final record write must find.
+pub fn widen(
+    store: &dyn Store,
+    ns: &str,
+    planned: &RecordIdentity,
+    declares: &[Level],
+    now_ms: i64,
+    fallback_hash: &str,
+) -> Result<RecordIdentity, Changed> {
+    let item = store.get(&managed::record_key(ns), true)?;
+    let found = RecordIdentity::of(item.as_ref());
+    if found != *planned {
+        return Err(Changed::Record(found));
+    }
+    match add_levels(store, ns, item, declares, now_ms, fallback_hash) {
+        Ok((_, now)) => Ok(now),
+        Err(StoreError::ConditionFailed { .. }) => {
+            let now = RecordIdentity::of(store.get(&managed::record_key(ns), true)?.as_ref());
+            Err(Changed::Record(now))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Why [`widen`] stopped the apply.
+#[derive(Debug, thiserror::Error)]
+pub enum Changed {
+    /// Another writer changed the record after the plan read it.
+    #[error("the #PROVISIONER record changed after this apply read it (it is now {}); another apply that did not take the lock, or the reference's provisioner, wrote it. Nothing was written: plan and apply again", .0.describe())]
+    Record(RecordIdentity),
+    #[error("claiming the #PROVISIONER record before the writes: {0}")]
+    Store(#[from] StoreError),
+}
+
 /// Adds `levels` to the managed set of the record as it is now, with a write
 /// conditioned on what was just read (retried while it keeps changing). The
 /// record keeps every other attribute, its `applied_hash` included (there is
@@ -65,31 +108,8 @@ pub fn keep_written(
     for _ in 0..ROUNDS {
         let item = store.get(&key, true)?;
         let found = RecordIdentity::of(item.as_ref());
-        let mut set = match &item {
-            Some(i) => ManagedSet::from_item(i).map_err(|reason| StoreError::Corrupt {
-                pk: key.pk.clone(),
-                sk: key.sk.clone(),
-                reason,
-            })?,
-            None => ManagedSet::default(),
-        };
-        let added = levels.iter().filter(|l| add(&mut set, l)).count();
-        if added == 0 {
-            return Ok(Kept { found, added });
-        }
-        let hash = found.applied_hash.as_deref().unwrap_or(fallback_hash);
-        let fresh = managed::record_item(ns, &set, &managed::iso_timestamp(now_ms), hash);
-        let mut merged = item.unwrap_or_default();
-        for (name, value) in fresh {
-            if name != "applied_hash" || !merged.contains_key(&name) {
-                merged.insert(name, value);
-            }
-        }
-        match store.write(WriteOp::Put {
-            item: merged,
-            condition: Some(found.condition()),
-        }) {
-            Ok(_) => return Ok(Kept { found, added }),
+        match add_levels(store, ns, item, levels, now_ms, fallback_hash) {
+            Ok((added, _)) => return Ok(Kept { found, added }),
             Err(StoreError::ConditionFailed { .. }) => continue,
             Err(e) => return Err(e),
         }
@@ -97,6 +117,63 @@ pub fn keep_written(
     Err(StoreError::Backend(format!(
         "the #PROVISIONER record kept changing ({ROUNDS} tries)"
     )))
+}
+
+/// Writes `item` (the record as read; `None`: none) with `levels` added to
+/// its managed set, conditioned on it being unchanged. Returns how many levels
+/// were added and the identity now stored (nothing is written when none is
+/// new).
+fn add_levels(
+    store: &dyn Store,
+    ns: &str,
+    item: Option<Item>,
+    levels: &[Level],
+    now_ms: i64,
+    fallback_hash: &str,
+) -> Result<(usize, RecordIdentity), StoreError> {
+    let key = managed::record_key(ns);
+    let found = RecordIdentity::of(item.as_ref());
+    let mut set = match &item {
+        Some(i) => ManagedSet::from_item(i).map_err(|reason| StoreError::Corrupt {
+            pk: key.pk.clone(),
+            sk: key.sk.clone(),
+            reason,
+        })?,
+        None => ManagedSet::default(),
+    };
+    let added = levels.iter().filter(|l| add(&mut set, l)).count();
+    if added == 0 {
+        return Ok((0, found));
+    }
+    let hash = found.applied_hash.as_deref().unwrap_or(fallback_hash);
+    let fresh = managed::record_item(ns, &set, &managed::iso_timestamp(now_ms), hash);
+    let mut merged = item.unwrap_or_default();
+    for (name, value) in fresh {
+        if name != "applied_hash" || !merged.contains_key(&name) {
+            merged.insert(name, value);
+        }
+    }
+    let now = RecordIdentity::of(Some(&merged));
+    store.write(WriteOp::Put {
+        item: merged,
+        condition: Some(found.condition()),
+    })?;
+    Ok((added, now))
+}
+
+/// Every level of a managed set.
+pub fn levels_of(set: &ManagedSet) -> Vec<Level> {
+    let mut out = Vec::new();
+    if set.system {
+        out.push(Level::System);
+    }
+    out.extend(set.resources.iter().cloned().map(Level::Resource));
+    out.extend(
+        set.entity_pairs()
+            .into_iter()
+            .map(|(e, r)| Level::Entity(e, r)),
+    );
+    out
 }
 
 /// Adds `level` to `set`; whether it was new.
@@ -202,6 +279,39 @@ mod tests {
         let again = keep_written(&s, "ns", &[entity("a")], 5, "sha256:ours").unwrap();
         assert_eq!(again.added, 0);
         assert_eq!(managed::read(&s, "ns").unwrap().identity, now.identity);
+    }
+
+    #[test]
+    fn widen_checks_the_record_planned_against_and_adds_the_declared_levels() {
+        let s = MemoryStore::new();
+        let mut old = ManagedSet::default();
+        old.resources.insert("old".into());
+        s.put(managed::record_item("ns", &old, "t0", "sha256:old"));
+        let planned = managed::read(&s, "ns").unwrap().identity;
+        let declares = [Level::Resource("new".into()), entity("a")];
+        let now = widen(&s, "ns", &planned, &declares, 0, "sha256:new").unwrap();
+        let rec = managed::read(&s, "ns").unwrap();
+        assert_eq!(rec.identity, now);
+        assert_ne!(now, planned);
+        assert_eq!(
+            levels_of(&rec.managed),
+            vec![
+                Level::Resource("new".into()),
+                Level::Resource("old".into()),
+                entity("a")
+            ],
+            "the old managed set and the declared levels"
+        );
+        // Nothing new to manage: nothing written.
+        assert_eq!(
+            widen(&s, "ns", &now, &declares, 5, "sha256:new").unwrap(),
+            now
+        );
+        // The record the plan read was replaced: stop before any write.
+        let err = widen(&s, "ns", &planned, &declares, 9, "sha256:new").unwrap_err();
+        assert!(matches!(err, Changed::Record(ref found) if *found == now));
+        assert!(err.to_string().contains("Nothing was written"), "{err}");
+        assert_eq!(managed::read(&s, "ns").unwrap().identity, now);
     }
 
     #[test]

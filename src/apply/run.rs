@@ -3,6 +3,8 @@
 //! * 1: refuse limits the table's Lambdas cannot enforce ([`gate`]);
 //! * 2–3: claim the fan-outs earlier applies abandoned, settle their entity
 //!   counts, then plan: read and compare ([`crate::plan::prepare`]);
+//! * 4a: check that the `#PROVISIONER` record is still the one planned
+//!   against, and add every declared level to its managed set ([`conflict`]);
 //! * 4: write ahead a pending item for every fan-out the changes owe;
 //! * 5: write the levels and their registries ([`writes`]);
 //! * 7: re-assert explicit `disabled`;
@@ -47,7 +49,7 @@ use crate::manifest::Manifest;
 use crate::plan::digests::{self, Digest, Recorded, Untrusted};
 use crate::plan::identity::RecordIdentity;
 use crate::plan::level::{Action, Level};
-use crate::plan::managed::{self, ProvisionerRecord};
+use crate::plan::managed::{self, ManagedSet, ProvisionerRecord};
 use crate::plan::prepare::{prepare_with_record, BuildFn, PlannedChange, Prepared, Refresh};
 use crate::store::{Item, Key, Store, StoreError};
 
@@ -98,9 +100,8 @@ pub struct ApplyRequest<'a> {
 pub enum Step {
     /// Before claiming abandoned fan-outs and planning: nothing written yet.
     Plan,
-    /// Before the pending items are written ahead.
-    WriteAhead,
-    /// Before the first config write.
+    /// After planning, before the fan-outs are written ahead and the levels
+    /// written: the last point where a stop leaves the table as it was.
     WriteLevels,
     /// After the config writes, before the fan-outs: a stop leaves them pending.
     FanOut,
@@ -113,7 +114,6 @@ impl Step {
     pub fn as_str(self) -> &'static str {
         match self {
             Step::Plan => "plan",
-            Step::WriteAhead => "write_ahead",
             Step::WriteLevels => "write_levels",
             Step::FanOut => "fan_out",
             Step::Record => "record",
@@ -150,10 +150,21 @@ pub fn apply(store: &dyn Store, req: &ApplyRequest<'_>) -> Result<Applied, Strin
     // A resumed full apply continues change-only instead of starting over.
     let full = req.full && !resumed;
     let (prepared, recorded) = run.plan(record, full).map_err(|e| run.abandon(e))?;
-    run.stop_before(Step::WriteAhead)?;
+    run.stop_before(Step::WriteLevels)?;
+    // 4a. The record must still be the one planned against; it now manages
+    // every declared level too, so a crash leaves nothing outside it.
+    let declares = conflict::levels_of(&ManagedSet::from_manifest(req.manifest));
+    let planned = conflict::widen(
+        store,
+        req.ns,
+        &prepared.record.identity,
+        &declares,
+        req.now_ms,
+        req.applied_hash,
+    )
+    .map_err(|e| run.abandon(e.to_string()))?;
     // 4. Write ahead every fan-out the changes make necessary (one batch).
     run.write_ahead(&prepared.changes, full)?;
-    run.stop_before(Step::WriteLevels)?;
     let mut out = Applied {
         changes: Vec::new(),
         created: 0,
@@ -194,13 +205,7 @@ pub fn apply(store: &dyn Store, req: &ApplyRequest<'_>) -> Result<Applied, Strin
     // A safe point only: the record is written whatever it says.
     let _ = (req.stop)(Step::Record);
     // 10. The record, then the digests of what the levels now hold.
-    run.record(
-        &prepared.record.identity,
-        &wrote,
-        &recorded,
-        &written.digests,
-        &mut out,
-    );
+    run.record(&planned, &wrote, &recorded, &written.digests, &mut out);
     // 11. What is still owed.
     match pending::count(store, req.ns) {
         Ok(n) => out.pending = n,
@@ -717,7 +722,6 @@ mod tests {
     use super::*;
     use crate::manifest::model::{LevelConfig, LimitSpec};
     use crate::plan::level::Change;
-    use crate::plan::managed::ManagedSet;
     use crate::store::item::keyed;
     use crate::store::memory::MemoryStore;
     use crate::store::AttrValue;

@@ -57,15 +57,18 @@ impl Interrupt {
             let (which, done) = (which.clone(), done.clone());
             std::thread::Builder::new()
                 .name("interrupt-notice".into())
-                .spawn(move || {
-                    while !done.load(Ordering::SeqCst) {
-                        let sig = which.load(Ordering::SeqCst);
-                        if sig != 0 {
-                            super::output::eprintln(format!("\n{} received: {notice}", name(sig)));
-                            return;
-                        }
-                        std::thread::sleep(Duration::from_millis(50));
+                .spawn(move || loop {
+                    // The signal is looked at before `done`, so one that
+                    // arrived before the command ended is always told.
+                    let sig = which.load(Ordering::SeqCst);
+                    if sig != 0 {
+                        super::output::eprintln(format!("\n{} received: {notice}", name(sig)));
+                        return;
                     }
+                    if done.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
                 })
         };
         Interrupt {

@@ -90,7 +90,7 @@ pub fn take<'s>(
             if waited_ms > 0 {
                 msg.push_str(&format!(
                     "gave up after waiting {}: ",
-                    human_duration(waited_ms)
+                    human_duration(timeout)
                 ));
             }
             msg.push_str(&held_by(req.table, req.name, &holder, (req.now)()));

@@ -120,6 +120,8 @@ pub fn apply(args: ApplyArgs, path: &Path) -> Result<i32, CliError> {
             .to_string(),
         )
     })?;
+    plan.same_namespace(&ns)
+        .map_err(|e| CliError::Failed(e.to_string()))?;
     let build = builder(&ns, &plan.manifest);
     let build: &BuildFn<'_> = &build;
     plan.verify(build).map_err(|e| {

@@ -262,6 +262,20 @@ impl SavedPlan {
     }
 }
 
+impl SavedPlan {
+    /// The namespace must still have the id the plan was made for (it was
+    /// not deleted and registered again).
+    pub fn same_namespace(&self, ns: &str) -> Result<(), Stale> {
+        if ns == self.namespace_id {
+            return Ok(());
+        }
+        Err(Stale(format!(
+            "namespace '{}' is registered under id {ns} now; the plan was made for id {}",
+            self.namespace, self.namespace_id
+        )))
+    }
+}
+
 fn describe(level: &Level) -> String {
     match level {
         Level::System => "the system level".into(),
@@ -333,12 +347,7 @@ fn unhex(h: &str) -> Option<Digest> {
 /// before anything is written (the apply's plan step checks the record again
 /// with [`resume`]).
 pub fn check_fresh(store: &dyn Store, ns: &str, plan: &SavedPlan) -> Result<(), StaleOr> {
-    if ns != plan.namespace_id {
-        return Err(StaleOr::Stale(Stale(format!(
-            "namespace '{}' is registered under id {ns} now; the plan was made for id {}",
-            plan.namespace, plan.namespace_id
-        ))));
-    }
+    plan.same_namespace(ns)?;
     let record = crate::plan::managed::read(store, ns)?;
     identity_unchanged(&plan.prepared.record.identity, &record.identity)?;
     let changes = &plan.prepared.changes;

@@ -1,0 +1,324 @@
+//! Team-safe applies on a real DynamoDB API (moto), with real processes: two
+//! applies started together end as exactly one manifest with nothing outside
+//! the managed set; saved plans apply exactly or are refused as stale; the
+//! reference's provisioner (which knows nothing of our lock) rewriting the
+//! record under a running apply leaves nothing unmanaged; a killed holder's
+//! lock expires with its lease; SIGTERM releases it.
+
+mod interop_support;
+mod lock_support;
+
+use std::collections::BTreeSet;
+
+use interop_support::{interop, Interop};
+use lock_support::{judge, side_a, side_b, spawn, Round, Running};
+use serde_json::Value;
+use zae_limiter::plan::level::Level;
+use zae_limiter::plan::managed::ManagedSet;
+use zae_limiter::store::typed_json::item_from_json;
+
+const M1: &str = "namespace: default\nresources:\n  gpt-4:\n    limits:\n      rpm:\n        capacity: 5\nentities:\n  u1:\n    resources:\n      gpt-4:\n        limits:\n          rpm:\n            capacity: 3\n";
+const M2: &str = "namespace: default\nresources:\n  gpt-4:\n    limits:\n      rpm:\n        capacity: 7\n  claude:\n    limits:\n      rpm:\n        capacity: 9\nentities:\n  u2:\n    resources:\n      claude:\n        limits:\n          rpm:\n            capacity: 4\n";
+
+/// `zae-limiter ARGS -n TABLE` with the moto environment.
+fn ours(it: &Interop, args: &[&str], envs: &[(&str, &str)]) -> (Option<i32>, String, String) {
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend(["-n", &it.table]);
+    let out = it.ours_env(&all, envs);
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Runs and expects exit `code`; returns (stdout, stderr).
+fn expect(it: &Interop, args: &[&str], code: i32) -> (String, String) {
+    let (got, out, err) = ours(it, args, &[]);
+    assert_eq!(
+        got,
+        Some(code),
+        "{args:?}\n--- stdout\n{out}--- stderr\n{err}"
+    );
+    (out, err)
+}
+
+fn spawn_ours(it: &Interop, args: &[&str], envs: &[(&str, &str)]) -> Running {
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend(["-n", &it.table]);
+    let mut cmd = it.ours_cmd(&all);
+    cmd.envs(envs.iter().copied());
+    spawn(cmd)
+}
+
+/// An apply paused at `step`, holding the lock.
+fn paused(it: &Interop, manifest: &str, step: &str) -> Running {
+    let r = spawn_ours(
+        it,
+        &["limits", "apply", "-q", "-f", manifest],
+        &[("ZAEL_TEST_PAUSE_AT", step)],
+    );
+    r.wait_for(&format!("paused at {step}"));
+    r
+}
+
+/// A fresh table with M1 applied.
+fn table(tag: &str) -> Option<(Interop, String, String)> {
+    let it = interop(tag)?;
+    it.create_table();
+    let m1 = it.write_file("m1.yaml", M1).display().to_string();
+    let m2 = it.write_file("m2.yaml", M2).display().to_string();
+    expect(&it, &["limits", "apply", "-q", "-f", &m1], 0);
+    Some((it, m1, m2))
+}
+
+/// The default namespace's items in a dump: (its id, config item keys as
+/// (PK after the id, SK) sorted, the managed set, the lock item if any).
+struct Namespace {
+    config: Vec<(String, String)>,
+    managed: ManagedSet,
+    lock: Option<Value>,
+}
+
+fn namespace(it: &Interop) -> Namespace {
+    let items = it.dump();
+    let ns = items
+        .iter()
+        .find(|i| i["SK"]["S"] == "#NAMESPACE#default")
+        .and_then(|i| i["namespace_id"]["S"].as_str())
+        .expect("default namespace")
+        .to_string();
+    let mut config = BTreeSet::new();
+    let mut managed = ManagedSet::default();
+    let mut lock = None;
+    for i in &items {
+        let pk = i["PK"]["S"].as_str().unwrap_or_default();
+        let sk = i["SK"]["S"].as_str().unwrap_or_default();
+        let Some(rest) = pk.strip_prefix(ns.as_str()) else {
+            continue;
+        };
+        if sk.starts_with("#CONFIG") {
+            config.insert((rest.to_string(), sk.to_string()));
+        } else if rest == "/SYSTEM#" && sk == "#PROVISIONER" {
+            managed = ManagedSet::from_item(&item_from_json(i).unwrap()).unwrap();
+        } else if rest == "/SYSTEM#" && sk == "#APPLY#LOCK" {
+            lock = Some(i.clone());
+        }
+    }
+    Namespace {
+        config: config.into_iter().collect(),
+        managed,
+        lock,
+    }
+}
+
+fn level_of(pk: &str, sk: &str) -> Level {
+    if pk == "/SYSTEM#" {
+        Level::System
+    } else if let Some(r) = pk.strip_prefix("/RESOURCE#") {
+        Level::Resource(r.to_string())
+    } else {
+        let e = pk.strip_prefix("/ENTITY#").expect("an entity level");
+        Level::Entity(e.to_string(), sk["#CONFIG#".len()..].to_string())
+    }
+}
+
+fn nothing_unmanaged(n: &Namespace) {
+    for (pk, sk) in &n.config {
+        assert!(
+            n.managed.contains(&level_of(pk, sk)),
+            "{pk} {sk} is outside the managed set {:?}",
+            n.managed
+        );
+    }
+}
+
+/// 20 rounds of two applies of different manifests started together: every
+/// round ends with the table equal to exactly one of them, no config item but
+/// its levels, and the other apply failed naming the holder or waited and
+/// applied on top.
+#[test]
+fn concurrent_applies_on_dynamodb_end_as_exactly_one_manifest() {
+    let Some((it, _, _)) = table("lockrounds") else {
+        return;
+    };
+    let mut contended = 0;
+    for i in 0..20 {
+        let sides = [side_a(i), side_b(i)];
+        let files: Vec<String> = sides
+            .iter()
+            .enumerate()
+            .map(|(k, s)| {
+                it.write_file(&format!("r{i}-{k}.yaml"), &s.yaml)
+                    .display()
+                    .to_string()
+            })
+            .collect();
+        let timeout = if i % 2 == 1 { "60s" } else { "0" };
+        let procs: Vec<Running> = files
+            .iter()
+            .map(|f| {
+                spawn_ours(
+                    &it,
+                    &["limits", "apply", "-q", "-f", f, "--lock-timeout", timeout],
+                    &[],
+                )
+            })
+            .collect();
+        let pids = [procs[0].pid, procs[1].pid];
+        let outs: Vec<_> = procs.into_iter().map(Running::finish).collect();
+        let round = judge([&outs[0], &outs[1]], pids);
+        let in_force: Vec<bool> = files
+            .iter()
+            .map(|f| {
+                let args = ["limits", "plan", "-q", "--detailed-exitcode", "-f", f];
+                ours(&it, &args, &[]).0 == Some(0)
+            })
+            .collect();
+        let winner = match round {
+            Round::Refused { winner } | Round::Waited { last: winner } => {
+                contended += 1;
+                winner
+            }
+            Round::Apart => in_force
+                .iter()
+                .position(|b| *b)
+                .expect("one manifest in force"),
+        };
+        assert!(
+            in_force[winner] && !in_force[1 - winner],
+            "round {i} ({round:?}): plans in force {in_force:?}"
+        );
+        let n = namespace(&it);
+        assert_eq!(
+            n.config, sides[winner].levels,
+            "round {i}: exactly the winner's levels"
+        );
+        assert!(n.lock.is_none(), "round {i}: the lock was released");
+    }
+    eprintln!("{contended} of 20 rounds contended for the lock");
+    assert!(contended > 0, "the applies never met");
+}
+
+/// A saved plan applied after another apply changed the namespace is refused
+/// and writes nothing (and leaves no lock: the next apply does not wait);
+/// applied unchanged it makes exactly the planned changes.
+#[test]
+fn saved_plans_on_dynamodb_apply_exactly_or_are_refused_as_stale() {
+    let Some((it, m1, m2)) = table("lockplan") else {
+        return;
+    };
+    let plan = it.write_file("next.plan", "").display().to_string();
+    let (planned, _) = expect(
+        &it,
+        &["limits", "plan", "-f", &m2, "--format", "json", "-o", &plan],
+        0,
+    );
+    let m1b = it
+        .write_file("m1b.yaml", &M1.replace("capacity: 3", "capacity: 2"))
+        .display()
+        .to_string();
+    expect(&it, &["limits", "apply", "-q", "-f", &m1b], 0);
+    let before = it.dump();
+    let (_, err) = expect(&it, &["limits", "apply", &plan], 1);
+    assert!(err.starts_with("Error: saved plan is stale: "), "{err}");
+    assert_eq!(it.dump(), before, "a stale plan writes nothing");
+    expect(&it, &["limits", "apply", "-q", "-f", &m1], 0);
+
+    expect(&it, &["limits", "plan", "-q", "-f", &m2, "-o", &plan], 0);
+    let (applied, _) = expect(&it, &["limits", "apply", &plan, "--format", "json"], 0);
+    let applied: Value = serde_json::from_str(&applied).unwrap();
+    let planned: Value = serde_json::from_str(&planned).unwrap();
+    assert_eq!(applied["changes"], planned["changes"]);
+    assert_eq!(
+        (applied["created"].as_u64(), applied["deleted"].as_u64()),
+        (Some(2), Some(1))
+    );
+    let (out, _) = expect(&it, &["limits", "plan", "-q", "-f", &m2], 0);
+    assert_eq!(out, "No changes. Infrastructure is up-to-date.\n");
+    let n = namespace(&it);
+    nothing_unmanaged(&n);
+    assert_eq!(n.config.len(), 3);
+}
+
+/// The reference's provisioner rewrites the record while our apply (holding
+/// our lock, which it does not know) is about to write its own: ours notices,
+/// does not overwrite it, says what to do, and nothing is left outside the
+/// managed set. Then SIGTERM during an apply releases the lock, and a lock
+/// left by `kill -9` expires with its lease.
+#[test]
+fn a_provisioner_bypassing_the_lock_and_dead_or_stopped_holders_on_dynamodb() {
+    let Some((it, m1, m2)) = table("lockbypass") else {
+        return;
+    };
+    let ours_paused = paused(&it, &m2, "record");
+    let m3 = it
+        .write_file(
+            "m3.yaml",
+            &format!("{M1}  u3:\n    resources:\n      gpt-4:\n        limits:\n          rpm:\n            capacity: 1\n"),
+        )
+        .display()
+        .to_string();
+    it.reference(&["provision", &it.table, "apply", &m3]);
+    let (code, _, err) = ours_paused.finish();
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("the #PROVISIONER record changed while this apply ran"),
+        "{err}"
+    );
+    assert!(err.contains("were added to its managed set"), "{err}");
+    let n = namespace(&it);
+    nothing_unmanaged(&n);
+    assert!(n.lock.is_none());
+    // Ours had added its levels to the record before writing them, so the
+    // provisioner saw them managed and deleted what its manifest does not
+    // declare.
+    assert!(!n
+        .config
+        .contains(&("/ENTITY#u2".into(), "#CONFIG#claude".into())));
+    // The next apply of the provisioner's manifest removes what ours added.
+    expect(&it, &["limits", "apply", "-q", "-f", &m3], 0);
+    let n = namespace(&it);
+    nothing_unmanaged(&n);
+    assert_eq!(n.config.len(), 3);
+
+    // SIGTERM before the config writes: nothing changes, the lock is released.
+    let p = paused(&it, &m2, "write_levels");
+    p.signal("TERM");
+    let (code, _, err) = p.finish();
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("Error: interrupted by SIGTERM: stopped before writing any level"),
+        "{err}"
+    );
+    assert!(namespace(&it).lock.is_none());
+    expect(
+        &it,
+        &["limits", "plan", "-q", "--detailed-exitcode", "-f", &m3],
+        0,
+    );
+
+    // kill -9 after the config writes: the lock stays until its lease runs out.
+    let mut p = paused(&it, &m2, "fan_out");
+    let pid = p.pid;
+    p.kill9();
+    assert_eq!(p.finish().0, None);
+    let lock = namespace(&it).lock.expect("a killed apply leaves its lock");
+    assert_eq!(lock["pid"]["N"], Value::String(pid.to_string()));
+    let (_, err) = expect(&it, &["limits", "apply", "-f", &m1], 1);
+    assert!(err.contains(&format!("(pid {pid})")), "{err}");
+    let (code, _, err) = ours(
+        &it,
+        &["limits", "apply", "-q", "-f", &m1],
+        &[("ZAEL_TEST_CLOCK_OFFSET_MS", "61000")],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let n = namespace(&it);
+    assert!(n.lock.is_none());
+    nothing_unmanaged(&n);
+    expect(
+        &it,
+        &["limits", "plan", "-q", "--detailed-exitcode", "-f", &m1],
+        0,
+    );
+}
