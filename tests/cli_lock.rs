@@ -10,7 +10,7 @@ mod lock_support;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use lock_support::{judge, side_a, side_b, spawn, Round, Running};
+use lock_support::{concurrent_rounds, level_of, round_files, side_a, spawn, Running, Target};
 use zae_limiter::items::{keys, namespace, version};
 use zae_limiter::plan::managed;
 use zae_limiter::store::local::LocalStore;
@@ -20,22 +20,20 @@ const TABLE: &str = "locks";
 
 /// A directory with one store file and the manifests of a test.
 struct Env {
-    dir: PathBuf,
+    dir: tempfile::TempDir,
 }
 
 impl Env {
     fn new(name: &str) -> Env {
-        let dir = std::env::temp_dir().join(format!(
-            "zael-lock-{name}-{}-{:?}",
-            std::process::id(),
-            std::time::SystemTime::now()
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("zael-lock-{name}-"))
+            .tempdir()
+            .unwrap();
         Env { dir }
     }
 
     fn store_path(&self) -> PathBuf {
-        self.dir.join("store.sqlite")
+        self.dir.path().join("store.sqlite")
     }
 
     fn store(&self) -> LocalStore {
@@ -44,7 +42,7 @@ impl Env {
 
     /// Writes `text` to `name` in the directory; returns its path as text.
     fn file(&self, name: &str, text: &str) -> String {
-        let p = self.dir.join(name);
+        let p = self.dir.path().join(name);
         std::fs::write(&p, text).unwrap();
         p.display().to_string()
     }
@@ -118,6 +116,16 @@ impl Env {
         out
     }
 
+    /// The namespace's config items are exactly `levels` (sorted), all managed.
+    fn holds_only(&self, levels: &[(&str, &str)]) {
+        self.nothing_unmanaged();
+        let want: Vec<(String, String)> = levels
+            .iter()
+            .map(|(pk, sk)| (pk.to_string(), sk.to_string()))
+            .collect();
+        assert_eq!(self.config_items(), want);
+    }
+
     /// Every config item is in the managed set of the record.
     fn nothing_unmanaged(&self) {
         let ns = self.ns();
@@ -133,22 +141,18 @@ impl Env {
     }
 }
 
-impl Drop for Env {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
+impl Target for Env {
+    fn file(&self, name: &str, text: &str) -> String {
+        Env::file(self, name, text)
     }
-}
-
-/// The level of a config item key (PK without the namespace id).
-fn level_of(pk: &str, sk: &str) -> zae_limiter::plan::level::Level {
-    use zae_limiter::plan::level::Level;
-    if pk == "/SYSTEM#" {
-        Level::System
-    } else if let Some(r) = pk.strip_prefix("/RESOURCE#") {
-        Level::Resource(r.to_string())
-    } else {
-        let e = pk.strip_prefix("/ENTITY#").expect("an entity level");
-        Level::Entity(e.to_string(), sk["#CONFIG#".len()..].to_string())
+    fn cmd(&self, args: &[&str]) -> Command {
+        Env::cmd(self, args, &[])
+    }
+    fn config_items(&self) -> Vec<(String, String)> {
+        Env::config_items(self)
+    }
+    fn locked(&self) -> bool {
+        self.lock().is_some()
     }
 }
 
@@ -165,61 +169,7 @@ fn concurrent_applies_end_as_exactly_one_manifest() {
     let env = Env::new("rounds");
     let a0 = env.file("init.yaml", &side_a(99).yaml);
     env.expect(&["limits", "apply", "-q", "-f", &a0], 0);
-    let mut contended = 0;
-    for i in 0..20 {
-        let sides = [side_a(i), side_b(i)];
-        let files: Vec<String> = sides
-            .iter()
-            .enumerate()
-            .map(|(k, s)| env.file(&format!("r{i}-{k}.yaml"), &s.yaml))
-            .collect();
-        // Odd rounds wait for the lock; even rounds fail at once.
-        let timeout = if i % 2 == 1 { "60s" } else { "0" };
-        let procs: Vec<Running> = files
-            .iter()
-            .map(|f| {
-                spawn(env.cmd(
-                    &["limits", "apply", "-q", "-f", f, "--lock-timeout", timeout],
-                    &[],
-                ))
-            })
-            .collect();
-        let pids = [procs[0].pid, procs[1].pid];
-        let outs: Vec<_> = procs.into_iter().map(Running::finish).collect();
-        let round = judge([&outs[0], &outs[1]], pids);
-        let in_force: Vec<bool> = files
-            .iter()
-            .map(|f| {
-                let out = env.run(
-                    &["limits", "plan", "-q", "--detailed-exitcode", "-f", f],
-                    &[],
-                );
-                out.status.code() == Some(0)
-            })
-            .collect();
-        let winner = match round {
-            Round::Refused { winner } | Round::Waited { last: winner } => {
-                contended += 1;
-                winner
-            }
-            Round::Apart => in_force
-                .iter()
-                .position(|b| *b)
-                .expect("one manifest in force"),
-        };
-        assert!(
-            in_force[winner] && !in_force[1 - winner],
-            "round {i} ({round:?}): plans in force {in_force:?}"
-        );
-        assert_eq!(
-            env.config_items(),
-            sides[winner].levels,
-            "round {i}: the namespace holds exactly the winner's levels"
-        );
-        assert!(env.lock().is_none(), "round {i}: the lock was released");
-    }
-    eprintln!("{contended} of 20 rounds contended for the lock");
-    assert!(contended > 0, "the applies never met");
+    assert!(concurrent_rounds(&env, 20) > 0, "the applies never met");
 }
 
 /// A saved plan applied unchanged makes exactly the planned changes (the same
@@ -232,7 +182,7 @@ fn a_saved_plan_applies_exactly_or_is_refused_as_stale() {
     let m1 = env.file("m1.yaml", M1);
     let m2 = env.file("m2.yaml", M2);
     env.expect(&["limits", "apply", "-q", "-f", &m1], 0);
-    let plan = env.dir.join("next.plan").display().to_string();
+    let plan = env.dir.path().join("next.plan").display().to_string();
     let (planned, _) = env.expect(&["limits", "plan", "-f", &m2, "-o", &plan], 0);
     assert!(planned.ends_with(&format!(
         "\nSaved the plan to {plan}. To carry out exactly these changes: zae-limiter limits apply -n {TABLE} {plan}\n"
@@ -580,12 +530,10 @@ fn a_killed_holders_lock_expires_with_its_lease() {
         &["limits", "plan", "-q", "--detailed-exitcode", "-f", &m1],
         0,
     );
-    env.nothing_unmanaged();
-    let want: Vec<(String, String)> = vec![
-        ("/ENTITY#u1".into(), "#CONFIG#gpt-4".into()),
-        ("/RESOURCE#gpt-4".into(), "#CONFIG".into()),
-    ];
-    assert_eq!(env.config_items(), want);
+    env.holds_only(&[
+        ("/ENTITY#u1", "#CONFIG#gpt-4"),
+        ("/RESOURCE#gpt-4", "#CONFIG"),
+    ]);
 }
 
 /// Without the lock (`--lock=false` on both), two applies started together
@@ -598,12 +546,7 @@ fn unlocked_concurrent_applies_leave_nothing_unmanaged() {
     env.expect(&["limits", "apply", "-q", "-f", &a0], 0);
     let mut conflicts = 0;
     for i in 0..8 {
-        let sides = [side_a(i), side_b(i)];
-        let files: Vec<String> = sides
-            .iter()
-            .enumerate()
-            .map(|(k, s)| env.file(&format!("u{i}-{k}.yaml"), &s.yaml))
-            .collect();
+        let (sides, files) = round_files(&env, i, "u");
         let procs: Vec<Running> = files
             .iter()
             .map(|f| spawn(env.cmd(&["limits", "apply", "-q", "-f", f, "--lock=false"], &[])))
@@ -705,13 +648,11 @@ fn a_record_changed_under_an_apply_leaves_nothing_outside_the_managed_set() {
     env.nothing_unmanaged();
     // m2's levels are managed now, so applying m3 again removes them.
     env.expect(&["limits", "apply", "-q", "-f", &m3], 0);
-    env.nothing_unmanaged();
-    let want: Vec<(String, String)> = vec![
-        ("/ENTITY#u1".into(), "#CONFIG#gpt-4".into()),
-        ("/ENTITY#u3".into(), "#CONFIG#gpt-4".into()),
-        ("/RESOURCE#gpt-4".into(), "#CONFIG".into()),
-    ];
-    assert_eq!(env.config_items(), want);
+    env.holds_only(&[
+        ("/ENTITY#u1", "#CONFIG#gpt-4"),
+        ("/ENTITY#u3", "#CONFIG#gpt-4"),
+        ("/RESOURCE#gpt-4", "#CONFIG"),
+    ]);
 }
 
 /// The namespace id in a plan file must still be the namespace's.
@@ -720,7 +661,7 @@ fn a_plan_for_a_namespace_registered_again_is_stale() {
     let env = Env::new("reregistered");
     let m1 = env.file("m1.yaml", M1);
     env.expect(&["limits", "apply", "-q", "-f", &m1], 0);
-    let plan = env.dir.join("p.plan").display().to_string();
+    let plan = env.dir.path().join("p.plan").display().to_string();
     env.expect(&["limits", "plan", "-q", "-f", &m1, "-o", &plan], 0);
     let text = std::fs::read_to_string(&plan).unwrap();
     let ns = env.ns();

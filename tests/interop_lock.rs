@@ -10,10 +10,9 @@ mod lock_support;
 
 use std::collections::BTreeSet;
 
-use interop_support::{interop, Interop};
-use lock_support::{judge, side_a, side_b, spawn, Round, Running};
+use interop_support::{default_nsid, interop, Interop};
+use lock_support::{concurrent_rounds, level_of, spawn, Running, Target};
 use serde_json::Value;
-use zae_limiter::plan::level::Level;
 use zae_limiter::plan::managed::ManagedSet;
 use zae_limiter::store::typed_json::item_from_json;
 
@@ -44,9 +43,7 @@ fn expect(it: &Interop, args: &[&str], code: i32) -> (String, String) {
 }
 
 fn spawn_ours(it: &Interop, args: &[&str], envs: &[(&str, &str)]) -> Running {
-    let mut all: Vec<&str> = args.to_vec();
-    all.extend(["-n", &it.table]);
-    let mut cmd = it.ours_cmd(&all);
+    let mut cmd = Moto(it).cmd(args);
     cmd.envs(envs.iter().copied());
     spawn(cmd)
 }
@@ -82,12 +79,7 @@ struct Namespace {
 
 fn namespace(it: &Interop) -> Namespace {
     let items = it.dump();
-    let ns = items
-        .iter()
-        .find(|i| i["SK"]["S"] == "#NAMESPACE#default")
-        .and_then(|i| i["namespace_id"]["S"].as_str())
-        .expect("default namespace")
-        .to_string();
+    let ns = default_nsid(&items);
     let mut config = BTreeSet::new();
     let mut managed = ManagedSet::default();
     let mut lock = None;
@@ -112,14 +104,23 @@ fn namespace(it: &Interop) -> Namespace {
     }
 }
 
-fn level_of(pk: &str, sk: &str) -> Level {
-    if pk == "/SYSTEM#" {
-        Level::System
-    } else if let Some(r) = pk.strip_prefix("/RESOURCE#") {
-        Level::Resource(r.to_string())
-    } else {
-        let e = pk.strip_prefix("/ENTITY#").expect("an entity level");
-        Level::Entity(e.to_string(), sk["#CONFIG#".len()..].to_string())
+/// The rounds' view of a moto table.
+struct Moto<'a>(&'a Interop);
+
+impl Target for Moto<'_> {
+    fn file(&self, name: &str, text: &str) -> String {
+        self.0.write_file(name, text).display().to_string()
+    }
+    fn cmd(&self, args: &[&str]) -> std::process::Command {
+        let mut all: Vec<&str> = args.to_vec();
+        all.extend(["-n", &self.0.table]);
+        self.0.ours_cmd(&all)
+    }
+    fn config_items(&self) -> Vec<(String, String)> {
+        namespace(self.0).config
+    }
+    fn locked(&self) -> bool {
+        namespace(self.0).lock.is_some()
     }
 }
 
@@ -142,62 +143,10 @@ fn concurrent_applies_on_dynamodb_end_as_exactly_one_manifest() {
     let Some((it, _, _)) = table("lockrounds") else {
         return;
     };
-    let mut contended = 0;
-    for i in 0..20 {
-        let sides = [side_a(i), side_b(i)];
-        let files: Vec<String> = sides
-            .iter()
-            .enumerate()
-            .map(|(k, s)| {
-                it.write_file(&format!("r{i}-{k}.yaml"), &s.yaml)
-                    .display()
-                    .to_string()
-            })
-            .collect();
-        let timeout = if i % 2 == 1 { "60s" } else { "0" };
-        let procs: Vec<Running> = files
-            .iter()
-            .map(|f| {
-                spawn_ours(
-                    &it,
-                    &["limits", "apply", "-q", "-f", f, "--lock-timeout", timeout],
-                    &[],
-                )
-            })
-            .collect();
-        let pids = [procs[0].pid, procs[1].pid];
-        let outs: Vec<_> = procs.into_iter().map(Running::finish).collect();
-        let round = judge([&outs[0], &outs[1]], pids);
-        let in_force: Vec<bool> = files
-            .iter()
-            .map(|f| {
-                let args = ["limits", "plan", "-q", "--detailed-exitcode", "-f", f];
-                ours(&it, &args, &[]).0 == Some(0)
-            })
-            .collect();
-        let winner = match round {
-            Round::Refused { winner } | Round::Waited { last: winner } => {
-                contended += 1;
-                winner
-            }
-            Round::Apart => in_force
-                .iter()
-                .position(|b| *b)
-                .expect("one manifest in force"),
-        };
-        assert!(
-            in_force[winner] && !in_force[1 - winner],
-            "round {i} ({round:?}): plans in force {in_force:?}"
-        );
-        let n = namespace(&it);
-        assert_eq!(
-            n.config, sides[winner].levels,
-            "round {i}: exactly the winner's levels"
-        );
-        assert!(n.lock.is_none(), "round {i}: the lock was released");
-    }
-    eprintln!("{contended} of 20 rounds contended for the lock");
-    assert!(contended > 0, "the applies never met");
+    assert!(
+        concurrent_rounds(&Moto(&it), 20) > 0,
+        "the applies never met"
+    );
 }
 
 /// A saved plan applied after another apply changed the namespace is refused

@@ -57,6 +57,16 @@ fn describe(out: &Output) -> String {
     )
 }
 
+/// The id of the `default` namespace in a dump.
+pub fn default_nsid(items: &[Value]) -> String {
+    items
+        .iter()
+        .find(|i| i["SK"]["S"] == "#NAMESPACE#default")
+        .and_then(|i| i["namespace_id"]["S"].as_str())
+        .expect("default namespace record")
+        .to_string()
+}
+
 /// The reference script's `resolve` command for `pairs` of `table` in the
 /// `default` namespace.
 pub fn resolve_args<'a>(table: &'a str, pairs: &[&'a str]) -> Vec<&'a str> {

@@ -5,10 +5,12 @@
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read};
+
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use zae_limiter::plan::level::Level;
 
 /// A running `zae-limiter` whose stderr is watched line by line.
 pub struct Running {
@@ -187,5 +189,82 @@ pub fn judge(out: [&(Option<i32>, String, String); 2], pids: [u32; 2]) -> Round 
             "unexpected outcomes:\n--- first\n{:?}\n--- second\n{:?}",
             out[0], out[1]
         ),
+    }
+}
+
+/// A store the rounds run against, through the binary.
+pub trait Target {
+    /// Writes a manifest file; returns its path.
+    fn file(&self, name: &str, text: &str) -> String;
+    /// `zae-limiter ARGS` on this store's table, not started.
+    fn cmd(&self, args: &[&str]) -> Command;
+    /// The namespace's config items, as (PK after the namespace id, SK), sorted.
+    fn config_items(&self) -> Vec<(String, String)>;
+    /// Whether the namespace's lock item exists.
+    fn locked(&self) -> bool;
+}
+
+/// Round `i`'s two manifests ([`side_a`], [`side_b`]) and their files.
+pub fn round_files(t: &impl Target, i: usize, tag: &str) -> ([Side; 2], [String; 2]) {
+    let sides = [side_a(i), side_b(i)];
+    let files = [0, 1].map(|k| t.file(&format!("{tag}{i}-{k}.yaml"), &sides[k].yaml));
+    (sides, files)
+}
+
+/// `rounds` rounds of two applies of different manifests started together
+/// (odd rounds with `--lock-timeout 60s`, even ones failing at once). Each
+/// must end with exactly one manifest in force (its plan reports no changes,
+/// the other's does not), with no config item but its levels and no lock
+/// left, the other apply having failed naming the holder, or waited and
+/// applied on top. Returns how many rounds met at the lock.
+pub fn concurrent_rounds(t: &impl Target, rounds: usize) -> usize {
+    let mut contended = 0;
+    for i in 0..rounds {
+        let (sides, files) = round_files(t, i, "r");
+        let timeout = if i % 2 == 1 { "60s" } else { "0" };
+        let procs = files
+            .clone()
+            .map(|f| spawn(t.cmd(&["limits", "apply", "-q", "-f", &f, "--lock-timeout", timeout])));
+        let pids = [procs[0].pid, procs[1].pid];
+        let [a, b] = procs.map(Running::finish);
+        let round = judge([&a, &b], pids);
+        let in_force = files.clone().map(|f| {
+            let args = ["limits", "plan", "-q", "--detailed-exitcode", "-f", &f];
+            t.cmd(&args).output().expect("run plan").status.code() == Some(0)
+        });
+        let winner = match round {
+            Round::Refused { winner } | Round::Waited { last: winner } => {
+                contended += 1;
+                winner
+            }
+            Round::Apart => in_force
+                .iter()
+                .position(|b| *b)
+                .expect("one manifest in force"),
+        };
+        assert!(
+            in_force[winner] && !in_force[1 - winner],
+            "round {i} ({round:?}): plans in force {in_force:?}"
+        );
+        assert_eq!(
+            t.config_items(),
+            sides[winner].levels,
+            "round {i}: the namespace holds exactly the winner's levels"
+        );
+        assert!(!t.locked(), "round {i}: the lock was released");
+    }
+    eprintln!("{contended} of {rounds} rounds contended for the lock");
+    contended
+}
+
+/// The level of a config item key (PK without the namespace id, SK).
+pub fn level_of(pk: &str, sk: &str) -> Level {
+    if pk == "/SYSTEM#" {
+        Level::System
+    } else if let Some(r) = pk.strip_prefix("/RESOURCE#") {
+        Level::Resource(r.to_string())
+    } else {
+        let e = pk.strip_prefix("/ENTITY#").expect("an entity level");
+        Level::Entity(e.to_string(), sk["#CONFIG#".len()..].to_string())
     }
 }
