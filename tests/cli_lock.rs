@@ -458,6 +458,21 @@ fn a_held_lock_names_its_holder_and_only_its_id_removes_it() {
         err.contains("Error: gave up after waiting 1s: namespace 'default'"),
         "{err}"
     );
+    // Ctrl-C while waiting ends the wait, nothing written.
+    let waiter = spawn(env.cmd(
+        &["limits", "apply", "-f", &m1, "--lock-timeout", "60s"],
+        &[],
+    ));
+    waiter.wait_for("Waiting up to 1m for the lock");
+    waiter.signal("INT");
+    let (code, _, err) = waiter.finish();
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains(
+            "Error: interrupted by SIGINT while waiting for the lock; nothing was written"
+        ),
+        "{err}"
+    );
 
     // plan and diff read while an apply holds the lock.
     let (out, _) = env.expect(&["limits", "plan", "-q", "-f", &m2], 0);

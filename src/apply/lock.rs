@@ -9,9 +9,9 @@
 //! apply's pending fan-outs). A thread renews it every [`RENEW_EVERY`] on a
 //! store handle of its own (the DynamoDB store blocks on a current-thread
 //! runtime of its own, which another thread must not share), and apply renews
-//! it again at its safe points ([`Held::check`]); a process that dies stops
-//! renewing, and the next apply takes the lock over once the lease has run
-//! out. Hosts' clocks must agree to well within the lease.
+//! it again at its last safe point before writing ([`Held::check`]); a process
+//! that dies stops renewing, and the next apply takes the lock over once the
+//! lease has run out. Hosts' clocks must agree to well within the lease.
 //!
 //! The Python library never reads this item; it carries GSI4 keys so a
 //! namespace purge removes it with the namespace's other items.

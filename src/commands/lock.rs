@@ -128,8 +128,8 @@ fn held_by(table: &str, name: &str, h: &LockInfo, now_ms: i64) -> String {
 }
 
 /// The stop check an apply asks at each step boundary: a signal, or the
-/// lock lost (checked, and the lease renewed, before the config writes and
-/// before the record).
+/// lock lost (checked with a renewal before the writes; the record write is
+/// conditioned on its own anyway).
 pub fn stop_check<'a>(
     interrupt: &'a Interrupt,
     held: Option<&'a Held<'a>>,
@@ -144,7 +144,8 @@ pub fn stop_check<'a>(
         }
         let held = held?;
         match step {
-            Step::WriteLevels | Step::Record => held.check(),
+            // The last point before the writes: prove the lock is ours (and renew it).
+            Step::WriteLevels => held.check(),
             _ => held.lost(),
         }
     }
