@@ -582,6 +582,43 @@ fn unlocked_concurrent_applies_leave_nothing_unmanaged() {
     eprintln!("{conflicts} applies of 8 rounds found the record changed");
 }
 
+/// The holder renews its lease while it works (a thread on its own store
+/// handle; the test shortens the 15 s period) and releases it at the end.
+#[test]
+fn the_lease_is_renewed_while_the_apply_works() {
+    let env = Env::new("renew");
+    let m1 = env.file("m1.yaml", M1);
+    let m2 = env.file("m2.yaml", M2);
+    env.expect(&["limits", "apply", "-q", "-f", &m1], 0);
+    let lease = |env: &Env| {
+        env.lock().expect("held")["lease_until_ms"]
+            .as_n()
+            .unwrap()
+            .parse::<i64>()
+            .unwrap()
+    };
+    let holder = spawn(env.cmd(
+        &["limits", "apply", "-q", "-f", &m2],
+        &[
+            ("ZAEL_TEST_PAUSE_AT", "fan_out"),
+            ("ZAEL_TEST_LOCK_RENEW_MS", "50"),
+        ],
+    ));
+    holder.wait_for("paused at fan_out");
+    let first = lease(&env);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while lease(&env) == first {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the lease was never renewed"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let (code, _, err) = holder.finish();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(env.lock().is_none());
+}
+
 /// SIGTERM and SIGINT during an apply stop it at its next safe point and
 /// release the lock: before the config writes nothing changes; after them the
 /// record is written and the fan-outs are left for the next apply.

@@ -231,6 +231,25 @@ fn a_provisioner_bypassing_the_lock_and_dead_or_stopped_holders_on_dynamodb() {
     nothing_unmanaged(&n);
     assert_eq!(n.config.len(), 3);
 
+    // The holder renews its lease while it works, on a DynamoDB handle of its
+    // own (the test shortens the 15 s period).
+    let holder = spawn_ours(
+        &it,
+        &["limits", "apply", "-q", "-f", &m2],
+        &[
+            ("ZAEL_TEST_PAUSE_AT", "fan_out"),
+            ("ZAEL_TEST_LOCK_RENEW_MS", "50"),
+        ],
+    );
+    holder.wait_for("paused at fan_out");
+    let lease = || namespace(&it).lock.expect("held")["lease_until_ms"]["N"].clone();
+    let first = lease();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_ne!(lease(), first, "the lease was not renewed");
+    let (code, _, err) = holder.finish();
+    assert_eq!(code, Some(0), "{err}");
+    expect(&it, &["limits", "apply", "-q", "-f", &m3], 0);
+
     // SIGTERM before the config writes: nothing changes, the lock is released.
     let p = paused(&it, &m2, "write_levels");
     p.signal("TERM");

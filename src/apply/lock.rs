@@ -267,18 +267,10 @@ pub struct Wait<'a> {
 /// renewal, so a short apply never opens it).
 pub type Opener = Box<dyn FnOnce() -> Result<Box<dyn Store>, StoreError> + Send>;
 
-/// Takes the lock for `operation`, waiting as `wait` says, and starts renewing it.
+/// Takes the lock for `operation`, waiting as `wait` says, and starts
+/// renewing it every `renew_every` ([`RENEW_EVERY`] but in tests) on a store
+/// handle `renew_with` opens.
 pub fn acquire<'s>(
-    store: &'s dyn Store,
-    ns: &str,
-    operation: &str,
-    wait: &Wait<'_>,
-    renew_with: Opener,
-) -> Result<Held<'s>, LockError> {
-    acquire_with(store, ns, operation, wait, renew_with, RENEW_EVERY)
-}
-
-fn acquire_with<'s>(
     store: &'s dyn Store,
     ns: &str,
     operation: &str,
@@ -542,7 +534,15 @@ mod tests {
     #[test]
     fn one_holder_at_a_time_until_released_or_expired() {
         let s = Arc::new(MemoryStore::new());
-        let held = acquire(&*s, "ns", "limits apply -f a.yaml", &no_wait(), opener(&s)).unwrap();
+        let held = acquire(
+            &*s,
+            "ns",
+            "limits apply -f a.yaml",
+            &no_wait(),
+            opener(&s),
+            RENEW_EVERY,
+        )
+        .unwrap();
         let id = held.info().id.clone();
         let stored = read(&*s, "ns").unwrap().unwrap();
         assert_eq!(stored, *held.info());
@@ -555,7 +555,7 @@ mod tests {
             "a purge finds it"
         );
 
-        match acquire(&*s, "ns", "other", &no_wait(), opener(&s)) {
+        match acquire(&*s, "ns", "other", &no_wait(), opener(&s), RENEW_EVERY) {
             Err(LockError::Held { holder, .. }) => assert_eq!(holder.id, id),
             other => panic!("{:?}", other.err()),
         }
@@ -588,7 +588,7 @@ mod tests {
             force_unlock(&*s, "ns", "x"),
             Err(ForceUnlockError::NotLocked)
         ));
-        let held = acquire(&*s, "ns", "apply", &no_wait(), opener(&s)).unwrap();
+        let held = acquire(&*s, "ns", "apply", &no_wait(), opener(&s), RENEW_EVERY).unwrap();
         match force_unlock(&*s, "ns", "not-it") {
             Err(ForceUnlockError::OtherLock { current, .. }) => {
                 assert_eq!(current.id, held.info().id)
@@ -619,7 +619,7 @@ mod tests {
             now: real_now,
             ..no_wait()
         };
-        let held = acquire_with(
+        let held = acquire(
             &*s,
             "ns",
             "apply",
@@ -650,7 +650,7 @@ mod tests {
     #[test]
     fn a_waiter_takes_the_lock_once_it_is_released_or_gives_up() {
         let s = Arc::new(MemoryStore::new());
-        let held = acquire(&*s, "ns", "first", &no_wait(), opener(&s)).unwrap();
+        let held = acquire(&*s, "ns", "first", &no_wait(), opener(&s), RENEW_EVERY).unwrap();
         let told = Mutex::new(Vec::new());
         let stop_after = Mutex::new(0);
         let waiting = |h: &LockInfo| told.lock().unwrap().push(h.id.clone());
@@ -666,7 +666,7 @@ mod tests {
             stop: &stop,
             waiting: &waiting,
         };
-        match acquire(&*s, "ns", "second", &wait, opener(&s)) {
+        match acquire(&*s, "ns", "second", &wait, opener(&s), RENEW_EVERY) {
             Err(LockError::Interrupted(why)) => assert_eq!(why, "interrupted by SIGINT"),
             other => panic!("{:?}", other.err()),
         }
@@ -684,7 +684,8 @@ mod tests {
                 stop: &|| None,
                 waiting: &|_| {},
             };
-            let got = acquire(&*s2, "ns", "second", &wait, opener(&s2)).map(|h| h.info().clone());
+            let got = acquire(&*s2, "ns", "second", &wait, opener(&s2), RENEW_EVERY)
+                .map(|h| h.info().clone());
             got.map(|i| i.operation)
         });
         std::thread::sleep(Duration::from_millis(50));

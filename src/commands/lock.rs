@@ -6,7 +6,9 @@
 //! Test-only: `ZAEL_TEST_PAUSE_AT=STEP` (a [`Step`] name such as
 //! `write_levels`) pauses the apply at that step boundary, after printing
 //! `paused at STEP` on stderr, until its standard input closes or a signal
-//! arrives, so tests can act on a namespace while an apply holds it.
+//! arrives, so tests can act on a namespace while an apply holds it;
+//! `ZAEL_TEST_LOCK_RENEW_MS=MS` renews the lock that often instead of every
+//! 15 s, so tests can see the renewal thread at work.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -25,6 +27,8 @@ use crate::store::{open, Store};
 
 /// The environment variable of the test-only pause.
 pub const PAUSE_ENV: &str = "ZAEL_TEST_PAUSE_AT";
+/// Test-only: renew the lock every this many ms instead of every 15 s.
+pub const RENEW_ENV: &str = "ZAEL_TEST_LOCK_RENEW_MS";
 
 /// What an apply needs to take the lock.
 pub struct Request<'a> {
@@ -80,7 +84,7 @@ pub fn take<'s>(
     };
     let (store_args, table) = (req.store_args.clone(), req.table.to_string());
     let opener: lock::Opener = Box::new(move || open::open(&store_args, &table));
-    match lock::acquire(store, req.ns, &req.operation, &wait, opener) {
+    match lock::acquire(store, req.ns, &req.operation, &wait, opener, renew_every()) {
         Ok(mut held) => {
             held.on_release_failure(|msg| output::eprintln(format!("Warning: {msg}")));
             Ok(Some(held))
@@ -101,6 +105,14 @@ pub fn take<'s>(
         ))),
         Err(e @ LockError::Store(_)) => Err(CliError::Failed(format!("{e}; nothing was written"))),
     }
+}
+
+/// [`lock::RENEW_EVERY`], or (tests only) `ZAEL_TEST_LOCK_RENEW_MS`.
+fn renew_every() -> Duration {
+    std::env::var(RENEW_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map_or(lock::RENEW_EVERY, Duration::from_millis)
 }
 
 /// Says who holds the lock and what to do about it (Terraform's lock info).
