@@ -222,7 +222,8 @@ apply, 2 usage error.",
     #[command(after_help = "\
 Examples:
   zae-limiter limits show-plan limits.plan
-  zae-limiter limits show-plan limits.plan --format json | jq '.changes[].target'
+  zae-limiter limits show-plan limits.plan --format json \\
+      | jq '.changes[].target'
 
 Exit status: 0 ok, 1 not a readable plan file.")]
     ShowPlan(ShowPlanArgs),
