@@ -100,6 +100,16 @@ const EXPECT: &[(&str, Expect)] = &[
         "ZAEL_API_TOKEN=$(cat token.txt) zae-limiter serve -n mystack --listen 0.0.0.0:8080 --config-ttl 30s",
         Skip("a server runs until stopped: tests/serve.rs the_help_examples_of_serve_run runs it on moto"),
     ),
+    (
+        "zae-limiter limits apply -n mystack -f limits.yaml --lock-timeout 5m",
+        Dynamo(0),
+    ),
+    // An operator's command: only the id a refused apply printed removes a
+    // lock, and no apply holds one here.
+    (
+        "zae-limiter limits force-unlock 3f2a9c0d5e6b4a718293a4b5c6d7e8f9 --local -n demo",
+        Local(1),
+    ),
     // The record examples before it left a cooldown 2 days long: far beyond 10 s.
     (
         "zae-limiter cooldown check openai/acct-42/gpt-4 --local --wait-up-to 10s --holder worker-1",

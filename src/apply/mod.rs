@@ -8,10 +8,12 @@
 /// its entity-count journal): the reference's 900 s Lambda budget plus 60 s.
 pub const LEASE_MS: i64 = 960_000;
 
+pub mod conflict;
 pub mod counts;
 pub mod fanout;
 pub mod fault;
 pub mod gate;
+pub mod lock;
 pub mod pending;
 pub mod record;
 pub mod run;

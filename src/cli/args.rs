@@ -182,6 +182,9 @@ Examples:
   zae-limiter limits plan -n mystack -f limits.yaml --detailed-exitcode
   zae-limiter limits plan -n mystack -f limits.yaml --no-refresh
 
+`-o FILE` saves the plan for `zae-limiter limits apply FILE`, which applies exactly it or
+refuses it as stale (see `limits apply --help`).
+
 On the local store, a plan against a file or table that does not exist yet shows every
 level as a create and creates nothing.
 
@@ -197,16 +200,48 @@ Examples:
 Exit status: 0 ok (drift is reported, not an error; with --detailed-exitcode 2 on drift),
 1 error, 2 usage error.")]
     Diff(PlanArgs),
-    /// Write the manifest's limits to the store
-    #[command(after_help = "\
+    /// Write the manifest's limits (or a saved plan) to the store
+    #[command(
+        after_help = "\
+Takes the namespace's lock first: a second apply on the same namespace fails at once, naming
+the holder (or waits with --lock-timeout). Ctrl-C or SIGTERM stops at the next safe point and
+releases the lock; a second Ctrl-C quits at once (the lock then expires within a minute).
+
 Examples:
   zae-limiter limits apply --local -n demo -f limits.yaml
   zae-limiter limits apply -n mystack -f limits.yaml --full
   zae-limiter limits apply -n mystack -f limits.yaml --no-refresh
+  zae-limiter limits apply -n mystack -f limits.yaml --lock-timeout 5m
+  zae-limiter limits plan --local -n demo -f limits.yaml -o limits.plan
+  zae-limiter limits apply --local -n demo limits.plan
 
 Exit status: 0 applied (with --detailed-exitcode: 0 nothing to change, 2 changes
-applied), 1 invalid manifest or errors during the apply, 2 usage error.")]
+applied), 1 invalid manifest, stale saved plan, namespace locked, or errors during the
+apply, 2 usage error.",
+        mut_arg("file", |a| a.required(false))
+    )]
     Apply(ApplyArgs),
+    /// Print a saved plan (`limits plan -o FILE`) as `limits plan` printed it
+    #[command(after_help = "\
+Examples:
+  zae-limiter limits show-plan limits.plan
+  zae-limiter limits show-plan limits.plan --format json \\
+      | jq '.changes[].target'
+
+Exit status: 0 ok, 1 not a readable plan file.")]
+    ShowPlan(ShowPlanArgs),
+    /// Remove a namespace's apply lock left by an apply that is gone
+    #[command(after_help = "\
+The lock of an apply that died expires by itself within a minute. Use this only when you are
+sure no apply holds it: an apply still running under it stops at its next step. LOCK_ID is the
+ID a refused apply printed; any other ID is refused and nothing is removed.
+
+Example:
+  zae-limiter limits force-unlock 3f2a9c0d5e6b4a718293a4b5c6d7e8f9 \\
+      --local -n demo
+
+Exit status: 0 removed, 1 not locked or another lock ID.")]
+    ForceUnlock(ForceUnlockArgs),
     /// Print a CloudFormation template that applies the manifest through the provisioner
     #[command(after_help = "\
 Examples:
@@ -377,8 +412,8 @@ pub struct PlanArgs {
     #[arg(short = 'n', long, value_name = "NAME", env = "ZAEL_STACK")]
     pub name: String,
     /// Limits manifest (YAML)
-    #[arg(short = 'f', long = "file", value_name = "FILE")]
-    pub file: PathBuf,
+    #[arg(short = 'f', long = "file", value_name = "FILE", required = true)]
+    pub file: Option<PathBuf>,
     /// Print only the summary line, not the changes
     #[arg(short = 'q', long)]
     pub quiet: bool,
@@ -416,10 +451,22 @@ pub struct PlanCmdArgs {
     pub plan: PlanArgs,
     #[command(flatten)]
     pub refresh: RefreshArg,
+    /// Also save the plan to FILE, for `limits apply FILE` (versioned JSON)
+    ///
+    /// The file holds the exact changes (the items read and the items to
+    /// write), the manifest, and the identity of the namespace's #PROVISIONER
+    /// record. `limits apply FILE` carries out exactly these changes and
+    /// refuses them as stale when another apply ran since.
+    #[arg(short = 'o', long = "out", value_name = "FILE")]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("source").required(true).args(["file", "plan_file"])))]
 pub struct ApplyArgs {
+    /// A plan saved by `limits plan -o FILE`: apply exactly it (instead of -f MANIFEST)
+    #[arg(value_name = "PLANFILE", conflicts_with_all = ["file", "full", "no_refresh"])]
+    pub plan_file: Option<PathBuf>,
     #[command(flatten)]
     pub plan: PlanArgs,
     #[command(flatten)]
@@ -427,6 +474,52 @@ pub struct ApplyArgs {
     /// Rewrite every declared level, even the unchanged ones
     #[arg(long, conflicts_with = "no_refresh")]
     pub full: bool,
+    #[command(flatten)]
+    pub lock: LockArgs,
+}
+
+/// The namespace lock of `limits apply`.
+#[derive(Debug, Args)]
+pub struct LockArgs {
+    /// Take the namespace's lock (default); --lock=false is for emergencies only
+    ///
+    /// Without the lock, an apply running at the same time can interleave its
+    /// writes with this one's: the namespace may end up with a mix of both
+    /// manifests until the next apply (no level is lost from the managed set:
+    /// the record write still refuses to overwrite another apply's record).
+    #[arg(
+        long,
+        value_name = "BOOL",
+        default_value_t = true,
+        action = clap::ArgAction::Set,
+        require_equals = true
+    )]
+    pub lock: bool,
+    /// Wait up to DURATION for another apply's lock, e.g. 30s, 5m (default 0: fail at once)
+    #[arg(long, value_name = "DURATION", default_value = "0")]
+    pub lock_timeout: String,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowPlanArgs {
+    /// A plan saved by `limits plan -o FILE`
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Print only the summary line, not the changes
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+    /// Output format (the JSON document `limits plan --format json` prints)
+    #[arg(long, value_enum, default_value_t)]
+    pub format: TextOrJson,
+}
+
+#[derive(Debug, Args)]
+pub struct ForceUnlockArgs {
+    /// The lock's ID, as a refused apply printed it
+    #[arg(value_name = "LOCK_ID")]
+    pub lock_id: String,
+    #[command(flatten)]
+    pub read: ReadArgs,
 }
 
 #[derive(Debug, Args)]
@@ -837,8 +930,10 @@ a holder that dies frees its slot when the TTL ends (default: the limit's hold_t
 Examples:
   zae-limiter limits apply --local -n jobs -f fixtures/runtime/jobs.yaml
   zae-limiter acquire job-7 -r exports --local -n jobs
-  zae-limiter acquire job-7 -r exports --cost rows_per_hour=5000 --mode preview --local -n jobs
-  zae-limiter acquire job-7 -r exports --mode reserve --ttl 10m --format json --local -n jobs
+  zae-limiter acquire job-7 -r exports --mode preview \\
+      --cost rows_per_hour=5000 --local -n jobs
+  zae-limiter acquire job-7 -r exports --mode reserve --ttl 10m \\
+      --format json --local -n jobs
 
 \"Now\" is ZAEL_NOW (RFC 3339) when set. When the store cannot be read or the state is
 unreadable, the system level's on_unavailable (allow | block, default block) answers, and
@@ -897,7 +992,8 @@ was taken for, so these commands need only the id, the store flags and the names
 
 Examples:
   zae-limiter limits apply --local -n jobs -f fixtures/runtime/jobs.yaml
-  id=$(zae-limiter acquire job-7 -r exports --mode reserve --local -n jobs) && \\
+  id=$(zae-limiter acquire job-7 -r exports --mode reserve \\
+      --local -n jobs) && \\
       ",
             $then,
             "
@@ -917,7 +1013,8 @@ pub enum ReservationCommand {
     Release(ReservationArgs),
     /// The work is done: give the slots back and, with --cost, correct what it counted
     #[command(after_help = reservation_help!(
-        "zae-limiter reservation commit \"$id\" --cost rows_per_hour=4200 --local -n jobs"
+        "zae-limiter reservation commit \"$id\" \\\n      \
+         --cost rows_per_hour=4200 --local -n jobs"
     ))]
     Commit(ReservationCommitArgs),
     /// Heartbeat: keep the reservation open until --ttl from now

@@ -4,6 +4,7 @@ pub mod args;
 pub mod completions;
 pub mod error;
 pub mod help;
+pub mod interrupt;
 pub mod output;
 
 pub use args::{command, Cli, Command};
@@ -32,6 +33,8 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
             LimitsCommand::Plan(a) => commands::plan::plan(a),
             LimitsCommand::Diff(a) => commands::plan::diff(a),
             LimitsCommand::Apply(a) => commands::plan::apply(a),
+            LimitsCommand::ShowPlan(a) => commands::plan::show_plan(a),
+            LimitsCommand::ForceUnlock(a) => commands::lock::force_unlock(a),
             LimitsCommand::CfnTemplate(a) => commands::cfn_template::run(a),
             LimitsCommand::Simulate(a) => commands::simulate::run(a),
             LimitsCommand::GenTrace(a) => commands::gen_trace::run(a),

@@ -17,7 +17,7 @@ use crate::store::{Item, Store, StoreError};
 pub type BuildFn<'a> = dyn Fn(&Level) -> Result<Item, String> + 'a;
 
 /// The item a change would write: `None` for a delete, `Err` when it cannot be built.
-type Desired = Option<Result<Item, String>>;
+pub type Desired = Option<Result<Item, String>>;
 
 /// One change that survives `drop_unchanged`.
 #[derive(Debug, Clone)]
@@ -28,6 +28,24 @@ pub struct PlannedChange {
     /// The live item read before any write (`None` = absent).
     pub live: Option<Item>,
     pub details: Vec<Detail>,
+}
+
+impl PlannedChange {
+    /// A change with its attribute-level detail computed from the two items
+    /// (or the reason the desired item cannot be built).
+    pub fn new(change: Change, desired: Desired, live: Option<Item>) -> Self {
+        let details = match &desired {
+            Some(Err(e)) => vec![Detail::error(e.clone())],
+            Some(Ok(item)) => details(live.as_ref(), Some(item)),
+            None => details(live.as_ref(), None),
+        };
+        PlannedChange {
+            change,
+            desired,
+            live,
+            details,
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -142,24 +160,7 @@ pub fn prepare_with_record(
             unchanged_digests.extend(digest);
             continue;
         }
-        let new_item = match &desired {
-            Some(Ok(item)) => Some(item),
-            _ => None,
-        };
-        let mut d = if matches!(desired, Some(Err(_))) {
-            Vec::new()
-        } else {
-            details(live.as_ref(), new_item)
-        };
-        if let Some(Err(e)) = &desired {
-            d.push(Detail::error(e.clone()));
-        }
-        changes.push(PlannedChange {
-            change,
-            desired,
-            live,
-            details: d,
-        });
+        changes.push(PlannedChange::new(change, desired, live));
     }
     if !kind_changes.is_empty() {
         return Err(KindChanges(kind_changes).into());
