@@ -728,7 +728,13 @@ fn sigterm_finishes_the_requests_in_flight_and_exits_0() {
             r.text
         );
         assert!(started.elapsed() >= Duration::from_millis(1500));
-        assert_eq!(server.exit_code(), Some(0), "[{}] {}", b.label, server.stderr());
+        assert_eq!(
+            server.exit_code(),
+            Some(0),
+            "[{}] {}",
+            b.label,
+            server.stderr()
+        );
         assert!(server.stderr().contains("stopped"), "{}", server.stderr());
     }
 }
@@ -1171,7 +1177,10 @@ fn the_help_examples_of_serve_run() {
                 apply(b, &slots_level("batch", 1));
             }
         }
-        let mut cmd = b.shell(T0, &format!("exec {text}"));
+        // `exec` after any leading assignments (`VAR=… exec zae-limiter …`), so
+        // the signal reaches the server itself.
+        let at = text.find("zae-limiter ").expect("a zae-limiter command");
+        let mut cmd = b.shell(T0, &format!("{}exec {}", &text[..at], &text[at..]));
         cmd.env_remove("ZAEL_NOW")
             .env_remove("ZAEL_API_TOKEN")
             .env("PATH", &path)

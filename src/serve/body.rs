@@ -87,8 +87,7 @@ mod tests {
             err(r#"{"cost": {"rpm": 1.5}}"#),
             "invalid field `cost.rpm`: invalid type: floating point `1.5`, expected u64 at line 1 column 20"
         );
-        assert!(err(r#"{"ttlSecond": 5}"#)
-            .starts_with("invalid request body: unknown field `ttlSecond`, expected"));
+        assert!(err(r#"{"ttlSecond": 5}"#).contains("unknown field `ttlSecond`, expected"));
         assert!(err("{").starts_with("the request body is not valid JSON"));
         assert!(err(r#"{"ttlSeconds": "5"}"#)
             .starts_with("invalid field `ttlSeconds`: invalid type: string"));
