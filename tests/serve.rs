@@ -154,6 +154,19 @@ impl Server {
     }
 }
 
+impl Server {
+    /// A server on `b` that requires [`TOKEN`], on the real clock.
+    fn with_token(b: &Backend) -> Server {
+        Server::start(
+            b,
+            Opts {
+                token: Some(TOKEN),
+                ..Opts::default()
+            },
+        )
+    }
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
         if let Some(mut c) = self.child.take() {
@@ -265,13 +278,7 @@ fn limit<'a>(answer: &'a Value, name: &str) -> &'a Value {
 fn sixty_four_clients_reserving_five_slots_never_hold_more_than_five() {
     for b in backends("sv-slots") {
         apply(&b, &slots_level("batch", 5));
-        let server = Server::start(
-            &b,
-            Opts {
-                token: Some(TOKEN),
-                ..Opts::default()
-            },
-        );
+        let server = Server::with_token(&b);
         // How many reservations the clients hold by their own answers: counted
         // up when a grant arrives and down before its release is sent, so
         // never more than the store holds.
@@ -343,13 +350,7 @@ fn sixty_four_clients_reserving_five_slots_never_hold_more_than_five() {
 fn a_burst_of_300_consumes_against_a_window_of_100_admits_exactly_100() {
     for b in backends("sv-burst") {
         apply(&b, &window_level("search", 100));
-        let server = Server::start(
-            &b,
-            Opts {
-                token: Some(TOKEN),
-                ..Opts::default()
-            },
-        );
+        let server = Server::with_token(&b);
         let allowed = AtomicUsize::new(0);
         std::thread::scope(|s| {
             for _ in 0..30 {
@@ -406,22 +407,7 @@ fn two_instances_on_one_table_agree() {
                 slots_level("jobs", 3)
             ),
         );
-        let servers = [
-            Server::start(
-                &b,
-                Opts {
-                    token: Some(TOKEN),
-                    ..Opts::default()
-                },
-            ),
-            Server::start(
-                &b,
-                Opts {
-                    token: Some(TOKEN),
-                    ..Opts::default()
-                },
-            ),
-        ];
+        let servers = [Server::with_token(&b), Server::with_token(&b)];
         // 16 clients, alternating instances, one reservation each, none released.
         let ids = Mutex::new(Vec::new());
         std::thread::scope(|s| {
@@ -481,13 +467,7 @@ fn two_instances_on_one_table_agree() {
 fn refusals_are_200_and_errors_have_their_status() {
     for b in backends("sv-errors") {
         apply(&b, &slots_level("batch", 1));
-        let server = Server::start(
-            &b,
-            Opts {
-                token: Some(TOKEN),
-                ..Opts::default()
-            },
-        );
+        let server = Server::with_token(&b);
         let agent = agent();
         let url = |p: &str| format!("{}{p}", server.url);
         let body = check_body("w", "batch", "reserve").to_string();
@@ -743,22 +723,7 @@ fn sigterm_finishes_the_requests_in_flight_and_exits_0() {
 fn eight_concurrent_probes_of_one_scope_give_exactly_one_winner() {
     for b in backends("sv-probe") {
         apply(&b, &slots_level("batch", 1));
-        let servers = [
-            Server::start(
-                &b,
-                Opts {
-                    token: Some(TOKEN),
-                    ..Opts::default()
-                },
-            ),
-            Server::start(
-                &b,
-                Opts {
-                    token: Some(TOKEN),
-                    ..Opts::default()
-                },
-            ),
-        ];
+        let servers = [Server::with_token(&b), Server::with_token(&b)];
         let scope = "openai%2Facct-42%2Fgpt-4";
         let client = agent();
         // A 429 received a minute ago that asked for 20 s: the deadline has passed.
@@ -920,13 +885,7 @@ fn http_answers_are_the_clis_json_in_camel_case() {
 fn a_warm_decision_reads_the_state_once_and_writes_once_and_the_ttl_bounds_staleness() {
     for b in backends("sv-cache") {
         apply(&b, &window_level("search", 5));
-        let cached = Server::start(
-            &b,
-            Opts {
-                token: Some(TOKEN),
-                ..Opts::default()
-            },
-        );
+        let cached = Server::with_token(&b);
         let uncached = Server::start(
             &b,
             Opts {
@@ -1106,13 +1065,7 @@ fn the_readme_examples_run_against_a_live_server() {
             &b,
             &std::fs::read_to_string(root().join("fixtures/runtime/jobs.yaml")).unwrap(),
         );
-        let server = Server::start(
-            &b,
-            Opts {
-                token: Some(TOKEN),
-                ..Opts::default()
-            },
-        );
+        let server = Server::with_token(&b);
         let snippet = readme_block("python");
         let out = Command::new(&python)
             .args(["-c", &snippet])

@@ -23,7 +23,7 @@
 //! `--received-at` in the future) are named in a warning on stderr and left
 //! out; with nothing usable the bounded backoff applies. Flags, `--headers`
 //! and `--response` become one refusal through [`crate::cooldown::evidence`],
-//! the path the HTTP API is to share (docs/cooldowns.md).
+//! the path the HTTP API shares (docs/cooldowns.md, docs/serve.md).
 //!
 //! `check --wait-up-to` sleeps through a wait that ends (with this worker's
 //! jitter) within the bound, then looks again; its clock starts at "now" and
@@ -355,17 +355,22 @@ fn print_check(
         Verdict::Wait {
             until,
             probe_holder: Some(h),
-        } => output::println(format!(
-            "wait: {h} holds the recovery probe of {scope} until {} (in {})",
-            rfc3339(until),
-            human_duration(until.saturating_sub(now))
-        ))?,
+        } => output::println(probe_held(&h, scope, until, now))?,
         Verdict::NeedsOperator => output::eprintln(format!(
             "Error: {scope} needs an operator: {} (after fixing it: zae-limiter cooldown clear {scope})",
             st.reason
         )),
     }
     Ok(code)
+}
+
+/// "wait": another worker's live probe lease.
+fn probe_held(holder: &str, scope: &Scope, until: EpochMs, now: EpochMs) -> String {
+    format!(
+        "wait: {holder} holds the recovery probe of {scope} until {} (in {})",
+        rfc3339(until),
+        human_duration(until.saturating_sub(now))
+    )
 }
 
 /// The state cannot be read: say so and refuse (76), never permit.
@@ -425,11 +430,7 @@ fn probe(a: CooldownProbeArgs) -> Result<i32, CliError> {
             until,
             probe_holder: Some(h),
             ..
-        } => output::println(format!(
-            "wait: {h} holds the recovery probe of {scope} until {} (in {})",
-            rfc3339(until),
-            human_duration(until.saturating_sub(now))
-        ))?,
+        } => output::println(probe_held(&h, &scope, until, now))?,
         ProbeResult::Wait {
             until,
             probe_holder: None,

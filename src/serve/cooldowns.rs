@@ -148,7 +148,7 @@ impl ResponseParts {
         };
         Policy {
             margin_ms,
-            ..base.clone()
+            ..*base
         }
     }
 
@@ -245,7 +245,7 @@ fn cooldowns<'a>(
     policy: &Policy,
 ) -> Result<Cooldowns<'a>, ApiError> {
     let ns = app.cache.namespace(store)?;
-    Ok(Cooldowns::new(store, ns.id, policy.clone()))
+    Ok(Cooldowns::new(store, ns.id, *policy))
 }
 
 /// 503 with the `unreadable` verdict: the state could not be read, so no call
