@@ -146,10 +146,7 @@ impl ResponseParts {
                 }
             },
         };
-        Policy {
-            margin_ms,
-            ..*base
-        }
+        Policy { margin_ms, ..*base }
     }
 
     /// The evidence of the response and when it was received, as
