@@ -16,5 +16,6 @@ pub mod items;
 pub mod manifest;
 pub mod plan;
 pub mod runtime;
+pub mod serve;
 pub mod simulate;
 pub mod store;

@@ -85,6 +85,21 @@ const EXPECT: &[(&str, Expect)] = &[
         Local(1),
     ),
     ("zae-limiter table create -n mystack --region us-east-1", Dynamo(0)),
+    // A server runs until it is stopped: tests/serve.rs
+    // (the_help_examples_of_serve_run) starts each on a free port, asks it
+    // /healthz and stops it with SIGTERM.
+    (
+        "zae-limiter serve --local -n jobs --listen 127.0.0.1:8080",
+        Skip("a server runs until stopped: tests/serve.rs the_help_examples_of_serve_run runs it"),
+    ),
+    (
+        "zae-limiter serve --local -n jobs --listen 127.0.0.1:0 --config-ttl 0",
+        Skip("a server runs until stopped: tests/serve.rs the_help_examples_of_serve_run runs it"),
+    ),
+    (
+        "ZAEL_API_TOKEN=$(cat token.txt) zae-limiter serve -n mystack --listen 0.0.0.0:8080 --config-ttl 30s",
+        Skip("a server runs until stopped: tests/serve.rs the_help_examples_of_serve_run runs it on moto"),
+    ),
     (
         "zae-limiter limits apply -n mystack -f limits.yaml --lock-timeout 5m",
         Dynamo(0),

@@ -76,6 +76,9 @@ pub enum Command {
     /// Release, commit or extend a reservation taken by `acquire --mode reserve`
     #[command(subcommand)]
     Reservation(ReservationCommand),
+    /// Serve the checks, reservations and cooldowns over HTTP, for services in any language
+    #[command(after_help = SERVE_AFTER_HELP)]
+    Serve(ServeArgs),
     /// Print a shell completion script
     #[command(after_help = "\
 Install the script where the shell looks for completions (the directories below are the
@@ -1050,6 +1053,49 @@ pub struct ReservationExtendArgs {
     /// Keep it open this long from now, e.g. 90s, 5m (at most 1h; never shortened)
     #[arg(long, value_name = "DURATION")]
     pub ttl: String,
+}
+
+const SERVE_AFTER_HELP: &str = "\
+Answers `acquire`'s decisions and `reservation`'s and `cooldown`'s operations over HTTP, JSON
+in and out (camelCase): POST /v1/checks, POST /v1/reservations/{id}/release|commit|extend,
+GET /v1/limits?entity=E&resource=R, GET|DELETE /v1/cooldowns/{scope} and POST
+/v1/cooldowns/{scope}/record|probe|settle, GET /healthz, GET /metrics (Prometheus). A refusal
+is 200 with \"allowed\": false. The server keeps no state but the config cache
+(--config-ttl), so any number of instances share one table and agree.
+
+Every request needs `Authorization: Bearer TOKEN`, the token from --token-file or
+ZAEL_API_TOKEN (the file wins; at least 16 characters). Without a token the server only
+listens on a loopback address. The bound address is printed on stdout (`listening on
+ADDR:PORT`; --listen 127.0.0.1:0 picks a free port). SIGTERM or Ctrl-C stops accepting,
+finishes the requests in flight and exits 0.
+
+Examples:
+  zae-limiter limits apply --local -n jobs -f fixtures/runtime/jobs.yaml
+  zae-limiter serve --local -n jobs --listen 127.0.0.1:8080
+  zae-limiter serve --local -n jobs --listen 127.0.0.1:0 --config-ttl 0
+  ZAEL_API_TOKEN=$(cat token.txt) zae-limiter serve -n mystack \\
+      --listen 0.0.0.0:8080 --config-ttl 30s
+
+The API, with curl and Python examples: docs/serve.md.
+
+Exit status: 0 stopped by SIGTERM or Ctrl-C, 1 the store, the namespace or the address
+cannot be used, 2 usage error (a non-loopback address without a token included).";
+
+/// `zae-limiter serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address and port to listen on (port 0: a free port, printed at startup)
+    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:8080")]
+    pub listen: String,
+    /// How long resolved limits are kept before they are read again, e.g. 60s, 5m (0: read them
+    /// on every request); the state is never kept
+    #[arg(long, value_name = "DURATION", default_value = "60s")]
+    pub config_ttl: String,
+    /// File holding the bearer token every request must carry (default: $ZAEL_API_TOKEN)
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: CooldownStoreArgs,
 }
 
 /// The clap command as `main`, the man pages and completions use it: the

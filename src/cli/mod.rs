@@ -55,6 +55,7 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
         Command::Table(cmd) => commands::table::run(cmd),
         Command::Acquire(a) => commands::acquire::run(a),
         Command::Reservation(cmd) => commands::reservation::run(cmd),
+        Command::Serve(a) => commands::serve::run(a),
         Command::Completions { shell } => {
             output::print(completions::script(shell))?;
             Ok(crate::exit_codes::OK)

@@ -12,6 +12,7 @@ pub mod plan;
 pub mod read_only;
 pub mod reservation;
 pub mod saved_plan;
+pub mod serve;
 pub mod show;
 pub mod simulate;
 pub mod table;
