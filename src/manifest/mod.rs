@@ -14,6 +14,7 @@ pub mod model;
 
 mod block_scan;
 mod convert;
+pub mod emit;
 mod entries;
 mod fields;
 mod kinds;
