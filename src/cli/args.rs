@@ -163,13 +163,22 @@ Checks every rule on the client and reports all errors in all files in one run, 
 file:line:col, the offending snippet with a caret, what is wrong and how to fix it.
 No network, no store.
 
+Lints warn about traps a valid manifest can hide, each with a stable code and the fix:
+ZL101 a window whose minute field is fixed (`0 9-17 * * MON-FRI` is one minute an hour),
+ZL102 a schedule entry an earlier one always wins over, ZL103 a reset that fires less than
+once a year or never, ZL104 a level Python 0.17 sees as empty (only rolling windows or
+concurrency limits), ZL105 an entity limit name close to a resource's (`rpn` beside `rpm`).
+Silence one on a limit or a level on purpose with `lint: {allow: [ZL101]}`.
+
 Examples:
   zae-limiter limits validate limits.yaml
   zae-limiter limits validate -f a.yaml -f b.yaml --format github
   zae-limiter limits validate manifests/*.yaml --format json \\
       | jq '.files[].valid'
+  zae-limiter limits validate limits.yaml --deny-warnings
 
-Exit status: 0 valid, 1 invalid, 2 usage error.")]
+Exit status: 0 valid (warnings alone keep 0), 1 invalid (or any warning with
+--deny-warnings), 2 usage error.")]
     Validate(ValidateArgs),
     /// Show what `apply` would change
     #[command(after_help = "\
@@ -366,6 +375,9 @@ pub struct ValidateArgs {
     /// Output format
     #[arg(long, value_enum, default_value_t)]
     pub format: ValidateFormat,
+    /// Fail (exit 1) on warnings too: the lints (ZL101…) and the loader's warnings
+    #[arg(long)]
+    pub deny_warnings: bool,
 }
 
 #[derive(Debug, Args)]
