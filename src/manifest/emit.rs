@@ -16,6 +16,9 @@ pub enum Node {
     Int(u64),
     Bool(bool),
     Float(f64),
+    /// A string always written in double quotes (a cron pattern, as the
+    /// manifest docs write one).
+    Quoted(String),
 }
 
 /// A mapping from `(key, value)` pairs, in order.
@@ -33,15 +36,30 @@ pub fn s(v: &str) -> Node {
     Node::Str(v.to_string())
 }
 
-/// The document as block YAML, one key per line, ending with a newline.
+/// The document as block YAML, one key per line, ending with a newline; a
+/// sequence in a mapping sits at its key's indent, as PyYAML writes it.
 pub fn emit(node: &Node) -> String {
+    emit_with(node, false)
+}
+
+/// [`emit`] with every sequence indented under its key, as manifests are
+/// written by hand (`schedule:` then `  - cron: …`).
+pub fn emit_indented(node: &Node) -> String {
+    emit_with(node, true)
+}
+
+fn emit_with(node: &Node, indent_lists: bool) -> String {
     let mut out = String::new();
+    let mut e = Emitter {
+        out: &mut out,
+        indent_lists,
+    };
     match node {
-        Node::Map(entries) if !entries.is_empty() => emit_map(entries, 0, &mut out),
-        Node::List(items) if !items.is_empty() => emit_list(items, 0, &mut out),
+        Node::Map(entries) if !entries.is_empty() => e.map(entries, 0),
+        Node::List(items) if !items.is_empty() => e.list(items, 0),
         other => {
-            out.push_str(&inline(other));
-            out.push('\n');
+            e.out.push_str(&inline(other));
+            e.out.push('\n');
         }
     }
     out
@@ -56,6 +74,7 @@ fn inline(node: &Node) -> String {
         Node::Int(v) => v.to_string(),
         Node::Bool(b) => if *b { "true" } else { "false" }.into(),
         Node::Float(f) => python_float(*f),
+        Node::Quoted(v) => double_quoted(v),
     }
 }
 
@@ -63,47 +82,59 @@ fn is_block(node: &Node) -> bool {
     matches!(node, Node::Map(m) if !m.is_empty()) || matches!(node, Node::List(l) if !l.is_empty())
 }
 
-fn emit_map(entries: &[(String, Node)], indent: usize, out: &mut String) {
-    for (i, (k, v)) in entries.iter().enumerate() {
-        // The first key of a map inside a list item continues the `- ` line.
-        if !(i == 0 && out.ends_with("- ")) {
-            out.push_str(&" ".repeat(indent));
-        }
-        out.push_str(&scalar(k));
-        out.push(':');
-        match v {
-            Node::Map(m) if !m.is_empty() => {
-                out.push('\n');
-                emit_map(m, indent + 2, out);
+struct Emitter<'a> {
+    out: &'a mut String,
+    indent_lists: bool,
+}
+
+impl Emitter<'_> {
+    fn map(&mut self, entries: &[(String, Node)], indent: usize) {
+        for (i, (k, v)) in entries.iter().enumerate() {
+            // The first key of a map inside a list item continues the `- ` line.
+            if !(i == 0 && self.out.ends_with("- ")) {
+                self.out.push_str(&" ".repeat(indent));
             }
-            // PyYAML writes a block sequence in a mapping at the key's own indent.
-            Node::List(l) if !l.is_empty() => {
-                out.push('\n');
-                emit_list(l, indent, out);
-            }
-            other => {
-                out.push(' ');
-                out.push_str(&inline(other));
-                out.push('\n');
+            self.out.push_str(&scalar(k));
+            self.out.push(':');
+            match v {
+                Node::Map(m) if !m.is_empty() => {
+                    self.out.push('\n');
+                    self.map(m, indent + 2);
+                }
+                // PyYAML writes a block sequence in a mapping at the key's own indent.
+                Node::List(l) if !l.is_empty() => {
+                    self.out.push('\n');
+                    let at = if self.indent_lists {
+                        indent + 2
+                    } else {
+                        indent
+                    };
+                    self.list(l, at);
+                }
+                other => {
+                    self.out.push(' ');
+                    self.out.push_str(&inline(other));
+                    self.out.push('\n');
+                }
             }
         }
     }
-}
 
-fn emit_list(items: &[Node], indent: usize, out: &mut String) {
-    for item in items {
-        out.push_str(&" ".repeat(indent));
-        out.push_str("- ");
-        match item {
-            Node::Map(m) if !m.is_empty() => emit_map(m, indent + 2, out),
-            Node::List(l) if !l.is_empty() => {
-                out.push('\n');
-                emit_list(l, indent + 2, out);
-            }
-            other => {
-                debug_assert!(!is_block(other));
-                out.push_str(&inline(other));
-                out.push('\n');
+    fn list(&mut self, items: &[Node], indent: usize) {
+        for item in items {
+            self.out.push_str(&" ".repeat(indent));
+            self.out.push_str("- ");
+            match item {
+                Node::Map(m) if !m.is_empty() => self.map(m, indent + 2),
+                Node::List(l) if !l.is_empty() => {
+                    self.out.push('\n');
+                    self.list(l, indent + 2);
+                }
+                other => {
+                    debug_assert!(!is_block(other));
+                    self.out.push_str(&inline(other));
+                    self.out.push('\n');
+                }
             }
         }
     }
@@ -491,6 +522,13 @@ mod tests {
         assert_eq!(
             emit(&n),
             "a: 1\nempty: {}\nlist:\n- x: 1 2\n  y: false\n- x: '* *'\nm:\n  k: 0.5\n"
+        );
+        assert_eq!(
+            emit_indented(&map(vec![(
+                "schedule",
+                Node::List(vec![map(vec![("cron", Node::Quoted("0 0 * * *".into()))])])
+            )])),
+            "schedule:\n  - cron: \"0 0 * * *\"\n"
         );
     }
 }

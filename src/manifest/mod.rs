@@ -30,6 +30,7 @@ pub mod suggest;
 mod values;
 pub mod yaml;
 
+pub use convert::DEFAULT_REFILL_PERIOD;
 pub use diagnostic::{Diagnostic, Severity};
 pub use kinds::MAX_SLOTS;
 pub use load::{check_file, check_str, load_file, load_str};
