@@ -202,28 +202,30 @@ fn entry_label(l: &StoredLimit, index: Option<usize>) -> String {
             entry_text(e),
             effect(e.modifier.as_ref())
         ),
+        None if l.schedule.is_empty() => "the base".into(),
         None => "the base (no schedule entry matches)".into(),
     }
 }
 
-fn change_text(l: &StoredLimit, c: &Change, quota: bool) -> String {
-    let mut what = Vec::new();
-    if let Some((before, after)) = c.window {
-        what.push(match (before, after) {
-            (Some(b), Some(a)) => format!("schedule[{a}] takes over from schedule[{b}]"),
-            (Some(b), None) => format!("schedule[{b}] ends, the base applies"),
-            (None, Some(a)) => format!("schedule[{a}] starts"),
-            (None, None) => "the schedule changes".into(),
-        });
-    }
+fn change_text(c: &Change, quota: bool) -> String {
+    let reset = format!(
+        "reset: the balance goes back to {}",
+        tokens(c.numbers.capacity_milli)
+    );
+    let Some((before, after)) = c.window else {
+        return reset;
+    };
+    let window = match (before, after) {
+        (Some(b), Some(a)) => format!("schedule[{a}] takes over from schedule[{b}]"),
+        (Some(b), None) => format!("schedule[{b}] ends, the base applies"),
+        (None, Some(a)) => format!("schedule[{a}] starts"),
+        (None, None) => "the schedule changes".into(),
+    };
+    let mut s = format!("{window}: {}", numbers_text(&c.numbers, quota));
     if c.reset {
-        what.push(format!(
-            "reset: the balance goes back to {}",
-            tokens(c.numbers.capacity_milli)
-        ));
+        s.push_str(&format!("; {reset}"));
     }
-    let _ = l;
-    format!("{}: {}", what.join("; "), numbers_text(&c.numbers, quota))
+    s
 }
 
 fn limit_body(x: &Explanation, l: &LimitView, tz: Option<Tz>) -> Vec<String> {
@@ -248,7 +250,7 @@ fn limit_body(x: &Explanation, l: &LimitView, tz: Option<Tz>) -> Vec<String> {
                     out.push(format!(
                         "  {}  {}",
                         when(c.at_ms, tz),
-                        change_text(s, c, quota)
+                        change_text(c, quota)
                     ));
                 }
                 if l.truncated {
@@ -264,7 +266,14 @@ fn limit_body(x: &Explanation, l: &LimitView, tz: Option<Tz>) -> Vec<String> {
                     crate::display::limits::duration(rsa)
                 ));
             }
-            out.push(wait_line(l, "at an empty bucket"));
+            let why = if s.reset_after_seconds.is_some() {
+                ", when the session window that opened at --at ends"
+            } else if !s.reset_schedule.is_empty() {
+                ", at the next reset"
+            } else {
+                ""
+            };
+            out.push(format!("{}{why}", wait_line(l, "at an empty bucket")));
         }
         (Kind::Rolling, _) => {
             out.push("no schedule: the amount is the same at every instant".into());
@@ -274,7 +283,7 @@ fn limit_body(x: &Explanation, l: &LimitView, tz: Option<Tz>) -> Vec<String> {
             out.push("no schedule: the slots are the same at every instant".into());
             out.push(match l.wait_seconds {
                 Some(w) => format!(
-                    "a reservation when every slot was taken at {} waits {} (the first hold's TTL; less when a holder releases)",
+                    "a reservation when every slot was taken at {} waits {}: the first hold's TTL, less when a holder releases",
                     rfc3339(x.at_ms),
                     wait_text(w)
                 ),
