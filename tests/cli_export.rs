@@ -254,6 +254,8 @@ fn levels_a_manifest_cannot_express_are_named_and_left_out() {
 {{"PK":{{"S":"{ns}/RESOURCE#9lives"}},"SK":{{"S":"#CONFIG"}},"GSI4PK":{{"S":"{ns}"}},"GSI4SK":{{"S":"{ns}/RESOURCE#9lives"}},"l_rpm_cp":{{"N":"10"}},"l_rpm_ra":{{"N":"10"}},"l_rpm_rp":{{"N":"60"}}}}
 {{"PK":{{"S":"{ns}/ENTITY#u"}},"SK":{{"S":"#CONFIG#gpt-4"}},"GSI4PK":{{"S":"{ns}"}},"GSI4SK":{{"S":"{ns}/ENTITY#u"}},"l_rpm_cp":{{"N":"10.5"}},"l_rpm_ra":{{"N":"10"}},"l_rpm_rp":{{"N":"60"}}}}
 {{"PK":{{"S":"{ns}/ENTITY#u"}},"SK":{{"S":"#CONFIG#_default_"}},"GSI4PK":{{"S":"{ns}"}},"GSI4SK":{{"S":"{ns}/ENTITY#u"}},"l_rpm_cp":{{"N":"10"}},"l_rpm_ra":{{"N":"10"}},"l_rpm_rp":{{"N":"60"}},"sched_tz":{{"S":"Europe/Paris"}}}}
+{{"PK":{{"S":"{ns}/ENTITY#v"}},"SK":{{"S":"#CONFIG#gpt-4"}},"GSI4PK":{{"S":"{ns}"}},"GSI4SK":{{"S":"{ns}/ENTITY#v"}},"l_q_cp":{{"N":"10"}},"l_q_ra":{{"N":"0"}},"l_q_rp":{{"N":"60"}},"l_q_rsched":{{"S":"1m0h0"}},"l_q_sched":{{"S":"1h9a5"}},"sched_tz":{{"S":"UTC"}}}}
+{{"PK":{{"S":"{ns}/SYSTEM#"}},"SK":{{"S":"#CONFIG"}},"GSI4PK":{{"S":"{ns}"}},"GSI4SK":{{"S":"{ns}/SYSTEM#"}},"l_rpm_cp":{{"N":"1000"}},"l_rpm_ra":{{"N":"1000"}},"l_rpm_rp":{{"N":"60"}},"on_unavailable":{{"S":"maybe"}}}}
 "##
     );
     load_items(dir, &items);
@@ -271,7 +273,7 @@ fn levels_a_manifest_cannot_express_are_named_and_left_out() {
     );
     assert_eq!(code, 1, "{out}\n{err}");
     assert!(
-        err.contains("5 of 9 levels of namespace 'default' cannot be written as a manifest"),
+        err.contains("7 of 10 levels of namespace 'default' cannot be written as a manifest"),
         "{err}"
     );
     for (path, why) in [
@@ -289,6 +291,14 @@ fn levels_a_manifest_cannot_express_are_named_and_left_out() {
             "entities.u.resources._default_",
             "sched_tz = 'Europe/Paris' has no manifest form",
         ),
+        (
+            "entities.v.resources.gpt-4",
+            "sets refill_amount=5 on a limit that also has reset_schedule",
+        ),
+        (
+            "system",
+            "on_unavailable must be `allow` or `block`, got 'maybe' (the last apply managed this level: applying the export as it is would delete it)",
+        ),
     ] {
         let line = err
             .lines()
@@ -296,7 +306,8 @@ fn levels_a_manifest_cannot_express_are_named_and_left_out() {
             .unwrap_or_else(|| panic!("{path} not named:\n{err}"));
         assert!(line.contains(why), "{line}");
     }
-    // The rest is written, names the omissions, and plans with no change.
+    // The rest is written and names the omissions; its plan changes nothing
+    // but the managed system level it could not declare, as stderr warned.
     let text = std::fs::read_to_string(dir.join("out.yaml")).unwrap();
     assert!(text.contains("#   resources.odd: "), "{text}");
     assert!(!text.contains("  odd:"), "{text}");
@@ -314,7 +325,9 @@ fn levels_a_manifest_cannot_express_are_named_and_left_out() {
             "--detailed-exitcode",
         ],
     );
-    assert_eq!(code, 0, "{out}");
+    assert_eq!(code, 2, "{out}");
+    assert!(out.starts_with("Plan: 1 change(s) (3 unchanged)"), "{out}");
+    assert!(out.contains("- delete system"), "{out}");
 }
 
 #[test]

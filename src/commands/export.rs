@@ -40,7 +40,7 @@ pub fn run(args: ExportArgs) -> Result<i32, CliError> {
         args.namespace
     );
     for o in &exported.omitted {
-        msg.push_str(&format!("\n  {}: {}", o.path(), o.reason));
+        msg.push_str(&format!("\n  {}", o.describe()));
     }
     Err(CliError::Failed(msg))
 }

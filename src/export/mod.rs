@@ -33,6 +33,8 @@ pub struct Origin<'a> {
 pub struct Omitted {
     pub level: Level,
     pub reason: String,
+    /// The last apply managed it: applying the export would delete it.
+    pub managed: bool,
 }
 
 impl Omitted {
@@ -40,6 +42,19 @@ impl Omitted {
     /// `entities.user-1.resources._default_`.
     pub fn path(&self) -> String {
         manifest_path(&self.level)
+    }
+
+    /// `path: reason`, and the warning a managed level needs.
+    pub fn describe(&self) -> String {
+        let mut s = format!(
+            "{}: {}",
+            self.path(),
+            self.reason.replace(['\n', '\r'], " ")
+        );
+        if self.managed {
+            s.push_str(" (the last apply managed this level: applying the export as it is would delete it)");
+        }
+        s
     }
 }
 
@@ -75,6 +90,7 @@ pub fn manifest_path(level: &Level) -> String {
 /// Reads every level of the namespace and writes the manifest.
 pub fn export(store: &dyn Store, origin: &Origin<'_>) -> Result<Exported, ExportError> {
     let ns = origin.namespace_id;
+    let managed = crate::plan::managed::read(store, ns)?.managed;
     let levels = discover::levels(store, ns)?;
     let keys: Vec<_> = levels.iter().map(|l| l.key(ns)).collect();
     let items = store.batch_get(&keys, true)?;
@@ -84,7 +100,11 @@ pub fn export(store: &dyn Store, origin: &Origin<'_>) -> Result<Exported, Export
         let Some(item) = item else { continue };
         match level_node(&level, &item, ns) {
             Ok(node) => written.push((level, node)),
-            Err(reason) => omitted.push(Omitted { level, reason }),
+            Err(reason) => omitted.push(Omitted {
+                managed: managed.contains(&level),
+                level,
+                reason,
+            }),
         }
     }
     let text = document(origin, &written, &omitted);
