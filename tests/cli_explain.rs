@@ -12,27 +12,12 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
+use common::{ok_in as ok, run_in};
+
 use serde_json::Value;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn run_in(dir: &Path, args: &[&str]) -> (i32, String, String) {
-    common::outcome(
-        common::zae_limiter()
-            .current_dir(dir)
-            .env_remove("ZAEL_NOW")
-            .args(args)
-            .output()
-            .expect("run zae-limiter"),
-    )
-}
-
-fn ok(dir: &Path, args: &[&str]) -> String {
-    let (code, out, err) = run_in(dir, args);
-    assert_eq!(code, 0, "{args:?}\n{out}\n{err}");
-    out
 }
 
 fn json(dir: &Path, args: &[&str]) -> Value {
@@ -525,37 +510,29 @@ fn svg_draws_each_limits_capacity_over_the_horizon() {
 #[test]
 fn bad_input_is_refused_with_the_reason() {
     let r = root();
+    // `limits explain -f MANIFEST -e u -r gpt-4 EXTRA...` in the repository.
+    let explain = |manifest: &str, resource: &str, extra: &[&str]| {
+        let mut a = vec![
+            "limits", "explain", "-f", manifest, "-e", "u", "-r", resource,
+        ];
+        a.extend_from_slice(extra);
+        run_in(&r, &a)
+    };
     let q = "fixtures/manifests/valid/quickstart.yaml";
-    let (code, _, err) = run_in(
-        &r,
-        &[
-            "limits",
-            "explain",
-            "-f",
-            "fixtures/manifests/valid/reference-example-2.yaml",
-            "-e",
-            "u",
-            "-r",
-            "claude",
-        ],
+    let (code, _, err) = explain(
+        "fixtures/manifests/valid/reference-example-2.yaml",
+        "claude",
+        &[],
     );
     assert_eq!(code, 1);
     assert!(
-        err.contains("no limits apply to entity 'u' on resource 'claude'")
-            || err.contains("no level defines one"),
+        err.contains("no limits apply to entity 'u' on resource 'claude'"),
         "{err}"
     );
-    let (code, _, err) = run_in(
-        &r,
+    let (code, _, err) = explain(
+        q,
+        "gpt-4",
         &[
-            "limits",
-            "explain",
-            "-f",
-            q,
-            "-e",
-            "u",
-            "-r",
-            "gpt-4",
             "--at",
             "2026-12-01T00:00:00Z",
             "--until",
@@ -564,43 +541,20 @@ fn bad_input_is_refused_with_the_reason() {
     );
     assert_eq!(code, 2);
     assert!(err.contains("is not after --at"), "{err}");
-    let (code, _, err) = run_in(
-        &r,
-        &[
-            "limits", "explain", "-f", q, "-e", "u", "-r", "gpt-4", "--until", "soon",
-        ],
-    );
-    assert_eq!(code, 2, "{err}");
-    let (code, _, err) = run_in(
-        &r,
-        &[
-            "limits", "explain", "-f", q, "-e", "u", "-r", "gpt-4", "--until", "400d",
-        ],
-    );
-    assert_eq!(code, 2, "{err}");
-    let (code, _, err) = run_in(
-        &r,
-        &[
-            "limits", "explain", "-f", q, "-e", "u", "-r", "gpt-4", "--cost", "rpx=5",
-        ],
-    );
+    for bad in ["soon", "400d"] {
+        let (code, _, err) = explain(q, "gpt-4", &["--until", bad]);
+        assert_eq!(code, 2, "{bad}: {err}");
+    }
+    let (code, _, err) = explain(q, "gpt-4", &["--cost", "rpx=5"]);
     assert_eq!(code, 0);
     assert!(
         err.contains("Warning: --cost for rpx: no limit of that name applies"),
         "{err}"
     );
-    let (code, _, err) = run_in(
-        &r,
-        &[
-            "limits",
-            "explain",
-            "-f",
-            "fixtures/manifests/invalid/row-12-capacity-zero.yaml",
-            "-e",
-            "u",
-            "-r",
-            "gpt-4",
-        ],
+    let (code, _, err) = explain(
+        "fixtures/manifests/invalid/row-12-capacity-zero.yaml",
+        "gpt-4",
+        &[],
     );
     assert_eq!(code, 1);
     assert!(err.contains("capacity must be positive"), "{err}");

@@ -13,29 +13,14 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
+use common::{ok_in as ok, run_in as run};
+
 use zae_limiter::store::local::LocalStore;
 use zae_limiter::store::typed_json::item_from_str;
 use zae_limiter::store::{Store, WriteOp};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// Runs the binary in `dir`; (code, stdout, stderr).
-fn run(dir: &Path, args: &[&str]) -> (i32, String, String) {
-    common::outcome(
-        common::zae_limiter()
-            .current_dir(dir)
-            .args(args)
-            .output()
-            .expect("run zae-limiter"),
-    )
-}
-
-fn ok(dir: &Path, args: &[&str]) -> String {
-    let (code, out, err) = run(dir, args);
-    assert_eq!(code, 0, "{args:?}\n{out}\n{err}");
-    out
 }
 
 fn golden(name: &str, actual: &str) {
@@ -82,7 +67,34 @@ fn export_and_plan(dir: &Path, namespace: &str, silent: bool) -> String {
         code, 0,
         "the export validates without warnings:\n{out}{err}\n{text}"
     );
-    let (code, out, err) = run(
+    let (code, out, err) = plan_export(dir);
+    assert_eq!(
+        code, 0,
+        "the plan of the export changes nothing:\n{out}{err}\n{text}"
+    );
+    assert!(out.starts_with("No changes."), "{out}");
+    text
+}
+
+/// `limits apply` of `out.yaml` to table `tbl`, which must succeed; its stdout.
+fn apply_export(dir: &Path) -> String {
+    ok(
+        dir,
+        &[
+            "limits",
+            "apply",
+            "--local=s.sqlite",
+            "-n",
+            "tbl",
+            "-f",
+            "out.yaml",
+        ],
+    )
+}
+
+/// `limits plan --detailed-exitcode` of `out.yaml` against table `tbl`.
+fn plan_export(dir: &Path) -> (i32, String, String) {
+    run(
         dir,
         &[
             "limits",
@@ -94,13 +106,7 @@ fn export_and_plan(dir: &Path, namespace: &str, silent: bool) -> String {
             "out.yaml",
             "--detailed-exitcode",
         ],
-    );
-    assert_eq!(
-        code, 0,
-        "the plan of the export changes nothing:\n{out}{err}\n{text}"
-    );
-    assert!(out.starts_with("No changes."), "{out}");
-    text
+    )
 }
 
 #[test]
@@ -133,18 +139,7 @@ fn every_valid_fixture_round_trips_apply_export_plan() {
         assert_eq!(stored(&exported), stored(&m), "{name}");
         assert_eq!(exported.system.is_some(), m.system.is_some(), "{name}");
         // Applying it adopts (nothing to write); the plan stays clean.
-        let out = ok(
-            tmp.path(),
-            &[
-                "limits",
-                "apply",
-                "--local=s.sqlite",
-                "-n",
-                "tbl",
-                "-f",
-                "out.yaml",
-            ],
-        );
+        let out = apply_export(tmp.path());
         assert!(out.starts_with("No changes."), "{name}: {out}");
     }
 }
@@ -209,18 +204,7 @@ fn a_table_the_python_client_wrote_exports_and_plans_clean() {
         assert!(text.contains(level), "{level}\n{text}");
     }
     // Apply adopts: the record now names every level, and the plan stays clean.
-    let out = ok(
-        tmp.path(),
-        &[
-            "limits",
-            "apply",
-            "--local=s.sqlite",
-            "-n",
-            "tbl",
-            "-f",
-            "out.yaml",
-        ],
-    );
+    let out = apply_export(tmp.path());
     assert!(out.starts_with("No changes."), "{out}");
     export_and_plan(tmp.path(), "default", true);
 }
@@ -312,19 +296,7 @@ fn levels_a_manifest_cannot_express_are_named_and_left_out() {
     assert!(text.contains("#   resources.odd: "), "{text}");
     assert!(!text.contains("  odd:"), "{text}");
     assert!(text.contains("user-premium:"), "{text}");
-    let (code, out, _) = run(
-        dir,
-        &[
-            "limits",
-            "plan",
-            "--local=s.sqlite",
-            "-n",
-            "tbl",
-            "-f",
-            "out.yaml",
-            "--detailed-exitcode",
-        ],
-    );
+    let (code, out, _) = plan_export(dir);
     assert_eq!(code, 2, "{out}");
     assert!(out.starts_with("Plan: 1 change(s) (3 unchanged)"), "{out}");
     assert!(out.contains("- delete system"), "{out}");

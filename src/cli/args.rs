@@ -285,7 +285,8 @@ format cannot express exactly is named on stderr with the reason and left out (e
 Examples:
   zae-limiter limits apply --local -n demo -f limits.yaml
   zae-limiter limits export --local -n demo -o exported.yaml
-  zae-limiter limits plan --local -n demo -f exported.yaml --detailed-exitcode
+  zae-limiter limits plan --local -n demo -f exported.yaml \\
+      --detailed-exitcode
   zae-limiter limits export -n mystack -o mystack.yaml   # DynamoDB
 
 Exit status: 0 every level exported, 1 a level left out (the rest is still written) or an
@@ -309,8 +310,9 @@ Examples:
       --at 2026-12-07T13:00:00Z --until 2026-12-09T00:00:00Z
   zae-limiter limits explain -e user-premium -r gpt-4 --local -n demo \\
       --cost rpm=100 --format json
-  zae-limiter limits explain -f fixtures/simulate/gateway.yaml -e acme -r gpt-4 \\
-      --at 2026-12-07T00:00:00Z --until 7d --svg week.svg --tz America/New_York
+  zae-limiter limits explain -f fixtures/simulate/gateway.yaml \\
+      -e acme -r gpt-4 --at 2026-12-07T00:00:00Z --until 7d \\
+      --svg week.svg --tz America/New_York
 
 \"Now\" (the default --at) is ZAEL_NOW (RFC 3339) when set.
 
@@ -320,23 +322,11 @@ Exit status: 0 explained, 1 invalid manifest, unreadable level or no limits for 
 /// Store, namespace and output options of `limits export`.
 #[derive(Debug, Args)]
 pub struct ExportArgs {
-    /// Table (stack) name
-    #[arg(
-        short = 'n',
-        long,
-        value_name = "NAME",
-        env = "ZAEL_STACK",
-        default_value = "zae-limiter"
-    )]
-    pub name: String,
-    /// Namespace name
-    #[arg(short = 'N', long, value_name = "NAME", default_value = "default")]
-    pub namespace: String,
     /// Write the manifest to FILE instead of standard output
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     #[command(flatten)]
-    pub store: StoreArgs,
+    pub store: CooldownStoreArgs,
 }
 
 /// `limits explain`.
@@ -369,20 +359,8 @@ pub struct ExplainArgs {
     /// Time zone for local times in the text and the chart's axis (default: the level's zone)
     #[arg(long, value_name = "ZONE")]
     pub tz: Option<String>,
-    /// Table (stack) name (without -f)
-    #[arg(
-        short = 'n',
-        long,
-        value_name = "NAME",
-        env = "ZAEL_STACK",
-        default_value = "zae-limiter"
-    )]
-    pub name: String,
-    /// Namespace name (without -f)
-    #[arg(short = 'N', long, value_name = "NAME", default_value = "default")]
-    pub namespace: String,
     #[command(flatten)]
-    pub store: StoreArgs,
+    pub store: CooldownStoreArgs,
 }
 
 /// How a trace is written (`limits simulate --trace-format`).
@@ -699,7 +677,8 @@ pub struct CronCheckArgs {
     pub format: TextOrJson,
 }
 
-/// Store options of the cooldown commands.
+/// Store and namespace options of the commands that act in one namespace
+/// (cooldowns, acquire, export, explain).
 #[derive(Debug, Args)]
 pub struct CooldownStoreArgs {
     /// Table (stack) name

@@ -46,8 +46,9 @@ pub fn run(args: ExplainArgs) -> Result<i32, CliError> {
             explain::levels_from_manifest(&m, &args.entity, &args.resource)
         }
         None => {
-            let store = open::open_read_only(&args.store, &args.name)?;
-            let ns = super::read_only::resolve_namespace(store.as_ref(), &args.namespace)?;
+            let a = &args.store;
+            let store = open::open_read_only(&a.store, &a.name)?;
+            let ns = super::read_only::resolve_namespace(store.as_ref(), &a.namespace)?;
             explain::levels_from_store(store.as_ref(), &ns, &args.entity, &args.resource)
         }
     }

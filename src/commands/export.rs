@@ -11,14 +11,15 @@ use crate::export::{self, ExportError, Origin};
 use crate::store::open::{self, Target};
 
 pub fn run(args: ExportArgs) -> Result<i32, CliError> {
-    let store = open::open_read_only(&args.store, &args.name)?;
-    let ns = super::read_only::resolve_namespace(store.as_ref(), &args.namespace)?;
-    let table = match open::target(&args.store) {
-        Target::Local(path) => format!("table '{}' (local store {})", args.name, path.display()),
-        Target::DynamoDb { .. } => format!("DynamoDB table '{}'", args.name),
+    let a = &args.store;
+    let store = open::open_read_only(&a.store, &a.name)?;
+    let ns = super::read_only::resolve_namespace(store.as_ref(), &a.namespace)?;
+    let table = match open::target(&a.store) {
+        Target::Local(path) => format!("table '{}' (local store {})", a.name, path.display()),
+        Target::DynamoDb { .. } => format!("DynamoDB table '{}'", a.name),
     };
     let origin = Origin {
-        namespace: &args.namespace,
+        namespace: &a.namespace,
         namespace_id: &ns,
         table: &table,
     };
@@ -37,7 +38,7 @@ pub fn run(args: ExportArgs) -> Result<i32, CliError> {
         "{} of {} levels of namespace '{}' cannot be written as a manifest and were left out (they stay as they are; the others were exported):",
         exported.omitted.len(),
         exported.omitted.len() + exported.levels,
-        args.namespace
+        a.namespace
     );
     for o in &exported.omitted {
         msg.push_str(&format!("\n  {}", o.describe()));

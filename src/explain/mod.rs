@@ -20,8 +20,7 @@ use chrono_tz::Tz;
 use zae_limiter_engine::bucket::BucketState;
 use zae_limiter_engine::concurrency::{ConcurrencyLimit, Holds};
 use zae_limiter_engine::cron::CronSpec;
-use zae_limiter_engine::encoding::Modifier as StoredModifier;
-use zae_limiter_engine::params::{effective_params, Modifier, Params, Scale};
+use zae_limiter_engine::params::{effective_params, Params};
 use zae_limiter_engine::rolling::RollingLimit;
 use zae_limiter_engine::schedule::{Entry, Schedule};
 use zae_limiter_engine::zone::zone;
@@ -277,24 +276,6 @@ pub fn explain(levels: &Levels, req: &Request<'_>) -> Result<Explanation, Explai
     })
 }
 
-/// A stored entry's modifier as the engine applies it (`permille / 1000`).
-fn engine_modifier(m: StoredModifier) -> Modifier {
-    match m {
-        StoredModifier::Scale { permille } => {
-            Modifier::Scale(Scale::Float(permille as f64 / 1000.0))
-        }
-        StoredModifier::Absolute {
-            capacity,
-            refill_amount,
-            refill_period_seconds,
-        } => Modifier::Absolute {
-            capacity: capacity.map(i128::from),
-            refill_amount: refill_amount.map(i128::from),
-            refill_period_seconds: refill_period_seconds.map(i128::from),
-        },
-    }
-}
-
 /// The engine's schedule of stored entries (one zone per level).
 fn schedule(name: &str, entries: &[StoredEntry]) -> Result<Schedule, ExplainError> {
     let bad = |reason: String| ExplainError::Schedule {
@@ -311,7 +292,7 @@ fn schedule(name: &str, entries: &[StoredEntry]) -> Result<Schedule, ExplainErro
             Ok(Entry {
                 cron: e.cron.clone(),
                 spec: CronSpec::parse(&e.cron).map_err(|err| bad(err.to_string()))?,
-                modifier: e.modifier.map(engine_modifier),
+                modifier: e.modifier.map(|m| m.params()),
             })
         })
         .collect::<Result<_, ExplainError>>()?;

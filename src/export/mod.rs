@@ -12,8 +12,8 @@ pub mod discover;
 pub mod write;
 
 use crate::items::config::{self, decode_level, limit_content};
+use crate::manifest;
 use crate::manifest::emit::{emit_indented, Node};
-use crate::manifest::{self, Manifest};
 use crate::plan::level::Level;
 use crate::store::{AttrValue, Item, Store, StoreError};
 
@@ -145,36 +145,12 @@ fn level_node(level: &Level, item: &Item, ns: &str) -> Result<Node, String> {
             errors.join("; ")
         )
     })?;
-    let rebuilt = build(&loaded.manifest, level, ns).map_err(|e| e.to_string())?;
+    let rebuilt = level.build(ns, &loaded.manifest)?;
     let (want, got) = (limit_content(item), limit_content(&rebuilt));
     if want != got {
         return Err(differences(&want, &got));
     }
     Ok(node)
-}
-
-/// The item `limits apply` would write for `level` of `m`.
-fn build(m: &Manifest, level: &Level, ns: &str) -> Result<Item, config::CodecError> {
-    let missing = || config::CodecError::Unreadable {
-        pk: level.key(ns).pk,
-        sk: level.key(ns).sk,
-        reason: "the level did not load back".into(),
-    };
-    match level {
-        Level::System => config::build_system(ns, m.system.as_ref().ok_or_else(missing)?),
-        Level::Resource(r) => {
-            config::build_resource(ns, r, m.resources.get(r).ok_or_else(missing)?)
-        }
-        Level::Entity(e, r) => config::build_entity(
-            ns,
-            e,
-            r,
-            m.entities
-                .get(e)
-                .and_then(|rs| rs.get(r))
-                .ok_or_else(missing)?,
-        ),
-    }
 }
 
 /// What the written level would change, attribute by attribute.
