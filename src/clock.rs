@@ -9,19 +9,39 @@ use chrono::{DateTime, SecondsFormat, Utc};
 /// Test and rehearsal clock override: an RFC 3339 instant used as "now".
 pub const NOW_ENV: &str = "ZAEL_NOW";
 
-/// A time that is not RFC 3339.
+/// A time that is not RFC 3339, or a clock override out of range.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{what} '{text}' is not an RFC 3339 time such as 2026-12-02T10:00:00Z ({reason})")]
-pub struct InstantError {
-    pub what: String,
-    pub text: String,
-    pub reason: String,
+pub enum InstantError {
+    #[error("{what} '{text}' is not an RFC 3339 time such as 2026-12-02T10:00:00Z ({reason})")]
+    NotRfc3339 {
+        what: String,
+        text: String,
+        reason: String,
+    },
+    #[error("{what} '{text}' is out of range: instants from 1970-01-01 to {max} are accepted")]
+    OutOfRange {
+        what: String,
+        text: String,
+        max: String,
+    },
 }
 
-/// "Now" in epoch ms: `ZAEL_NOW` when set, else the system clock.
+/// "Now" in epoch ms: `ZAEL_NOW` when set, else the system clock. An override
+/// outside 1970..=9999 is refused: every instant the commands store or
+/// compare lies in that range (docs/robustness.md).
 pub fn now_ms() -> Result<i64, InstantError> {
     match std::env::var(NOW_ENV) {
-        Ok(v) if !v.is_empty() => parse_instant(&v, NOW_ENV),
+        Ok(v) if !v.is_empty() => {
+            let ms = parse_instant(&v, NOW_ENV)?;
+            if !(0..=zae_limiter_engine::civil::MAX_EPOCH_MS).contains(&ms) {
+                return Err(InstantError::OutOfRange {
+                    what: NOW_ENV.to_string(),
+                    text: v,
+                    max: rfc3339(zae_limiter_engine::civil::MAX_EPOCH_MS),
+                });
+            }
+            Ok(ms)
+        }
         _ => Ok(Utc::now().timestamp_millis()),
     }
 }
@@ -30,7 +50,7 @@ pub fn now_ms() -> Result<i64, InstantError> {
 pub fn parse_instant(text: &str, what: &str) -> Result<i64, InstantError> {
     DateTime::parse_from_rfc3339(text.trim())
         .map(|t| t.timestamp_millis())
-        .map_err(|e| InstantError {
+        .map_err(|e| InstantError::NotRfc3339 {
             what: what.to_string(),
             text: text.to_string(),
             reason: e.to_string(),
