@@ -612,7 +612,7 @@ fn an_unreachable_store_blocks() {
             "-r",
             "api",
             "-n",
-            "t",
+            "unreachable",
             "--endpoint-url",
             "http://127.0.0.1:9",
         ],
