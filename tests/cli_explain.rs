@@ -162,6 +162,22 @@ const CASES: &[(&str, &[&str])] = &[
             "1d",
         ],
     ),
+    // A level with a flag and no limits: skipped for limits, not for `disabled`.
+    (
+        "llm-gateway-carve-out",
+        &[
+            "-f",
+            "fixtures/manifests/valid/llm-gateway.yaml",
+            "-e",
+            "internal-monitor",
+            "-r",
+            "anthropic/claude-3.5",
+            "--at",
+            "2026-12-05T00:00:00Z",
+            "--until",
+            "1d",
+        ],
+    ),
     // A level of rolling windows and slots only: Python resolves the one below.
     (
         "python-sees-empty",

@@ -339,7 +339,7 @@ pub struct ExplainArgs {
     #[arg(short = 'r', long, value_name = "NAME")]
     pub resource: String,
     /// Read the limits from this manifest instead of the store
-    #[arg(short = 'f', long = "file", value_name = "FILE")]
+    #[arg(short = 'f', long = "file", value_name = "FILE", conflicts_with_all = ["local", "region"])]
     pub file: Option<PathBuf>,
     /// The instant to explain (RFC 3339; default: now)
     #[arg(long, value_name = "TIME")]

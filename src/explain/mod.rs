@@ -133,11 +133,12 @@ pub enum Role {
 }
 
 impl Role {
+    /// The word JSON uses (`no_limits`); the text writes it with a space.
     pub fn as_str(self) -> &'static str {
         match self {
             Role::Applies => "applies",
             Role::Shadowed => "shadowed",
-            Role::NoLimits => "no limits",
+            Role::NoLimits => "no_limits",
             Role::Absent => "absent",
         }
     }

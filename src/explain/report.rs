@@ -169,7 +169,8 @@ pub fn render_text(x: &Explanation, tz: Option<Tz>) -> String {
 }
 
 fn level_line(x: &Explanation, l: &LevelView, width: usize) -> String {
-    let mut s = format!("  {:width$}  {:<9}", x.path(l.source), l.role.as_str());
+    let role = l.role.as_str().replace('_', " ");
+    let mut s = format!("  {:width$}  {role:<9}", x.path(l.source));
     if !l.limits.is_empty() {
         s.push_str("  ");
         s.push_str(&l.limits.join(", "));
