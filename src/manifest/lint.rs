@@ -258,14 +258,27 @@ impl<'m> Linter<'m> {
         let Some(limit_entries) = as_map(limits_node) else {
             return;
         };
-        for (k, v) in limit_entries {
+        // The model keeps the tree's order, so the two are walked side by side.
+        for (i, (k, v)) in limit_entries.iter().enumerate() {
             let name = text(k);
-            let Some(spec) = limits.get(name) else {
-                continue;
+            let spec = match limits.get_index(i) {
+                Some((n, spec)) if n == name => spec,
+                _ => match limits.get(name) {
+                    Some(spec) => spec,
+                    None => continue,
+                },
             };
-            let mut allow = allowed(as_map(v));
+            // Most limits have nothing to check: skip them before any lookup.
+            let unknown = entity.is_some() && !self.known.is_empty() && !self.known.contains(name);
+            let scheduled = spec.kind == LimitKind::Bucket
+                && !(spec.schedule.is_empty() && spec.reset_schedule.is_empty());
+            if !unknown && !scheduled {
+                continue;
+            }
+            let fields = as_map(v).unwrap_or(&[]);
+            let mut allow = allowed(Some(fields));
             allow.extend(level_allow.iter().copied());
-            if let Some((entity, resource)) = entity {
+            if let (true, Some((entity, resource))) = (unknown, entity) {
                 if !allow.contains(UNKNOWN_LIMIT_NAME) {
                     self.unknown_name(
                         r,
@@ -278,10 +291,9 @@ impl<'m> Linter<'m> {
                     );
                 }
             }
-            if spec.kind != LimitKind::Bucket {
+            if !scheduled {
                 continue;
             }
-            let fields = as_map(v).unwrap_or(&[]);
             if let Some(Kind::Seq(items)) = get(fields, "schedule").map(|(_, n)| &n.kind) {
                 self.schedule(r, items, &|| limit_path(name, ".schedule"), spec, &allow);
             }
