@@ -11,6 +11,8 @@ pub mod commands;
 pub mod cooldown;
 pub mod display;
 pub mod exit_codes;
+pub mod explain;
+pub mod export;
 pub mod input;
 pub mod items;
 pub mod manifest;

@@ -67,6 +67,10 @@ const EXPECT: &[(&str, Expect)] = &[
         Dynamo(0),
     ),
     (
+        "zae-limiter limits export -n mystack -o mystack.yaml   # DynamoDB",
+        Dynamo(0),
+    ),
+    (
         "zae-limiter cooldown record anthropic/acct-7 --status 401  # DynamoDB",
         Dynamo(0),
     ),
@@ -82,6 +86,10 @@ const EXPECT: &[(&str, Expect)] = &[
     ),
     (
         "zae-limiter limits validate fixtures/manifests/invalid/harmful-capacity-bool.yaml --format github",
+        Local(1),
+    ),
+    (
+        "zae-limiter limits validate fixtures/manifests/lint/ZL101-fixed-minute-window.yaml --deny-warnings",
         Local(1),
     ),
     ("zae-limiter table create -n mystack --region us-east-1", Dynamo(0)),

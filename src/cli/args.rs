@@ -166,13 +166,22 @@ Checks every rule on the client and reports all errors in all files in one run, 
 file:line:col, the offending snippet with a caret, what is wrong and how to fix it.
 No network, no store.
 
+Lints warn about traps a valid manifest can hide, each with a stable code and the fix:
+ZL101 a window whose minute field is fixed (`0 9-17 * * MON-FRI` is one minute an hour),
+ZL102 a schedule entry an earlier one always wins over, ZL103 a reset that fires less than
+once a year or never, ZL104 a level Python 0.17 sees as empty (only rolling windows or
+concurrency limits), ZL105 an entity limit name close to a resource's (`rpn` beside `rpm`).
+Silence one on a limit or a level on purpose with `lint: {allow: [ZL101]}`.
+
 Examples:
   zae-limiter limits validate limits.yaml
   zae-limiter limits validate -f a.yaml -f b.yaml --format github
   zae-limiter limits validate manifests/*.yaml --format json \\
       | jq '.files[].valid'
+  zae-limiter limits validate limits.yaml --deny-warnings
 
-Exit status: 0 valid, 1 invalid, 2 usage error.")]
+Exit status: 0 valid (warnings alone keep 0), 1 invalid (or any warning with
+--deny-warnings), 2 usage error.")]
     Validate(ValidateArgs),
     /// Show what `apply` would change
     #[command(after_help = "\
@@ -301,6 +310,95 @@ Examples:
       --start 2026-12-07T09:00:00Z --hold 5s..2m --format jsonl \\
       -o holds.jsonl   # reserve/release pairs, for concurrency limits")]
     GenTrace(GenTraceArgs),
+    /// Write every level a namespace holds as a manifest (adopt what is already there)
+    #[command(after_help = "\
+Finds every level of the namespace (the system level, resource levels, entity `_default_`
+and entity+resource levels: those the Python client's listing commands find, and those
+written without registry entries, e.g. by the 0.17 provisioner) and writes them as a
+manifest: named weekdays and months, one time zone per level, sorted, with a header naming
+the source. `limits plan` of the file against the same table shows no change to any level;
+`limits apply` of it then records the levels as managed (adoption). A level the manifest
+format cannot express exactly is named on stderr with the reason and left out (exit 1).
+
+Examples:
+  zae-limiter limits apply --local -n demo -f limits.yaml
+  zae-limiter limits export --local -n demo -o exported.yaml
+  zae-limiter limits plan --local -n demo -f exported.yaml \\
+      --detailed-exitcode
+  zae-limiter limits export -n mystack -o mystack.yaml   # DynamoDB
+
+Exit status: 0 every level exported, 1 a level left out (the rest is still written) or an
+error, 2 usage error.")]
+    Export(ExportArgs),
+    /// Explain the limits of one entity on one resource: the level, the numbers, what changes when
+    #[command(after_help = EXPLAIN_AFTER_HELP)]
+    Explain(ExplainArgs),
+}
+
+const EXPLAIN_AFTER_HELP: &str = "\
+Resolves ENTITY on RESOURCE as the Python client does (entity+resource, the entity's
+_default_, the resource, the system: the first level with any limit, as a whole) and shows
+which level applies and which exist but are shadowed; for each limit its effective capacity
+and refill at --at and the schedule entry that set them; every change until --until
+(schedule window edges, quota resets) with the numbers after it; and how long a request of
+--cost waits from empty (the limiter's retry-after). Reads the manifest (-f) or the store.
+
+Examples:
+  zae-limiter limits explain -f limits.yaml -e user-premium -r gpt-4 \\
+      --at 2026-12-07T13:00:00Z --until 2026-12-09T00:00:00Z
+  zae-limiter limits explain -e user-premium -r gpt-4 --local -n demo \\
+      --cost rpm=100 --format json
+  zae-limiter limits explain -f fixtures/simulate/gateway.yaml \\
+      -e acme -r gpt-4 --at 2026-12-07T00:00:00Z --until 7d \\
+      --svg week.svg --tz America/New_York
+
+\"Now\" (the default --at) is ZAEL_NOW (RFC 3339) when set.
+
+Exit status: 0 explained, 1 invalid manifest, unreadable level or no limits for the pair,
+2 usage error.";
+
+/// Store, namespace and output options of `limits export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Write the manifest to FILE instead of standard output
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: CooldownStoreArgs,
+}
+
+/// `limits explain`.
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// Entity whose limits are explained
+    #[arg(short = 'e', long, value_name = "ID")]
+    pub entity: String,
+    /// Resource the requests are for
+    #[arg(short = 'r', long, value_name = "NAME")]
+    pub resource: String,
+    /// Read the limits from this manifest instead of the store
+    #[arg(short = 'f', long = "file", value_name = "FILE", conflicts_with_all = ["local", "region"])]
+    pub file: Option<PathBuf>,
+    /// The instant to explain (RFC 3339; default: now)
+    #[arg(long, value_name = "TIME")]
+    pub at: Option<String>,
+    /// List changes up to this instant (RFC 3339), or for this long after --at (e.g. 36h, 7d)
+    #[arg(long, value_name = "TIME", default_value = "7d")]
+    pub until: String,
+    /// A limit's request cost for the wait from empty, NAME=N (repeatable; default 1)
+    #[arg(long = "cost", value_name = "NAME=N")]
+    pub costs: Vec<String>,
+    /// Output format (the JSON document is versioned: "version": 1)
+    #[arg(long, value_enum, default_value_t)]
+    pub format: TextOrJson,
+    /// Also draw each limit's effective capacity over the horizon as SVG
+    #[arg(long, value_name = "OUT.svg")]
+    pub svg: Option<PathBuf>,
+    /// Time zone for local times in the text and the chart's axis (default: the level's zone)
+    #[arg(long, value_name = "ZONE")]
+    pub tz: Option<String>,
+    #[command(flatten)]
+    pub store: CooldownStoreArgs,
 }
 
 /// How a trace is written (`limits simulate --trace-format`).
@@ -404,6 +502,9 @@ pub struct ValidateArgs {
     /// Output format
     #[arg(long, value_enum, default_value_t)]
     pub format: ValidateFormat,
+    /// Fail (exit 1) on warnings too: the lints (ZL101…) and the loader's warnings
+    #[arg(long)]
+    pub deny_warnings: bool,
 }
 
 #[derive(Debug, Args)]
@@ -672,7 +773,8 @@ pub struct CronCheckArgs {
     pub format: TextOrJson,
 }
 
-/// Store options of the cooldown commands.
+/// Store and namespace options of the commands that act in one namespace
+/// (cooldowns, acquire, export, explain).
 #[derive(Debug, Args)]
 pub struct CooldownStoreArgs {
     /// Table (stack) name

@@ -38,6 +38,8 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
             LimitsCommand::CfnTemplate(a) => commands::cfn_template::run(a),
             LimitsCommand::Simulate(a) => commands::simulate::run(a),
             LimitsCommand::GenTrace(a) => commands::gen_trace::run(a),
+            LimitsCommand::Export(a) => commands::export::run(a),
+            LimitsCommand::Explain(a) => commands::explain::run(a),
         },
         Command::Entity(EntityCommand::GetLimits {
             entity_id,

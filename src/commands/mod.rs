@@ -5,6 +5,8 @@ pub mod acquire;
 pub mod cfn_template;
 pub mod cooldown;
 pub mod cron_check;
+pub mod explain;
+pub mod export;
 pub mod gen_trace;
 pub mod lock;
 pub mod namespace;

@@ -26,7 +26,7 @@ use crate::cli::args::{ApplyArgs, PlanArgs, PlanCmdArgs, RefreshArg, TextOrJson}
 use crate::cli::interrupt::Interrupt;
 use crate::cli::CliError;
 use crate::exit_codes;
-use crate::items::{config, namespace};
+use crate::items::namespace;
 use crate::manifest::{self, Manifest, Severity};
 use crate::plan::digests::Untrusted;
 use crate::plan::level::Level;
@@ -96,25 +96,7 @@ pub(super) fn builder<'a>(
     ns: &'a str,
     m: &'a Manifest,
 ) -> impl Fn(&Level) -> Result<Item, String> + 'a {
-    move |level: &Level| {
-        let missing = || format!("level {} is not declared", level.target());
-        let r = match level {
-            Level::System => config::build_system(ns, m.system.as_ref().ok_or_else(missing)?),
-            Level::Resource(r) => {
-                config::build_resource(ns, r, m.resources.get(r).ok_or_else(missing)?)
-            }
-            Level::Entity(e, r) => config::build_entity(
-                ns,
-                e,
-                r,
-                m.entities
-                    .get(e)
-                    .and_then(|rs| rs.get(r))
-                    .ok_or_else(missing)?,
-            ),
-        };
-        r.map_err(|e| e.to_string())
-    }
+    move |level: &Level| level.build(ns, m)
 }
 
 fn read_only(
