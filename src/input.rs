@@ -3,6 +3,7 @@
 //! costs a bounded amount of memory and ends in a clear error.
 
 use std::io::{self, BufRead, Read};
+use std::path::Path;
 
 /// Why a bounded read stopped.
 #[derive(Debug, thiserror::Error)]
@@ -37,6 +38,18 @@ pub fn read_to_end(src: impl Read, max: u64, buf: &mut Vec<u8>) -> Result<(), Bo
         return Err(BoundedError::TooLarge { max });
     }
     Ok(())
+}
+
+/// Reads the file at `path` whole, or standard input when `path` is `-`,
+/// failing once more than `max` bytes arrive.
+pub fn read_path(path: &Path, max: u64) -> Result<Vec<u8>, BoundedError> {
+    let mut buf = Vec::new();
+    if path.as_os_str() == "-" {
+        read_to_end(io::stdin().lock(), max, &mut buf)?;
+    } else {
+        read_to_end(std::fs::File::open(path)?, max, &mut buf)?;
+    }
+    Ok(buf)
 }
 
 /// [`BufRead::read_line`], failing once a line grows past `max` bytes

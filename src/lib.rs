@@ -6,14 +6,19 @@
 
 pub mod apply;
 pub mod cli;
+pub mod clock;
 pub mod commands;
 pub mod cooldown;
 pub mod display;
 pub mod exit_codes;
+pub mod explain;
+pub mod export;
 pub mod input;
 pub mod items;
 pub mod manifest;
 pub mod plan;
 pub mod progress;
+pub mod runtime;
+pub mod serve;
 pub mod simulate;
 pub mod store;

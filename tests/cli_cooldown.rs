@@ -5,15 +5,12 @@
 
 mod interop_support;
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
-use zae_limiter::cli::args::StoreArgs;
-use zae_limiter::store::{AttrValue, Key, Store, WriteOp};
+use zae_limiter::store::{AttrValue, Key, WriteOp};
 use zae_limiter_engine::cooldown::{jitter_ms, seed_of, DEFAULT_MAX_JITTER_MS};
 
-const REGION: &str = "us-east-1";
 /// When the 429 arrives in every scenario.
 const T0: &str = "2026-12-02T10:00:00Z";
 const T0_MS: i64 = 1_796_205_600_000;
@@ -23,127 +20,17 @@ const RESETS_IN: i64 = 202_825;
 const DEADLINE_MS: i64 = T0_MS + (RESETS_IN + 5) * 1000;
 const DEADLINE: &str = "2026-12-04T18:20:30Z";
 
-/// A store to run against: the flags every command gets.
-struct Backend {
-    label: &'static str,
-    flags: Vec<String>,
-    endpoint: Option<String>,
-    local: Option<PathBuf>,
-    table: String,
-    _dir: tempfile::TempDir,
-}
+mod backends;
 
-fn interop_required() -> bool {
-    std::env::var("ZAEL_REQUIRE_INTEROP").as_deref() == Ok("1")
-}
+use backends::{backends, describe, local, Backend};
 
-/// A fresh local store file (created by the first write).
-fn local() -> Backend {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("store.sqlite");
-    Backend {
-        label: "local",
-        flags: vec!["--local".into(), path.display().to_string()],
-        endpoint: None,
-        local: Some(path),
-        table: "zae-limiter".into(),
-        _dir: dir,
-    }
-}
-
-/// The local store, and DynamoDB when an endpoint is configured.
-fn backends(tag: &str) -> Vec<Backend> {
-    let mut out = vec![local()];
-    match std::env::var("ZAEL_TEST_DYNAMODB_ENDPOINT")
-        .ok()
-        .filter(|v| !v.is_empty())
-    {
-        Some(endpoint) if cfg!(feature = "dynamodb") => {
-            let nanos = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.subsec_nanos())
-                .unwrap_or(0);
-            let table = format!("cd-{tag}-{}-{nanos}", std::process::id());
-            let b = Backend {
-                label: "dynamodb",
-                flags: vec![
-                    "--endpoint-url".into(),
-                    endpoint.clone(),
-                    "-n".into(),
-                    table.clone(),
-                ],
-                endpoint: Some(endpoint.clone()),
-                local: None,
-                table: table.clone(),
-                _dir: tempfile::tempdir().expect("temp dir"),
-            };
-            let out_ = b.run(
-                T0,
-                &["table", "create", "-n", &table, "--endpoint-url", &endpoint],
-            );
-            assert_eq!(
-                out_.status.code(),
-                Some(0),
-                "table create: {}",
-                describe(&out_)
-            );
-            out.push(b);
-        }
-        Some(_) => {
-            let msg = "the DynamoDB variant needs a binary built with the `dynamodb` feature";
-            assert!(!interop_required(), "{msg} (ZAEL_REQUIRE_INTEROP=1)");
-            eprintln!("skipped DynamoDB variant: {msg}");
-        }
-        None => {
-            let msg = "ZAEL_TEST_DYNAMODB_ENDPOINT is not set (scripts/test starts moto)";
-            assert!(!interop_required(), "{msg} (ZAEL_REQUIRE_INTEROP=1)");
-            eprintln!("skipped DynamoDB variant: {msg}");
-        }
-    }
-    out
-}
-
-fn describe(out: &Output) -> String {
-    format!(
-        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
+/// The cooldown commands on a [`Backend`].
 impl Backend {
-    fn command(&self, now: &str, args: &[&str]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_zae-limiter"));
-        cmd.env("ZAEL_NOW", now)
-            .env_remove("ZAEL_LOCAL_STORE")
-            .env_remove("ZAEL_STACK")
-            .env_remove("ZAEL_COOLDOWN_CEILING")
-            .env_remove("ZAEL_COOLDOWN_JITTER")
-            .env_remove("AWS_ENDPOINT_URL")
-            .env("AWS_ACCESS_KEY_ID", "testing")
-            .env("AWS_SECRET_ACCESS_KEY", "testing")
-            .env("AWS_REGION", REGION)
-            .env("AWS_DEFAULT_REGION", REGION)
-            .env_remove("AWS_PROFILE")
-            .env("AWS_CONFIG_FILE", "/dev/null")
-            .env("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
-            .env("AWS_EC2_METADATA_DISABLED", "true")
-            .args(args);
-        cmd
-    }
-
-    /// A raw command line (no store flags).
-    fn run(&self, now: &str, args: &[&str]) -> Output {
-        self.command(now, args).output().expect("run zae-limiter")
-    }
-
     /// `zae-limiter cooldown ARGS… <store flags>` at `now`.
     fn cooldown(&self, now: &str, args: &[&str]) -> Output {
         let mut all = vec!["cooldown"];
         all.extend_from_slice(args);
-        all.extend(self.flags.iter().map(String::as_str));
-        self.run(now, &all)
+        self.run(now, &self.with_flags(&all))
     }
 
     /// Like [`cooldown`], asserting the exit code; returns stdout.
@@ -167,28 +54,8 @@ impl Backend {
             .unwrap_or_else(|e| panic!("[{}] {args:?}: not JSON ({e}):\n{text}", self.label))
     }
 
-    /// The store itself, through the same trait the commands use.
-    fn store(&self) -> Box<dyn Store> {
-        // The DynamoDB client reads its credentials from the environment; every
-        // test sets the same values, so concurrent tests agree.
-        if self.endpoint.is_some() {
-            std::env::set_var("AWS_ACCESS_KEY_ID", "testing");
-            std::env::set_var("AWS_SECRET_ACCESS_KEY", "testing");
-            std::env::set_var("AWS_EC2_METADATA_DISABLED", "true");
-        }
-        let args = StoreArgs {
-            region: Some(REGION.into()),
-            endpoint_url: self.endpoint.clone(),
-            local: self.local.clone(),
-        };
-        zae_limiter::store::open::open(&args, &self.table).expect("open store")
-    }
-
     fn cooldown_key(&self, scope: &str) -> Key {
-        let store = self.store();
-        let ns = zae_limiter::items::namespace::resolve(store.as_ref(), "default")
-            .expect("resolve namespace")
-            .expect("namespace registered by record");
+        let ns = self.namespace_id("default");
         Key::new(format!("{ns}/COOLDOWN#{scope}"), "#STATE")
     }
 }
@@ -530,7 +397,7 @@ fn auth_rejections_and_implausible_resets_need_an_operator() {
 #[test]
 fn a_response_body_and_http_dates_are_read() {
     for b in backends("body") {
-        let body = b._dir.path().join("body.json");
+        let body = b.dir.path().join("body.json");
         std::fs::write(
             &body,
             r#"{"error":{"type":"usage_limit_reached","message":"The usage limit has been reached","resets_in_seconds":202825}}"#,
@@ -570,7 +437,7 @@ fn a_response_body_and_http_dates_are_read() {
         assert_eq!(v["recorded"]["not_before"], "2026-12-02T11:00:00Z", "{v}");
         // A body that is not JSON (a proxy's error page) still records the 429:
         // from the other hints, or with backoff.
-        let html = b._dir.path().join("body.html");
+        let html = b.dir.path().join("body.html");
         std::fs::write(&html, "<html>429 Too Many Requests</html>").expect("write body");
         let html = html.display().to_string();
         let out = b.cooldown(
@@ -603,7 +470,7 @@ fn a_response_body_and_http_dates_are_read() {
 #[test]
 fn a_refusal_is_always_recorded_from_what_is_usable() {
     let b = local();
-    let dir = b._dir.path();
+    let dir = b.dir.path();
     let record = |scope: &str, extra: &[&str]| {
         let mut args = vec!["record", scope, "--status", "429"];
         args.extend_from_slice(extra);
@@ -654,8 +521,9 @@ fn a_refusal_is_always_recorded_from_what_is_usable() {
     );
     assert!(err.contains("'garbage'"), "{err}");
     assert_eq!(until("mixed"), T0_MS + 605_000);
-    // A reset past year 9999 is out of range: named, backoff.
-    let err = record("far", &["--resets-at", "99999999999999"]);
+    // A reset past year 9999 is out of range: named, backoff. (10^14 would be
+    // epoch milliseconds, year 5138; 10^17 ms is past 9999.)
+    let err = record("far", &["--resets-at", "99999999999999999"]);
     assert!(err.contains("out of range"), "{err}");
     assert_eq!(until("far"), T0_MS + 65_000);
     // An endless body is read only up to its cap.
@@ -949,4 +817,690 @@ fn the_python_library_ignores_cooldown_items() {
         "acquire", &env.table, "default", "user-1", "gpt-4", "rpm", "1",
     ]);
     assert_eq!(admitted["admitted"], Value::Bool(true), "{admitted}");
+}
+
+/// Every JSON document the cooldown commands print carries the top-level
+/// `"version": 1` of the other JSON outputs.
+#[test]
+fn every_json_document_is_versioned() {
+    let b = local();
+    let later = "2026-12-02T10:05:00Z";
+    let docs = [
+        b.json(0, T0, &["record", "p/a", "--resets-in-seconds", "60"]),
+        b.json(75, T0, &["check", "p/a"]),
+        b.json(0, T0, &["list"]),
+        b.json(0, later, &["probe", "p/a", "--holder", "w"]),
+        b.json(
+            0,
+            later,
+            &["settle", "p/a", "--holder", "w", "--outcome", "ok"],
+        ),
+        b.json(0, later, &["clear", "p/a"]),
+    ];
+    for doc in docs {
+        assert_eq!(doc["version"], 1, "{doc}");
+    }
+}
+
+// ------------------------------------------------ provider headers (issue 22)
+
+impl Backend {
+    /// Writes `text` to a file in the backend's temp dir; returns its path.
+    fn file(&self, name: &str, text: &str) -> String {
+        let path = self.dir.path().join(name);
+        std::fs::write(&path, text).expect("write file");
+        path.display().to_string()
+    }
+
+    /// `record SCOPE ARGS… --margin 0 --format json` at `now`: the recorded
+    /// deadline and stderr.
+    fn record_at(&self, now: &str, scope: &str, args: &[&str]) -> (String, String) {
+        let mut all = vec!["record", scope, "--margin", "0", "--format", "json"];
+        all.extend_from_slice(args);
+        let out = self.cooldown(now, &all);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "[{}] record {args:?}:\n{}",
+            self.label,
+            describe(&out)
+        );
+        let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        let at = v["recorded"]["not_before"].as_str().unwrap_or_default();
+        (
+            at.to_string(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+}
+
+/// Recorded shapes of each provider's 429, as `curl -D` writes them, each
+/// read with its JSON body; dates chosen to cross a month end and a DST change.
+#[test]
+fn provider_headers_are_read_from_a_curl_dump() {
+    for b in backends("hdr") {
+        // OpenAI: a 100 Continue before the 429 (curl keeps both blocks; the
+        // last counts), CRLF lines, both reset durations; the latest crosses
+        // the month end.
+        let h = b.file(
+            "openai.h",
+            "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 429 Too Many Requests\r\ndate: Sat, 31 Jan 2026 23:58:00 GMT\r\ncontent-type: application/json\r\nx-ratelimit-limit-requests: 500\r\nx-ratelimit-limit-tokens: 30000\r\nx-ratelimit-remaining-requests: 499\r\nx-ratelimit-remaining-tokens: 0\r\nx-ratelimit-reset-requests: 1s\r\nx-ratelimit-reset-tokens: 6m0s\r\n\r\n",
+        );
+        let body = b.file(
+            "openai.json",
+            r#"{"error":{"message":"Rate limit reached for gpt-4 on tokens per min (TPM)","type":"tokens","param":null,"code":"rate_limit_exceeded"}}"#,
+        );
+        let (at, err) = b.record_at(
+            "2026-01-31T23:58:30Z",
+            "openai/tpm",
+            &[
+                "--headers",
+                &h,
+                "--response",
+                &body,
+                "--received-at",
+                "2026-01-31T23:58:00Z",
+            ],
+        );
+        assert_eq!(at, "2026-02-01T00:04:00Z", "[{}] {err}", b.label);
+        assert!(err.is_empty(), "[{}] {err}", b.label);
+        let v = b.json(75, "2026-02-01T00:00:00Z", &["check", "openai/tpm"]);
+        let reason = v["state"]["reason"].as_str().unwrap_or_default();
+        assert_eq!(
+            reason,
+            "status 429; tokens; x-ratelimit-reset-requests 1s; x-ratelimit-reset-tokens 6m0s"
+        );
+        // Go's longest form, across a month end and into April.
+        let h = b.file(
+            "openai-daily.h",
+            "HTTP/2 429\r\nx-ratelimit-reset-requests: 2h10m3.5s\r\nx-ratelimit-reset-tokens: 20ms\r\nretry-after-ms: 1500\r\n\r\n",
+        );
+        let (at, _) = b.record_at("2026-03-31T22:00:00Z", "openai/rpd", &["--headers", &h]);
+        assert_eq!(at, "2026-04-01T00:10:03.500Z", "[{}]", b.label);
+    }
+}
+
+#[test]
+fn anthropic_and_retry_after_headers_across_dst_changes() {
+    let b = local();
+    // Anthropic, just before the US spring-forward (2026-03-08 02:00 PST →
+    // 03:00 PDT): resets are instants with offsets, the skipped hour does not
+    // stretch them; the latest (tokens) wins over retry-after.
+    let h = b.file(
+        "anthropic.h",
+        concat!(
+            "HTTP/2 429 \r\n",
+            "date: Sun, 08 Mar 2026 09:59:30 GMT\r\n",
+            "content-type: application/json\r\n",
+            "retry-after: 31\r\n",
+            "anthropic-ratelimit-requests-limit: 50\r\n",
+            "anthropic-ratelimit-requests-remaining: 49\r\n",
+            "anthropic-ratelimit-requests-reset: 2026-03-08T10:00:00Z\r\n",
+            "anthropic-ratelimit-tokens-limit: 40000\r\n",
+            "anthropic-ratelimit-tokens-remaining: 0\r\n",
+            "anthropic-ratelimit-tokens-reset: 2026-03-08T03:00:30-07:00\r\n",
+            "anthropic-ratelimit-input-tokens-reset: 2026-03-08T01:59:59-08:00\r\n",
+            "anthropic-ratelimit-output-tokens-reset: 2026-03-08T10:00:12Z\r\n",
+            "request-id: req_018EeWyXxfu5pfWkrYcMdjWG\r\n",
+            "\r\n",
+        ),
+    );
+    let body = b.file(
+        "anthropic.json",
+        r#"{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"}}"#,
+    );
+    let (at, err) = b.record_at(
+        "2026-03-08T09:59:31Z",
+        "anthropic/acct-7",
+        &[
+            "--headers",
+            &h,
+            "--response",
+            &body,
+            "--received-at",
+            "2026-03-08T09:59:30Z",
+        ],
+    );
+    assert_eq!(at, "2026-03-08T10:00:30Z", "{err}");
+    assert!(err.is_empty(), "{err}");
+    let v = b.json(75, "2026-03-08T10:00:00Z", &["check", "anthropic/acct-7"]);
+    assert!(
+        v["state"]["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("status 429; rate_limit_error; Retry-After 31; "),
+        "{v}"
+    );
+    // Retry-After as an HTTP-date across a month end, the night after the EU
+    // fall-back: GMT throughout, so no local clock enters.
+    let h = b.file(
+        "date.h",
+        "HTTP/1.1 503 Service Unavailable\nRetry-After: Sun, 01 Nov 2026 00:30:00 GMT\n\n",
+    );
+    let (at, _) = b.record_at("2026-10-31T23:30:00Z", "svc/a", &["--headers", &h]);
+    assert_eq!(at, "2026-11-01T00:30:00Z");
+    // Delta-seconds count from the receipt, not from when it is recorded.
+    let h = b.file(
+        "secs.h",
+        "HTTP/1.1 429 Too Many Requests\nRetry-After: 3600\n\n",
+    );
+    let (at, _) = b.record_at(
+        "2026-10-25T01:10:00Z",
+        "svc/b",
+        &["--headers", &h, "--received-at", "2026-10-25T00:30:00Z"],
+    );
+    assert_eq!(at, "2026-10-25T01:30:00Z");
+    // retry-after-ms beside a body whose resets_at is in epoch milliseconds.
+    let h = b.file(
+        "ms.h",
+        "HTTP/1.1 429 Too Many Requests\nretry-after-ms: 1500\n\n",
+    );
+    let body = b.file("ms.json", r#"{"error":{"resets_at":1796205660000}}"#);
+    let (at, err) = b.record_at(T0, "svc/c", &["--headers", &h, "--response", &body]);
+    assert_eq!(at, "2026-12-02T10:01:00Z", "{err}");
+    assert!(err.is_empty(), "{err}");
+}
+
+#[test]
+fn a_malformed_or_unknown_header_never_loses_the_refusal() {
+    let b = local();
+    // A malformed header beside a good one: the good one counts.
+    let h = b.file(
+        "mixed.h",
+        "HTTP/1.1 429 Too Many Requests\r\nx-ratelimit-reset-tokens: soon\r\nx-ratelimit-reset-requests: 20s\r\nX-RateLimit-Reset: 1796205900\r\nnot a header line\r\n\r\n",
+    );
+    let (at, err) = b.record_at(T0, "mixed", &["--headers", &h]);
+    assert_eq!(at, "2026-12-02T10:00:20Z", "{err}");
+    assert!(
+        err.contains("x-ratelimit-reset-tokens: 'soon' cannot be read; expected a duration such as 1s, 6m0s, 2h10m3.5s or 20ms; recording without it"),
+        "{err}"
+    );
+    assert!(
+        err.contains("header 'X-RateLimit-Reset: 1796205900' is not read"),
+        "{err}"
+    );
+    assert!(
+        err.contains("line 5 is not a header ('Name: value'): not a header line"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 3, "{err}");
+    // Nothing usable: the backoff (1 minute), never "go".
+    let h = b.file(
+        "bad.h",
+        "HTTP/1.1 429 Too Many Requests\r\nretry-after: later\r\n\r\n",
+    );
+    let (at, err) = b.record_at(T0, "bad", &["--headers", &h]);
+    assert_eq!(at, "2026-12-02T10:01:00Z", "{err}");
+    assert!(
+        err.contains("no usable reset: recording with the backoff"),
+        "{err}"
+    );
+    // A headers file that cannot be read, or is endless: named, recorded.
+    for (scope, path, says) in [
+        ("missing", "/nonexistent/h", "cannot read the headers"),
+        ("zero", "/dev/zero", "larger than 1 MiB"),
+    ] {
+        let (at, err) = b.record_at(T0, scope, &["--headers", path, "--retry-after", "60"]);
+        assert_eq!(at, "2026-12-02T10:01:00Z", "{err}");
+        assert!(
+            err.contains(says) && err.contains("recording without them"),
+            "{err}"
+        );
+    }
+    // A success in the file is not a refusal: named, and the refusal recorded.
+    let h = b.file("ok.h", "HTTP/1.1 200 OK\r\nRetry-After: 30\r\n\r\n");
+    let (at, err) = b.record_at(T0, "ok", &["--headers", &h]);
+    assert_eq!(at, "2026-12-02T10:00:30Z");
+    assert!(err.contains("status 200 is not a refusal"), "{err}");
+}
+
+#[test]
+fn curl_dump_details_status_blocks_case_and_repeats() {
+    let b = local();
+    // A redirect followed with -L: the redirect's Retry-After does not count.
+    let h = b.file(
+        "redirect.h",
+        "HTTP/1.1 302 Found\r\nLocation: https://api.example.com/v2\r\nRetry-After: 7200\r\n\r\nHTTP/1.1 429 Too Many Requests\r\nRetry-After: 30\r\n\r\n",
+    );
+    let (at, _) = b.record_at(T0, "redirect", &["--headers", &h]);
+    assert_eq!(at, "2026-12-02T10:00:30Z");
+    // Names without regard to case; a repeated header: every value counts.
+    let h = b.file(
+        "repeat.h",
+        "HTTP/1.1 429 Too Many Requests\r\nRETRY-AFTER: 20\r\nretry-after: 40\r\nRetry-After: 20\r\n\r\n",
+    );
+    let (at, _) = b.record_at(T0, "repeat", &["--headers", &h]);
+    assert_eq!(at, "2026-12-02T10:00:40Z");
+    // The status line decides without --status: a 401 needs an operator.
+    let h = b.file("auth.h", "HTTP/2 401\r\nwww-authenticate: Bearer\r\n\r\n");
+    b.expect(0, T0, &["record", "auth", "--headers", &h]);
+    b.expect(76, T0, &["check", "auth"]);
+    // An explicit --status wins over the file's, with a warning.
+    let h = b.file(
+        "503.h",
+        "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 10\r\n\r\n",
+    );
+    let (_, err) = b.record_at(T0, "conflict", &["--headers", &h, "--status", "429"]);
+    assert!(
+        err.contains("status 503 differs from the status given (429); recording 429"),
+        "{err}"
+    );
+    // `curl -i` output on standard input: headers and body in one stream.
+    let mut cmd = b.command(
+        T0,
+        &[
+            "cooldown",
+            "record",
+            "stdin",
+            "--headers",
+            "-",
+            "--margin",
+            "0",
+            "--format",
+            "json",
+        ],
+    );
+    cmd.args(&b.flags)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn");
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().expect("stdin");
+        stdin
+            .write_all(b"HTTP/1.1 429 Too Many Requests\r\nretry-after: 5\r\n\r\n{\"error\":{\"type\":\"usage_limit_reached\",\"resets_in_seconds\":90}}")
+            .expect("write stdin");
+    }
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(v["recorded"]["not_before"], "2026-12-02T10:01:30Z", "{v}");
+    assert!(v["recorded"]["reason"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("usage_limit_reached"));
+    // Standard input cannot feed both files.
+    let out = b.cooldown(T0, &["record", "both", "--headers", "-", "--response", "-"]);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot both read standard input"));
+}
+
+#[test]
+fn settle_reads_headers_like_record() {
+    for b in backends("settle-hdr") {
+        let scope = "openai/acct-42/gpt-4";
+        record_issue_429(&b, scope);
+        let at = "2026-12-04T18:21:00Z";
+        b.expect(0, at, &["probe", scope, "--holder", "w1", "--lease", "2m"]);
+        let h = b.file(
+            "again.h",
+            "HTTP/1.1 429 Too Many Requests\r\nx-ratelimit-reset-tokens: 1h0m0s\r\nretry-after: nonsense\r\n\r\n",
+        );
+        let body = b.file("again.json", r#"{"error":{"type":"tokens"}}"#);
+        // Received a minute before it is settled; no margin.
+        let out = b.cooldown(
+            at,
+            &[
+                "settle",
+                scope,
+                "--holder",
+                "w1",
+                "--outcome",
+                "quota",
+                "--headers",
+                &h,
+                "--response",
+                &body,
+                "--received-at",
+                "2026-12-04T18:20:00Z",
+                "--margin",
+                "0",
+                "--format",
+                "json",
+            ],
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "[{}] {}",
+            b.label,
+            describe(&out)
+        );
+        let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        assert_eq!(
+            v["state"]["not_before"], "2026-12-04T19:20:00Z",
+            "[{}] {v}",
+            b.label
+        );
+        assert_eq!(
+            v["state"]["reason"],
+            "recovery probe refused; tokens; x-ratelimit-reset-tokens 1h0m0s"
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("Retry-After: 'nonsense' cannot be read"),
+            "{err}"
+        );
+        // With --outcome ok the files are not read: a script passes them always.
+        let later = "2026-12-04T19:21:00Z";
+        b.expect(0, later, &["probe", scope, "--holder", "w2"]);
+        let ok = b.file("ok.h", "HTTP/1.1 200 OK\r\n\r\n");
+        let out = b.cooldown(
+            later,
+            &[
+                "settle",
+                scope,
+                "--holder",
+                "w2",
+                "--outcome",
+                "ok",
+                "--headers",
+                &ok,
+            ],
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+        assert!(out.stderr.is_empty(), "{}", describe(&out));
+        b.expect(0, later, &["check", scope]);
+    }
+}
+
+// ------------------------------------------------ check --wait-up-to (issue 22)
+
+/// `check --wait-up-to` at `now` with a jitter bound, in JSON: (exit code,
+/// output, real time taken).
+fn check_waiting(
+    b: &Backend,
+    now: &str,
+    jitter: &str,
+    args: &[&str],
+) -> (i32, Value, std::time::Duration) {
+    let mut cmd = b.command(now, &["cooldown", "check"]);
+    cmd.args(args)
+        .args(["--format", "json"])
+        .args(&b.flags)
+        .env("ZAEL_COOLDOWN_JITTER", jitter);
+    let started = std::time::Instant::now();
+    let out = cmd.output().expect("run");
+    let took = started.elapsed();
+    let v = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", describe(&out)));
+    (out.status.code().unwrap_or(-1), v, took)
+}
+
+#[test]
+fn wait_up_to_sleeps_through_a_near_deadline() {
+    let b = local();
+    let scope = "openai/acct-42/rpm";
+    // Retry-After 1 s at T0, no margin: the deadline is T0 + 1 s.
+    b.record_at(T0, scope, &["--retry-after", "1"]);
+    // 0.4 s before it, without jitter: sleeps the 0.6 s, then go.
+    let (code, v, took) = check_waiting(
+        &b,
+        "2026-12-02T10:00:00.400Z",
+        "0",
+        &[scope, "--wait-up-to", "5s"],
+    );
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["verdict"], "go", "{v}");
+    let waited = v["waited_ms"].as_i64().expect("waited_ms");
+    assert!(waited >= 600, "{v}");
+    assert!(took.as_millis() >= 600, "{took:?}");
+    // With jitter, this worker also waits its own share after the deadline,
+    // the same share `probe --holder` gives it.
+    let jitter = jitter_ms("w1", seed_of(scope), 1000);
+    let (code, v, took) = check_waiting(
+        &b,
+        "2026-12-02T10:00:00.400Z",
+        "1s",
+        &[scope, "--wait-up-to", "5s", "--holder", "w1"],
+    );
+    assert_eq!(code, 0, "{v}");
+    let waited = v["waited_ms"].as_i64().expect("waited_ms");
+    assert!(waited >= 600 + jitter, "jitter {jitter}: {v}");
+    assert!(took.as_millis() >= (600 + jitter) as u128, "{took:?}");
+    // Far (beyond --wait-up-to): 75 at once, as without it.
+    let (code, v, _) = check_waiting(&b, T0, "0", &[scope, "--wait-up-to", "500ms"]);
+    assert_eq!(code, 75, "{v}");
+    assert_eq!(v["verdict"], "wait");
+    assert_eq!(v["waited_ms"], 0);
+    // The deadline is near, but this worker's jitter carries it past the bound.
+    let (code, v, _) = check_waiting(
+        &b,
+        "2026-12-02T10:00:00.999Z",
+        "1h",
+        &[scope, "--wait-up-to", "1s", "--holder", "w-far"],
+    );
+    let far_jitter = jitter_ms("w-far", seed_of(scope), 3_600_000);
+    assert!(far_jitter > 1_000, "pick another worker id: {far_jitter}");
+    assert_eq!(code, 75, "{v}");
+    // Hours away: 75, however long --wait-up-to (within the ceiling).
+    b.record_at(T0, "daily", &["--retry-after", "7200"]);
+    let (code, _, _) = check_waiting(&b, T0, "0", &["daily", "--wait-up-to", "1h"]);
+    assert_eq!(code, 75);
+    // Nothing recorded: go at once.
+    let (code, v, _) = check_waiting(&b, T0, "0", &["nothing", "--wait-up-to", "1h"]);
+    assert_eq!((code, &v["verdict"]), (0, &Value::from("go")));
+}
+
+#[test]
+fn wait_up_to_is_bounded_and_needs_operator_stays_76() {
+    let b = local();
+    b.record_at(T0, "s", &["--retry-after", "1"]);
+    // Beyond the plausibility ceiling (default 31d, or ZAEL_COOLDOWN_CEILING).
+    for (ceiling, wait) in [("", "32d"), ("1h", "2h")] {
+        let mut cmd = b.command(T0, &["cooldown", "check", "s", "--wait-up-to", wait]);
+        cmd.args(&b.flags).env("ZAEL_COOLDOWN_CEILING", ceiling);
+        let out = cmd.output().expect("run");
+        assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stderr)
+                .contains("must be at most the plausibility ceiling"),
+            "{}",
+            describe(&out)
+        );
+    }
+    for bad in [
+        vec!["check", "s", "--wait-up-to", "soon"],
+        vec!["check", "s", "--holder", "w1"],
+    ] {
+        let out = b.cooldown(T0, &bad);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {}", describe(&out));
+    }
+    // An operator's matter is never waited out.
+    let h = b.file("auth.h", "HTTP/1.1 403 Forbidden\r\n\r\n");
+    b.expect(0, T0, &["record", "auth", "--headers", &h]);
+    b.expect(76, T0, &["check", "auth", "--wait-up-to", "1h"]);
+}
+
+/// While one worker holds the recovery probe, a waiting check looks again when
+/// the lease ends: the prober's new refusal (written meanwhile, by another
+/// process) is what it sees.
+#[test]
+fn wait_up_to_looks_again_after_a_probe() {
+    let b = local();
+    let scope = "svc/probe";
+    b.record_at(T0, scope, &["--retry-after", "60"]);
+    // Past the deadline and the most jitter (30 s) any worker adds to it.
+    let deadline = "2026-12-02T10:01:31Z";
+    b.expect(
+        0,
+        deadline,
+        &["probe", scope, "--holder", "prober", "--lease", "3s"],
+    );
+    let mut cmd = b.command(
+        deadline,
+        &["cooldown", "check", scope, "--wait-up-to", "10s"],
+    );
+    cmd.args(["--format", "json"])
+        .args(&b.flags)
+        .stdout(std::process::Stdio::piped());
+    let started = std::time::Instant::now();
+    let waiting = cmd.spawn().expect("spawn check");
+    // The probe is refused again, well before its lease ends.
+    b.expect(
+        0,
+        deadline,
+        &[
+            "settle",
+            scope,
+            "--holder",
+            "prober",
+            "--outcome",
+            "quota",
+            "--retry-after",
+            "3600",
+        ],
+    );
+    assert!(
+        started.elapsed().as_millis() < 3000,
+        "settle took longer than the lease; the check may have looked before it"
+    );
+    let out = waiting.wait_with_output().expect("wait for check");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(out.status.code(), Some(75), "{v}");
+    assert_eq!(v["verdict"], "wait");
+    assert!(v["waited_ms"].as_i64().unwrap_or_default() >= 3000, "{v}");
+    assert_eq!(v["until"], "2026-12-02T11:01:36Z", "{v}");
+    // Without the new refusal the same wait ends in go: the lease expires.
+    b.record_at(T0, "svc/quiet", &["--retry-after", "60"]);
+    b.expect(
+        0,
+        deadline,
+        &["probe", "svc/quiet", "--holder", "prober", "--lease", "1s"],
+    );
+    let (code, v, _) = check_waiting(&b, deadline, "0", &["svc/quiet", "--wait-up-to", "5s"]);
+    assert_eq!(code, 0, "{v}");
+    assert!(v["waited_ms"].as_i64().unwrap_or_default() >= 1000, "{v}");
+}
+
+// ------------------------------------------------ the README's cron job
+
+/// The cron-job script of docs/cooldowns.md, run as written (only the store path
+/// changed) with a stand-in `curl` that answers as a provider would.
+#[test]
+fn the_documented_cron_job_runs_as_written() {
+    if std::process::Command::new("jq")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: the README's cron job needs jq");
+        return;
+    }
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/cooldowns.md"))
+        .expect("read docs/cooldowns.md");
+    let section = readme
+        .split("# Provider cooldowns in a cron job")
+        .nth(1)
+        .expect("the cron-job section");
+    let script = section
+        .split("```sh\n")
+        .nth(1)
+        .and_then(|s| s.split("\n```").next())
+        .expect("the cron-job script");
+    let b = local();
+    let dir = b.dir.path();
+    let store_line = "STORE=\"--local=/var/lib/jobs/cooldowns.sqlite\"";
+    assert!(script.contains(store_line), "{script}");
+    let store = b.local.as_ref().expect("local store").display().to_string();
+    let script = script.replace(store_line, &format!("STORE=\"--local={store}\""));
+    let job = b.file("job.sh", &script);
+    // `curl -sS -o BODY -D HEADERS -w '%{http_code}' …`: writes the canned
+    // answer and logs the call.
+    let bin = dir.join("bin");
+    std::fs::create_dir(&bin).expect("bin dir");
+    let curl = bin.join("curl");
+    std::fs::write(
+        &curl,
+        "#!/bin/sh\nwhile [ $# -gt 0 ]; do\n  case $1 in\n    -o) body=$2; shift ;;\n    -D) headers=$2; shift ;;\n  esac\n  shift\ndone\ncp \"$FAKE/headers\" \"$headers\"\ncp \"$FAKE/body\" \"$body\"\necho called >> \"$FAKE/calls\"\ncat \"$FAKE/status\"\n",
+    )
+    .expect("write curl");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&curl, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    let exe = std::path::Path::new(env!("CARGO_BIN_EXE_zae-limiter"));
+    let path = format!(
+        "{}:{}:{}",
+        bin.display(),
+        exe.parent().expect("bin dir").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let answer = |status: &str, headers: &str, body: &str| {
+        std::fs::write(dir.join("status"), status).expect("status");
+        std::fs::write(dir.join("headers"), headers).expect("headers");
+        std::fs::write(dir.join("body"), body).expect("body");
+    };
+    let calls = || {
+        std::fs::read_to_string(dir.join("calls"))
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    // At `now`, or on the real clock (a sleep carries into the next command).
+    let run = |now: &str| {
+        let mut sh = std::process::Command::new("sh");
+        sh.arg(&job).env_clear();
+        if !now.is_empty() {
+            sh.env("ZAEL_NOW", now);
+        }
+        let out = sh
+            .env("PATH", &path)
+            .env("HOME", dir)
+            .env("ZAEL_COOLDOWN_JITTER", "0")
+            .env("FAKE", dir)
+            .env("API_KEY", "sk-test")
+            .output()
+            .expect("run the job");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "job at {now}: {}",
+            describe(&out)
+        );
+        out
+    };
+    // "Create the store once".
+    let mut create = vec!["table", "create"];
+    create.extend(b.flags.iter().map(String::as_str));
+    let out = b.run(T0, &create);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    // 1. The provider refuses: OpenAI's tokens reset in 6 minutes.
+    answer(
+        "429",
+        "HTTP/1.1 429 Too Many Requests\r\nx-ratelimit-remaining-tokens: 0\r\nx-ratelimit-reset-tokens: 6m0s\r\n\r\n",
+        r#"{"error":{"type":"tokens","code":"rate_limit_exceeded"}}"#,
+    );
+    run(T0);
+    assert_eq!(calls(), 1);
+    let scope = "openai/acct-42/gpt-4";
+    let v = b.json(75, T0, &["check", scope]);
+    assert_eq!(v["until"], "2026-12-02T10:06:05Z", "{v}");
+    // 2. A tick a minute later skips quietly, without calling.
+    run("2026-12-02T10:01:00Z");
+    assert_eq!(calls(), 1);
+    // 3. On the real clock: a 429 asking for 1 s (+ the 5 s margin) is
+    //    recorded; the next tick sleeps through that short wait, wins the
+    //    probe, calls, and the success clears the cooldown for everyone.
+    b.expect(0, T0, &["clear", scope]);
+    answer("429", "HTTP/2 429\r\nretry-after: 1\r\n\r\n", "");
+    let out = run("");
+    assert!(out.stderr.is_empty(), "{}", describe(&out));
+    answer("200", "HTTP/2 200\r\n\r\n", "{}");
+    let started = std::time::Instant::now();
+    run("");
+    assert!(started.elapsed().as_secs() >= 4, "{:?}", started.elapsed());
+    assert_eq!(calls(), 3);
+    let v = b.json(0, "", &["check", scope]);
+    assert_eq!(v["state"], Value::Null, "{v}");
+    // 4. Credentials rejected: recorded from the status line alone; 76 after.
+    answer(
+        "401",
+        "HTTP/2 401\r\n\r\n",
+        r#"{"error":{"type":"authentication_error"}}"#,
+    );
+    run("2026-12-02T10:15:00Z");
+    assert_eq!(calls(), 4);
+    b.expect(76, "2026-12-02T10:30:00Z", &["check", scope]);
 }

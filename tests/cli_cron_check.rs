@@ -342,3 +342,12 @@ fn a_pattern_that_always_matches_has_no_windows() {
     assert_eq!(v["edges"], Value::Array(vec![]));
     assert_eq!(v["windows"], Value::Array(vec![]));
 }
+
+/// The JSON report is versioned like every other JSON output, valid or not.
+#[test]
+fn json_reports_are_versioned() {
+    assert_eq!(json(&["0 0 * * *"])["version"], 1);
+    let invalid = json(&["61 * * * *"]);
+    assert_eq!(invalid["valid"], false);
+    assert_eq!(invalid["version"], 1);
+}

@@ -47,7 +47,8 @@ impl Env {
     fn run(&self, args: &[&str]) -> (i32, String, String) {
         let out = common::zae_limiter()
             .args(args)
-            .args(["--local", &self.store_path().to_string_lossy(), "-n", TABLE])
+            .arg(common::local_flag(&self.store_path()))
+            .args(["-n", TABLE])
             .output()
             .expect("run zae-limiter");
         common::outcome(out)

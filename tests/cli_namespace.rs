@@ -11,7 +11,8 @@ use zae_limiter::store::Store;
 fn run(store: &Path, args: &[&str]) -> (i32, String, String) {
     let out = common::zae_limiter()
         .args(args)
-        .args(["--local", &store.to_string_lossy(), "-n", "demo"])
+        .arg(common::local_flag(store))
+        .args(["-n", "demo"])
         .output()
         .expect("run zae-limiter");
     common::outcome(out)
@@ -98,8 +99,8 @@ fn two_processes_registering_at_once_agree() {
     let children: Vec<_> = (0..4)
         .map(|_| {
             common::zae_limiter()
-                .args(["namespace", "register", "shared", "-n", "demo", "--local"])
-                .arg(&path)
+                .args(["namespace", "register", "shared", "-n", "demo"])
+                .arg(common::local_flag(&path))
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped())
                 .spawn()

@@ -43,13 +43,12 @@ impl Env {
         LocalStore::open(&self.store_path(), TABLE).unwrap()
     }
 
-    /// Runs `zae-limiter ARGS --local STORE -n mystack` in the transcripts directory.
+    /// Runs `zae-limiter ARGS --local=STORE -n mystack` in the transcripts directory.
     fn run(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_zae-limiter"));
         cmd.current_dir(transcripts())
             .args(args)
-            .arg("--local")
-            .arg(self.store_path())
+            .arg(format!("--local={}", self.store_path().display()))
             .args(["-n", TABLE])
             .env_remove("ZAEL_LOCAL_STORE")
             .env_remove("ZAEL_STACK")
@@ -619,13 +618,123 @@ fn namespace_flag_must_agree_with_the_manifest() {
     );
 }
 
+/// The seed's workflow plans before the first apply: on the local store a
+/// missing file (or a file without this table) reads as empty, every level is
+/// a create, and nothing is created, not even the directory.
+#[test]
+fn plan_on_a_missing_local_store_shows_every_level_as_a_create_and_creates_nothing() {
+    let env = Env::new("missing");
+    let nested = env.dir.join("not/yet/store.sqlite");
+    let local = format!("--local={}", nested.display());
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_zae-limiter"))
+            .current_dir(transcripts())
+            .args(args)
+            .args([local.as_str(), "-n", TABLE])
+            .env_remove("ZAEL_LOCAL_STORE")
+            .output()
+            .unwrap();
+        (out.status.code(), text(&out.stdout), text(&out.stderr))
+    };
+    let (code, plan, err) = run(&["limits", "plan", "-f", "m1.yaml", "--detailed-exitcode"]);
+    assert_eq!((code, err.as_str()), (Some(2), ""), "{plan}");
+    let summary = plan.lines().next().unwrap().to_string();
+    assert_eq!(summary, "Plan: 4 change(s)");
+    let creates: Vec<&str> = plan
+        .lines()
+        .filter(|l| l.starts_with("  + create "))
+        .collect();
+    assert_eq!(creates.len(), 4, "{plan}");
+    assert!(
+        !plan.contains("update") && !plan.contains("delete"),
+        "{plan}"
+    );
+    let (code, json, _) = run(&["limits", "plan", "-f", "m1.yaml", "--format", "json"]);
+    assert_eq!(code, Some(0));
+    let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(doc["unchanged"], 0);
+    assert!(doc["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|c| c["action"] == "create"));
+    let (code, diff, _) = run(&["limits", "diff", "-f", "m1.yaml", "-q"]);
+    assert_eq!(
+        (code, diff.as_str()),
+        (Some(0), "Drift detected: 4 difference(s)\n")
+    );
+    assert!(
+        !env.dir.join("not").exists(),
+        "plan and diff must create neither the store nor its directory"
+    );
+
+    // What apply then does is what the plan said.
+    let (code, applied, err) = run(&["limits", "apply", "-f", "m1.yaml"]);
+    assert_eq!(code, Some(0), "{err}");
+    for line in &creates {
+        assert!(applied.contains(line), "{line} missing from:\n{applied}");
+    }
+    assert!(nested.exists());
+
+    // A file that exists but holds only another table: the same, and the
+    // file is left as it was.
+    let before = std::fs::read(&nested).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_zae-limiter"))
+        .current_dir(transcripts())
+        .args([
+            "limits",
+            "plan",
+            "-f",
+            "m1.yaml",
+            "-q",
+            local.as_str(),
+            "-n",
+            "other",
+        ])
+        .env_remove("ZAEL_LOCAL_STORE")
+        .output()
+        .unwrap();
+    assert_eq!(
+        text(&out.stdout),
+        "Plan: 4 change(s)\n",
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(std::fs::read(&nested).unwrap(), before);
+}
+
 #[test]
 fn read_only_commands_refuse_missing_tables_and_namespaces() {
     let env = Env::new("refuse");
-    let out = env.run(&["limits", "plan", "-f", "m1.yaml"], &[]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).starts_with("Error: table 'mystack' not found"));
-    assert!(!env.store_path().exists(), "plan must not create the store");
+    for args in [
+        &["entity", "get-limits", "user-1"][..],
+        &["namespace", "list"],
+        &["cooldown", "list"],
+    ] {
+        let out = env.run(args, &[]);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let err = text(&out.stderr);
+        assert!(
+            err.starts_with("Error: table 'mystack' not found in local store")
+                && err.contains(&format!(
+                    "Create it with 'zae-limiter table create -n mystack --local={}'",
+                    env.store_path().display()
+                )),
+            "{args:?}: {err}"
+        );
+    }
+    // cooldown check refuses (76: state it cannot read is never permission).
+    let out = env.run(&["cooldown", "check", "p/a"], &[]);
+    assert_eq!(out.status.code(), Some(76));
+    assert!(
+        text(&out.stderr).contains("Create it with 'zae-limiter table create -n mystack"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(
+        !env.store_path().exists(),
+        "reads must not create the store"
+    );
 
     let s = env.store();
     version::ensure_initialized(&s).unwrap();

@@ -21,7 +21,8 @@ const TABLE: &str = "demo";
 fn run(store: &Path, args: &[&str]) -> (i32, String, String) {
     let out = common::zae_limiter()
         .args(args)
-        .args(["--local", &store.to_string_lossy(), "-n", TABLE])
+        .arg(common::local_flag(store))
+        .args(["-n", TABLE])
         .output()
         .expect("run zae-limiter");
     common::outcome(out)

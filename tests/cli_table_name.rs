@@ -28,7 +28,8 @@ fn absurd_table_names_are_refused_on_the_local_store() {
             let (got, _, err) = outcome(
                 zae_limiter()
                     .args(&args)
-                    .args(["-n", name, "--local", store.to_str().unwrap()])
+                    .args(["-n", name])
+                    .arg(common::local_flag(&store))
                     .output()
                     .unwrap(),
             );

@@ -10,7 +10,7 @@ mod interop_support;
 
 use std::collections::BTreeMap;
 
-use interop_support::{interop, resolve_args};
+use interop_support::{default_nsid, interop, resolve_args};
 use serde_json::Value;
 
 const FIXTURE: &str = include_str!("../scripts/interop/manifests/fixture.yaml");
@@ -42,15 +42,6 @@ fn keyed(items: &[Value], ns: &str) -> BTreeMap<(String, String), Value> {
             ((pk, sk), v)
         })
         .collect()
-}
-
-fn nsid(items: &[Value]) -> String {
-    items
-        .iter()
-        .find(|i| i["SK"]["S"] == "#NAMESPACE#default")
-        .and_then(|i| i["namespace_id"]["S"].as_str())
-        .expect("default namespace record")
-        .to_string()
 }
 
 #[test]
@@ -96,8 +87,8 @@ fn apply_matches_the_reference_provisioner_and_resolution() {
         answers[2].as_array().unwrap(),
         answers[3].as_array().unwrap(),
     );
-    let a = keyed(ours_items, &nsid(ours_items));
-    let b = keyed(their_items, &nsid(their_items));
+    let a = keyed(ours_items, &default_nsid(ours_items));
+    let b = keyed(their_items, &default_nsid(their_items));
     let configs = |m: &BTreeMap<(String, String), Value>| -> BTreeMap<(String, String), Value> {
         m.iter()
             .filter(|((pk, sk), _)| pk.starts_with("{ns}/") && sk.starts_with("#CONFIG"))

@@ -17,6 +17,8 @@ use interop_support::{interop, resolve_args, Interop};
 use serde_json::Value;
 
 const AFTER_LEASE: i64 = 2_000_000;
+/// A killed apply's namespace lock lasts 60 s (its lease); its own leases 960 s.
+const AFTER_LOCK: i64 = 61_000;
 
 fn s(v: &Value) -> &str {
     v["S"].as_str().unwrap_or_default()
@@ -124,8 +126,10 @@ fn counts_stay_exact_after_kills_and_an_immediate_reapply() {
             ],
         );
         assert!(killed.status.code().is_none_or(|c| c == 0), "write {n}");
-        // At once: the dead apply's leases still run.
-        apply_ok(&it, manifest, &[("ZAEL_TEST_CLOCK_OFFSET_MS", &offset)]);
+        // At once, once the dead apply's 60-second apply lock has expired:
+        // its own (960 s) leases still run.
+        let at_once = (clock + AFTER_LOCK).to_string();
+        apply_ok(&it, manifest, &[("ZAEL_TEST_CLOCK_OFFSET_MS", &at_once)]);
         assert_counts_exact(&it, &format!("kill at write {n}, at once"));
         clock += AFTER_LEASE;
         let offset = clock.to_string();
@@ -157,7 +161,8 @@ fn counts_stay_exact_after_kills_and_an_immediate_reapply() {
     let status = child.wait().unwrap();
     eprintln!("kill -9: {status:?}");
     let big = big.to_string_lossy();
-    apply_ok(&it, &big, &[("ZAEL_TEST_CLOCK_OFFSET_MS", &offset)]);
+    let at_once = (clock + AFTER_LOCK).to_string();
+    apply_ok(&it, &big, &[("ZAEL_TEST_CLOCK_OFFSET_MS", &at_once)]);
     assert_counts_exact(&it, "kill -9, at once");
     clock += AFTER_LEASE;
     apply_ok(

@@ -12,7 +12,7 @@ use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use interop_support::{interop, Interop};
+use interop_support::{default_nsid, interop, Interop};
 use serde_json::Value;
 
 const V1: &str = include_str!("../scripts/interop/manifests/fixture.yaml");
@@ -37,12 +37,7 @@ fn v2() -> String {
 /// What must be equal after an apply: every config item and the managed set,
 /// with the namespace id elided; and no pending fan-out left.
 fn comparable(items: &[Value]) -> BTreeMap<String, Value> {
-    let ns = items
-        .iter()
-        .find(|i| i["SK"]["S"] == "#NAMESPACE#default")
-        .and_then(|i| i["namespace_id"]["S"].as_str())
-        .expect("default namespace")
-        .to_string();
+    let ns = default_nsid(items);
     let mut out = BTreeMap::new();
     for i in items {
         let pk = i["PK"]["S"]

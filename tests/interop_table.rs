@@ -94,3 +94,65 @@ fn unreachable_endpoints_and_bad_names_fail_in_one_line() {
         "{err}"
     );
 }
+
+/// The interop harness leaves nothing in the temp directory: a test's files
+/// go with it, and `scripts/moto-server`'s log goes when its PID is killed.
+#[test]
+fn interop_files_and_moto_logs_are_removed() {
+    let Some(it) = interop("clean") else { return };
+    let file = it.write_file("m.yaml", "namespace: default\n");
+    let dir = file.parent().unwrap().to_path_buf();
+    assert!(dir.exists());
+    drop(it);
+    assert!(!dir.exists(), "{} left behind", dir.display());
+
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let tmp = tempfile::tempdir().unwrap();
+    // `output()` also proves the server holds none of the script's output.
+    let out = std::process::Command::new(root.join("scripts/moto-server"))
+        .env("TMPDIR", tmp.path())
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let line = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let (pid, port) = line.split_once(' ').unwrap();
+    let log = tmp.path().join(format!("zae-moto-{port}.log"));
+    assert!(log.exists(), "moto writes its log while it runs");
+    std::process::Command::new("kill")
+        .arg(pid)
+        .status()
+        .unwrap();
+    for _ in 0..50 {
+        if !log.exists() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    panic!("{} left behind after kill {pid}", log.display());
+}
+
+/// A missing DynamoDB table is named with the command that creates it, by
+/// the read commands, a plan, and a cooldown check (which then refuses, 76).
+#[test]
+fn a_missing_table_names_table_create() {
+    let Some(it) = interop("missing") else { return };
+    let manifest = it.write_file(
+        "m.yaml",
+        "namespace: default\nsystem:\n  limits:\n    rpm:\n      capacity: 10\n",
+    );
+    let m = manifest.to_string_lossy().to_string();
+    let hint = format!("Create it with 'zae-limiter table create -n {}'", it.table);
+    for (args, code) in [
+        (vec!["limits", "plan", "-f", &m], 1),
+        (vec!["entity", "get-limits", "u"], 1),
+        (vec!["cooldown", "check", "p/a"], 76),
+    ] {
+        let mut all = args.clone();
+        all.extend(["-n", &it.table]);
+        let out = it.ours(&all);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
+        assert!(err.contains(&hint), "{args:?}: {err}");
+    }
+}

@@ -1,6 +1,7 @@
 //! Provider cooldowns: turning what a provider said when it refused (HTTP
-//! `Retry-After`, JSON `resets_in_seconds` / `resets_at`) into one absolute
-//! not-before deadline that every worker sharing the quota consults.
+//! `Retry-After`, JSON `resets_in_seconds` / `resets_at`, a provider's reset
+//! headers, each read by its [`Unit`]) into one absolute not-before deadline
+//! that every worker sharing the quota consults.
 //!
 //! Pure: every function takes the instants it needs (`received_at`, `now`)
 //! explicitly; nothing here reads a clock.
@@ -60,51 +61,91 @@ pub const MAX_LEASE_MS: i64 = DAY_MS;
 /// [`crate::civil::MAX_EPOCH_MS`]). A stored deadline past it is corruption.
 pub const MAX_DEADLINE_MS: EpochMs = MAX_EPOCH_MS;
 
-/// Which provider field a value came from; used in errors so the message names it.
+/// How a provider writes when its quota comes back, and so how a value is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum HintField {
-    RetryAfter,
-    ResetsInSeconds,
-    ResetsAt,
+pub enum Unit {
+    /// HTTP `Retry-After`: delta-seconds after receipt, or an HTTP-date.
+    DeltaSecondsOrHttpDate,
+    /// Decimal seconds after receipt (JSON `resets_in_seconds`).
+    SecondsAfter,
+    /// Decimal milliseconds after receipt (`retry-after-ms`).
+    MillisecondsAfter,
+    /// A Go `time.Duration` after receipt: `1s`, `6m0s`, `2h10m3.5s`, `20ms`
+    /// (OpenAI's `x-ratelimit-reset-*`). A provider's format, not our flag
+    /// syntax ([`parse_duration_ms`]): fractions, `ns`/`us`/`µs`, no `d`.
+    GoDurationAfter,
+    /// Epoch seconds or epoch milliseconds, told apart by magnitude
+    /// ([`EPOCH_MS_FROM`]), or an RFC 3339 time (JSON `resets_at`).
+    EpochOrRfc3339,
+    /// An RFC 3339 time only (Anthropic's `anthropic-ratelimit-*-reset`).
+    Rfc3339,
+}
+
+impl Unit {
+    /// What a value of this unit looks like, for error messages.
+    pub fn expected(self) -> &'static str {
+        match self {
+            Unit::DeltaSecondsOrHttpDate => {
+                "delta-seconds or an HTTP-date (e.g. 'Sun, 06 Nov 1994 08:49:37 GMT')"
+            }
+            Unit::SecondsAfter => "a number of seconds",
+            Unit::MillisecondsAfter => "a number of milliseconds",
+            Unit::GoDurationAfter => "a duration such as 1s, 6m0s, 2h10m3.5s or 20ms",
+            Unit::EpochOrRfc3339 => "epoch seconds or milliseconds, or an RFC 3339 time",
+            Unit::Rfc3339 => "an RFC 3339 time such as 2026-12-02T10:00:00Z",
+        }
+    }
+}
+
+/// Where a value came from: its name as the provider spells it (used in
+/// errors and recorded reasons) and its [`Unit`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct HintField {
+    name: &'static str,
+    unit: Unit,
 }
 
 impl HintField {
-    /// The field's name as the provider spells it.
-    pub fn name(self) -> &'static str {
-        match self {
-            HintField::RetryAfter => "Retry-After",
-            HintField::ResetsInSeconds => "resets_in_seconds",
-            HintField::ResetsAt => "resets_at",
-        }
+    /// HTTP `Retry-After` (also `--retry-after`).
+    pub const RETRY_AFTER: HintField = HintField::new("Retry-After", Unit::DeltaSecondsOrHttpDate);
+    /// JSON `resets_in_seconds` (also `--resets-in-seconds`).
+    pub const RESETS_IN_SECONDS: HintField =
+        HintField::new("resets_in_seconds", Unit::SecondsAfter);
+    /// JSON `resets_at` (also `--resets-at`).
+    pub const RESETS_AT: HintField = HintField::new("resets_at", Unit::EpochOrRfc3339);
+
+    /// A field named `name` whose values are written in `unit`.
+    pub const fn new(name: &'static str, unit: Unit) -> Self {
+        HintField { name, unit }
     }
 
-    fn expected(self) -> &'static str {
-        match self {
-            HintField::RetryAfter => {
-                "delta-seconds or an HTTP-date (e.g. 'Sun, 06 Nov 1994 08:49:37 GMT')"
-            }
-            HintField::ResetsInSeconds => "a number of seconds",
-            HintField::ResetsAt => "epoch seconds or an RFC 3339 time",
-        }
+    /// The field's name as the provider spells it.
+    pub fn name(self) -> &'static str {
+        self.name
+    }
+
+    /// How its values are written.
+    pub fn unit(self) -> Unit {
+        self.unit
     }
 }
 
 impl std::fmt::Display for HintField {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
+        f.write_str(self.name)
     }
 }
 
 /// Why a provider value was rejected. Nothing is recorded from a rejected value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum HintError {
-    #[error("{field}: the value is empty; expected {}", field.expected())]
+    #[error("{field}: the value is empty; expected {}", field.unit.expected())]
     Empty { field: HintField },
     #[error("{field}: '{value}' is not a finite number")]
     NonFinite { field: HintField, value: String },
     #[error("{field}: '{value}' is negative; a reset cannot lie before the response")]
     Negative { field: HintField, value: String },
-    #[error("{field}: '{value}' cannot be read; expected {}", field.expected())]
+    #[error("{field}: '{value}' cannot be read; expected {}", field.unit.expected())]
     Unparseable { field: HintField, value: String },
     #[error("{field}: '{value}' is out of range")]
     OutOfRange { field: HintField, value: String },
@@ -112,47 +153,97 @@ pub enum HintError {
 
 /// One thing a provider said about when its quota comes back, as received.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Hint {
-    /// HTTP `Retry-After`: delta-seconds or an HTTP-date.
-    RetryAfter(String),
-    /// JSON `resets_in_seconds`, relative to when the response was received.
-    ResetsInSeconds(String),
-    /// JSON `resets_at`: epoch seconds or RFC 3339.
-    ResetsAt(String),
+pub struct Hint {
+    field: HintField,
+    value: String,
 }
 
 impl Hint {
+    /// `value` as given under `field`.
+    pub fn new(field: HintField, value: impl Into<String>) -> Self {
+        Hint {
+            field,
+            value: value.into(),
+        }
+    }
+
+    /// An HTTP `Retry-After` value.
+    pub fn retry_after(value: impl Into<String>) -> Self {
+        Hint::new(HintField::RETRY_AFTER, value)
+    }
+
+    /// A JSON `resets_in_seconds` value, relative to when the response was received.
+    pub fn resets_in_seconds(value: impl Into<String>) -> Self {
+        Hint::new(HintField::RESETS_IN_SECONDS, value)
+    }
+
+    /// A JSON `resets_at` value: epoch seconds or milliseconds, or RFC 3339.
+    pub fn resets_at(value: impl Into<String>) -> Self {
+        Hint::new(HintField::RESETS_AT, value)
+    }
+
     /// The field this hint came from.
     pub fn field(&self) -> HintField {
-        match self {
-            Hint::RetryAfter(_) => HintField::RetryAfter,
-            Hint::ResetsInSeconds(_) => HintField::ResetsInSeconds,
-            Hint::ResetsAt(_) => HintField::ResetsAt,
-        }
+        self.field
     }
 
     /// The value as received.
     pub fn value(&self) -> &str {
-        match self {
-            Hint::RetryAfter(v) | Hint::ResetsInSeconds(v) | Hint::ResetsAt(v) => v,
-        }
+        &self.value
     }
 
     /// The absolute deadline this hint names, for a response received at
     /// `received_at`; one past [`MAX_DEADLINE_MS`] is out of range.
     pub fn deadline(&self, received_at: EpochMs) -> Result<EpochMs, HintError> {
-        let d = match self {
-            Hint::RetryAfter(v) => retry_after_deadline(v, received_at),
-            Hint::ResetsInSeconds(v) => resets_in_seconds_deadline(v, received_at),
-            Hint::ResetsAt(v) => resets_at_deadline(v),
+        let (field, value) = (self.field, self.value.as_str());
+        let text = value.trim();
+        if text.is_empty() {
+            return Err(HintError::Empty { field });
+        }
+        let bad = |e: NumError| e.into_hint(field, value);
+        let d = match field.unit {
+            Unit::DeltaSecondsOrHttpDate if looks_numeric(text) => {
+                add(received_at, seconds_to_ms(text).map_err(bad)?, field, value)
+            }
+            Unit::DeltaSecondsOrHttpDate => {
+                parse_http_date(text, received_at).ok_or_else(|| unparseable(field, value))
+            }
+            Unit::SecondsAfter => add(received_at, seconds_to_ms(text).map_err(bad)?, field, value),
+            Unit::MillisecondsAfter => add(
+                received_at,
+                decimal_ceil(text, 0).map_err(bad)?,
+                field,
+                value,
+            ),
+            Unit::GoDurationAfter => add(
+                received_at,
+                go_duration_ms(text).map_err(bad)?,
+                field,
+                value,
+            ),
+            Unit::EpochOrRfc3339 => match DateTime::parse_from_rfc3339(text) {
+                Ok(t) => Ok(t.timestamp_millis()),
+                Err(_) if looks_numeric(text) => epoch_to_ms(text).map_err(bad),
+                Err(_) => Err(unparseable(field, value)),
+            },
+            Unit::Rfc3339 => DateTime::parse_from_rfc3339(text)
+                .map(|t| t.timestamp_millis())
+                .map_err(|_| unparseable(field, value)),
         }?;
         if d > MAX_DEADLINE_MS {
             return Err(HintError::OutOfRange {
-                field: self.field(),
-                value: self.value().to_string(),
+                field,
+                value: value.to_string(),
             });
         }
         Ok(d)
+    }
+}
+
+fn unparseable(field: HintField, value: &str) -> HintError {
+    HintError::Unparseable {
+        field,
+        value: value.to_string(),
     }
 }
 
@@ -174,49 +265,38 @@ pub fn usable_hints(hints: &[Hint], received_at: EpochMs) -> (Vec<Hint>, Vec<Hin
 /// `Retry-After`: delta-seconds from `received_at`, or an HTTP-date in any of
 /// the three forms HTTP allows (IMF-fixdate, RFC 850, asctime).
 pub fn retry_after_deadline(value: &str, received_at: EpochMs) -> Result<EpochMs, HintError> {
-    let field = HintField::RetryAfter;
-    let text = value.trim();
-    if text.is_empty() {
-        return Err(HintError::Empty { field });
-    }
-    if looks_numeric(text) {
-        let ms = seconds_to_ms(text).map_err(|e| e.into_hint(field, value))?;
-        return add(received_at, ms, field, value);
-    }
-    parse_http_date(text, received_at).ok_or_else(|| HintError::Unparseable {
-        field,
-        value: value.to_string(),
-    })
+    Hint::retry_after(value).deadline(received_at)
 }
 
 /// `resets_in_seconds`: seconds after the response was received (never after "now").
 pub fn resets_in_seconds_deadline(value: &str, received_at: EpochMs) -> Result<EpochMs, HintError> {
-    let field = HintField::ResetsInSeconds;
-    let text = value.trim();
-    if text.is_empty() {
-        return Err(HintError::Empty { field });
-    }
-    let ms = seconds_to_ms(text).map_err(|e| e.into_hint(field, value))?;
-    add(received_at, ms, field, value)
+    Hint::resets_in_seconds(value).deadline(received_at)
 }
 
-/// `resets_at`: epoch seconds (fractions allowed) or an RFC 3339 time.
+/// `resets_at`: epoch seconds or milliseconds (fractions allowed; see
+/// [`EPOCH_MS_FROM`]) or an RFC 3339 time.
 pub fn resets_at_deadline(value: &str) -> Result<EpochMs, HintError> {
-    let field = HintField::ResetsAt;
-    let text = value.trim();
-    if text.is_empty() {
-        return Err(HintError::Empty { field });
+    // An absolute instant: the receipt does not enter.
+    Hint::resets_at(value).deadline(0)
+}
+
+/// An epoch number at or above this (10^12) is milliseconds, below it seconds.
+///
+/// Every epoch-seconds instant up to 9999-12-30 (the last we accept, about
+/// 2.5 × 10^11) lies below it, and every epoch-milliseconds instant since
+/// 2001-09-09T01:46:40Z lies at or above it, so no plausible reset is misread.
+/// A number between 2.5 × 10^11 and 10^12 is seconds past 9999: out of range.
+pub const EPOCH_MS_FROM: i64 = 1_000_000_000_000;
+
+/// An epoch number (seconds or milliseconds by [`EPOCH_MS_FROM`]) → ms, rounded up.
+fn epoch_to_ms(text: &str) -> Result<EpochMs, NumError> {
+    let as_seconds = seconds_to_ms(text);
+    match as_seconds {
+        // value × 1000 ≥ 10^15 ⇔ value ≥ 10^12; an overflow is a huge value too.
+        Ok(ms) if ms < EPOCH_MS_FROM * SECOND_MS => Ok(ms),
+        Ok(_) | Err(NumError::TooLarge) => decimal_ceil(text, 0),
+        Err(e) => Err(e),
     }
-    if let Ok(t) = DateTime::parse_from_rfc3339(text) {
-        return Ok(t.timestamp_millis());
-    }
-    if looks_numeric(text) {
-        return seconds_to_ms(text).map_err(|e| e.into_hint(field, value));
-    }
-    Err(HintError::Unparseable {
-        field,
-        value: value.to_string(),
-    })
 }
 
 fn add(base: EpochMs, ms: i64, field: HintField, value: &str) -> Result<EpochMs, HintError> {
@@ -264,6 +344,12 @@ impl NumError {
 /// Decimal seconds (JSON number syntax: fraction and exponent allowed) → whole
 /// milliseconds, rounded up. Exact: no floating point is involved.
 fn seconds_to_ms(text: &str) -> Result<i64, NumError> {
+    decimal_ceil(text, 3)
+}
+
+/// A decimal number (JSON number syntax) × 10^`shift`, rounded up to an
+/// integer. Exact: no floating point is involved.
+fn decimal_ceil(text: &str, shift: i64) -> Result<i64, NumError> {
     let (negative, body) = match text.as_bytes().first() {
         Some(b'-') => (true, &text[1..]),
         Some(b'+') => (false, &text[1..]),
@@ -319,8 +405,8 @@ fn seconds_to_ms(text: &str) -> Result<i64, NumError> {
     if negative {
         return Err(NumError::Negative);
     }
-    // value = significant × 10^(exp − frac_len) seconds = significant × 10^k ms.
-    let k = exp - frac_part.len() as i64 + 3;
+    // value × 10^shift = significant × 10^(exp − frac_len + shift) = significant × 10^k.
+    let k = exp - frac_part.len() as i64 + shift;
     if k >= 0 {
         if significant.len() as i64 + k > 18 {
             return Err(NumError::TooLarge);
@@ -330,7 +416,7 @@ fn seconds_to_ms(text: &str) -> Result<i64, NumError> {
             .checked_mul(10_i64.pow(k as u32))
             .ok_or(NumError::TooLarge);
     }
-    // A fraction of a millisecond remains: keep the integer part and round up.
+    // A fraction remains: keep the integer part and round up.
     let int_len = significant.len() as i64 + k;
     if int_len <= 0 {
         return Ok(1);
@@ -342,6 +428,81 @@ fn seconds_to_ms(text: &str) -> Result<i64, NumError> {
     let whole: i64 = whole.parse().map_err(|_| NumError::TooLarge)?;
     let round_up = rest.bytes().any(|b| b != b'0');
     Ok(whole + i64::from(round_up))
+}
+
+/// A Go `time.Duration` string (`1s`, `6m0s`, `2h10m3.5s`, `20ms`, `1.5µs`,
+/// `0`) → whole milliseconds, rounded up. Exact: each part is summed in
+/// nanoseconds as an integer.
+fn go_duration_ms(text: &str) -> Result<i64, NumError> {
+    const NS_PER_MS: i128 = 1_000_000;
+    let (negative, mut rest) = match text.as_bytes().first() {
+        Some(b'-') => (true, &text[1..]),
+        Some(b'+') => (false, &text[1..]),
+        _ => (false, text),
+    };
+    if rest == "0" {
+        return Ok(0);
+    }
+    if rest.is_empty() {
+        return Err(NumError::Syntax);
+    }
+    let mut total_ns: i128 = 0;
+    while !rest.is_empty() {
+        let int_len = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let (int_part, after) = rest.split_at(int_len);
+        let (frac_part, after) = match after.strip_prefix('.') {
+            Some(f) => f.split_at(f.bytes().take_while(u8::is_ascii_digit).count()),
+            None => ("", after),
+        };
+        if int_part.is_empty() && frac_part.is_empty() {
+            return Err(NumError::Syntax);
+        }
+        let unit_len = after
+            .char_indices()
+            .find(|(_, c)| c.is_ascii_digit() || *c == '.')
+            .map_or(after.len(), |(i, _)| i);
+        let unit_ns: i128 = match &after[..unit_len] {
+            "ns" => 1,
+            "us" | "\u{b5}s" | "\u{3bc}s" => 1_000,
+            "ms" => 1_000_000,
+            "s" => 1_000_000_000,
+            "m" => 60_000_000_000,
+            "h" => 3_600_000_000_000,
+            _ => return Err(NumError::Syntax),
+        };
+        rest = &after[unit_len..];
+        // 10^20 h is far past any range we accept; more digits cannot fit.
+        let int_digits = int_part.trim_start_matches('0');
+        if int_digits.len() > 20 {
+            return Err(NumError::TooLarge);
+        }
+        let int: i128 = if int_digits.is_empty() {
+            0
+        } else {
+            int_digits.parse().map_err(|_| NumError::TooLarge)?
+        };
+        // Eighteen fraction digits are finer than a nanosecond of an hour;
+        // any digit beyond them only rounds up.
+        let (kept, dropped) = frac_part.split_at(frac_part.len().min(18));
+        let frac: i128 = if kept.is_empty() {
+            0
+        } else {
+            kept.parse().map_err(|_| NumError::Syntax)?
+        };
+        let scale = 10_i128.pow(kept.len() as u32);
+        let frac_ns = frac * unit_ns;
+        let round = i128::from(frac_ns % scale != 0 || dropped.bytes().any(|b| b != b'0'));
+        total_ns = int
+            .checked_mul(unit_ns)
+            .and_then(|n| n.checked_add(frac_ns / scale + round))
+            .and_then(|n| total_ns.checked_add(n))
+            .ok_or(NumError::TooLarge)?;
+    }
+    if negative && total_ns > 0 {
+        return Err(NumError::Negative);
+    }
+    let ms = (total_ns + NS_PER_MS - 1) / NS_PER_MS;
+    i64::try_from(ms).map_err(|_| NumError::TooLarge)
 }
 
 /// An HTTP-date in any of the three forms HTTP (RFC 9110 §5.6.7) allows:
@@ -773,34 +934,17 @@ mod tests {
             margin_ms: 5_000,
             ..Policy::default()
         };
-        let a = assess(
-            0,
-            1_000_000,
-            &[Hint::ResetsInSeconds("202825".into())],
-            0,
-            &p,
-        )
-        .unwrap();
+        let a = assess(0, 1_000_000, &[Hint::resets_in_seconds("202825")], 0, &p).unwrap();
         assert_eq!(a.not_before, 203_830_000);
         assert_eq!(a.basis, Basis::Provider);
         assert_eq!(a.implausible, None);
-        let b = assess(
-            a.not_before,
-            2_000_000,
-            &[Hint::RetryAfter("3000".into())],
-            0,
-            &p,
-        )
-        .unwrap();
+        let b = assess(a.not_before, 2_000_000, &[Hint::retry_after("3000")], 0, &p).unwrap();
         assert_eq!(b.not_before, 203_830_000);
         // Retry-After 5000 s after receipt (6000 s); quota reset at epoch 9000 s.
         let c = assess(
             0,
             1_000_000,
-            &[
-                Hint::RetryAfter("5000".into()),
-                Hint::ResetsAt("9000".into()),
-            ],
+            &[Hint::retry_after("5000"), Hint::resets_at("9000")],
             0,
             &p,
         )
@@ -851,7 +995,7 @@ mod tests {
         assert!(matches!(
             resets_in_seconds_deadline("-5", r),
             Err(HintError::Negative {
-                field: HintField::ResetsInSeconds,
+                field: HintField::RESETS_IN_SECONDS,
                 ..
             })
         ));
@@ -870,7 +1014,7 @@ mod tests {
         assert!(matches!(
             retry_after_deadline("-1", r),
             Err(HintError::Negative {
-                field: HintField::RetryAfter,
+                field: HintField::RETRY_AFTER,
                 ..
             })
         ));
@@ -972,6 +1116,120 @@ mod tests {
     }
 
     #[test]
+    fn resets_at_in_milliseconds_is_told_apart_by_magnitude() {
+        // The same instant in seconds and in milliseconds.
+        assert_eq!(resets_at_deadline("1796421160"), Ok(1_796_421_160_000));
+        assert_eq!(resets_at_deadline("1796421160123"), Ok(1_796_421_160_123));
+        assert_eq!(resets_at_deadline("1796421160123.4"), Ok(1_796_421_160_124));
+        assert_eq!(
+            resets_at_deadline("1.796421160123e12"),
+            Ok(1_796_421_160_123)
+        );
+        // The boundary: just below is seconds (year 33658, out of range), at it milliseconds.
+        assert_eq!(resets_at_deadline("1000000000000"), Ok(EPOCH_MS_FROM));
+        assert!(matches!(
+            resets_at_deadline("999999999999.5"),
+            Err(HintError::OutOfRange { .. })
+        ));
+        // Every epoch-seconds instant we accept stays seconds (the last: 9999-12-30T23:59:59Z).
+        assert_eq!(resets_at_deadline("253402214399"), Ok(253_402_214_399_000));
+        // Huge numbers are out of range, never a wrapped instant.
+        assert!(matches!(
+            resets_at_deadline("1e40"),
+            Err(HintError::OutOfRange { .. })
+        ));
+        assert!(matches!(
+            resets_at_deadline("-1796421160123"),
+            Err(HintError::Negative { .. })
+        ));
+    }
+
+    #[test]
+    fn go_durations_parse_exactly_and_round_up() {
+        for (text, ms) in [
+            ("1s", 1_000),
+            ("6m0s", 360_000),
+            ("2h10m3.5s", 7_803_500),
+            ("20ms", 20),
+            ("7.66s", 7_660),
+            ("2m59.56s", 179_560),
+            ("0", 0),
+            ("0s", 0),
+            ("+1s", 1_000),
+            ("1.5h", 5_400_000),
+            ("1us", 1),
+            ("1\u{b5}s", 1),
+            ("1\u{3bc}s", 1),
+            ("999999ns", 1),
+            ("1000000ns", 1),
+            ("1000001ns", 2),
+            (".5s", 500),
+            ("1.s", 1_000),
+            ("0.0000000000000000000001h", 1),
+            ("1h1h", 7_200_000),
+        ] {
+            assert_eq!(go_duration_ms(text), Ok(ms), "{text}");
+        }
+        for (text, err) in [
+            ("", NumError::Syntax),
+            ("1", NumError::Syntax),
+            ("s", NumError::Syntax),
+            (".s", NumError::Syntax),
+            ("1d", NumError::Syntax),
+            ("1 s", NumError::Syntax),
+            ("1s ", NumError::Syntax),
+            ("1S", NumError::Syntax),
+            ("1.2.3s", NumError::Syntax),
+            ("-1s", NumError::Negative),
+            ("99999999999999999999999h", NumError::TooLarge),
+            ("9999999999999999999h", NumError::TooLarge),
+        ] {
+            assert_eq!(go_duration_ms(text), Err(err), "{text}");
+        }
+        assert_eq!(go_duration_ms("-0s"), Ok(0));
+    }
+
+    #[test]
+    fn header_units_name_their_field() {
+        let received = utc("2026-03-08T09:59:58Z");
+        let openai = HintField::new("x-ratelimit-reset-tokens", Unit::GoDurationAfter);
+        assert_eq!(
+            Hint::new(openai, "6m0s").deadline(received),
+            Ok(received + 360_000)
+        );
+        let err = Hint::new(openai, "soon").deadline(received).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "x-ratelimit-reset-tokens: 'soon' cannot be read; expected a duration such as 1s, 6m0s, 2h10m3.5s or 20ms"
+        );
+        let ms = HintField::new("retry-after-ms", Unit::MillisecondsAfter);
+        assert_eq!(
+            Hint::new(ms, "1500").deadline(received),
+            Ok(received + 1500)
+        );
+        assert_eq!(Hint::new(ms, "0.2").deadline(received), Ok(received + 1));
+        assert!(matches!(
+            Hint::new(ms, "-5").deadline(received),
+            Err(HintError::Negative { .. })
+        ));
+        let anthropic = HintField::new("anthropic-ratelimit-tokens-reset", Unit::Rfc3339);
+        // An instant with an offset: absolute, whatever the receipt.
+        assert_eq!(
+            Hint::new(anthropic, "2026-03-08T03:00:00-07:00").deadline(0),
+            Ok(utc("2026-03-08T10:00:00Z"))
+        );
+        // Epoch numbers are not RFC 3339.
+        assert!(matches!(
+            Hint::new(anthropic, "1796421160").deadline(received),
+            Err(HintError::Unparseable { .. })
+        ));
+        assert!(matches!(
+            Hint::new(anthropic, " ").deadline(received),
+            Err(HintError::Empty { .. })
+        ));
+    }
+
+    #[test]
     fn no_hint_falls_back_to_bounded_backoff_never_now() {
         let p = Policy::default();
         let now = 10_000_000;
@@ -1000,7 +1258,7 @@ mod tests {
         let p = Policy::default();
         let received = utc("2026-12-02T00:00:00Z");
         let forty_days = (40 * 86_400).to_string();
-        let a = assess(0, received, &[Hint::ResetsInSeconds(forty_days)], 0, &p).unwrap();
+        let a = assess(0, received, &[Hint::resets_in_seconds(forty_days)], 0, &p).unwrap();
         assert_eq!(a.not_before, received + 40 * DAY_MS + p.margin_ms);
         let flag = a.implausible.unwrap();
         assert_eq!(flag.deadline, received + 40 * DAY_MS);
@@ -1009,7 +1267,7 @@ mod tests {
         let at = assess(
             0,
             received,
-            &[Hint::ResetsInSeconds((31 * 86_400).to_string())],
+            &[Hint::resets_in_seconds((31 * 86_400).to_string())],
             0,
             &p,
         )
@@ -1019,12 +1277,10 @@ mod tests {
             ceiling_ms: HOUR_MS,
             ..p
         };
-        assert!(
-            assess(0, received, &[Hint::RetryAfter("3601".into())], 0, &tight)
-                .unwrap()
-                .implausible
-                .is_some()
-        );
+        assert!(assess(0, received, &[Hint::retry_after("3601")], 0, &tight)
+            .unwrap()
+            .implausible
+            .is_some());
     }
 
     #[test]
@@ -1033,10 +1289,7 @@ mod tests {
         let r = assess(
             0,
             1000,
-            &[
-                Hint::ResetsInSeconds("60".into()),
-                Hint::RetryAfter("-1".into()),
-            ],
+            &[Hint::resets_in_seconds("60"), Hint::retry_after("-1")],
             0,
             &p,
         );
@@ -1084,32 +1337,32 @@ mod tests {
     #[test]
     fn deadlines_past_the_last_instant_are_out_of_range() {
         let r = utc("2026-12-02T00:00:00Z");
-        // Year ~3.2 million: parses, but no stored deadline may name it.
-        let far = Hint::ResetsAt("99999999999999".into());
+        // Year ~3.2 million (as epoch ms): parses, but no stored deadline may name it.
+        let far = Hint::resets_at("99999999999999999");
         assert!(matches!(
             far.deadline(r),
             Err(HintError::OutOfRange {
-                field: HintField::ResetsAt,
+                field: HintField::RESETS_AT,
                 ..
             })
         ));
-        assert!(Hint::ResetsAt("253402214399".into()).deadline(r).is_ok());
+        assert!(Hint::resets_at("253402214399").deadline(r).is_ok());
         let (usable, unusable) = usable_hints(
             &[
-                Hint::RetryAfter("garbage".into()),
+                Hint::retry_after("garbage"),
                 far,
-                Hint::ResetsInSeconds("60".into()),
+                Hint::resets_in_seconds("60"),
             ],
             r,
         );
-        assert_eq!(usable, vec![Hint::ResetsInSeconds("60".into())]);
+        assert_eq!(usable, vec![Hint::resets_in_seconds("60")]);
         assert_eq!(unusable.len(), 2);
         // A margin cannot carry a deadline past the last instant.
         let p = Policy {
             margin_ms: MAX_MARGIN_MS,
             ..Policy::default()
         };
-        let a = assess(0, r, &[Hint::ResetsAt("253402214399".into())], 0, &p).unwrap();
+        let a = assess(0, r, &[Hint::resets_at("253402214399")], 0, &p).unwrap();
         assert_eq!(a.not_before, MAX_DEADLINE_MS);
     }
 
@@ -1126,7 +1379,7 @@ mod tests {
             value in prop_oneof![Just("9223372036854775".to_string()), "[0-9.e+-]{0,20}"],
         ) {
             let p = Policy { margin_ms: margin, ..Policy::default() };
-            for hints in [vec![], vec![Hint::ResetsInSeconds(value.clone())], vec![Hint::RetryAfter(value.clone())]] {
+            for hints in [vec![], vec![Hint::resets_in_seconds(value.clone())], vec![Hint::retry_after(value.clone())]] {
                 if let Ok(a) = assess(existing, received, &hints, attempt, &p) {
                     prop_assert!(a.not_before >= existing);
                     prop_assert!(a.not_before <= MAX_DEADLINE_MS.max(existing));
@@ -1171,8 +1424,8 @@ mod tests {
         ) {
             let p = Policy::default();
             let (lo, hi) = (a.min(b), a.max(b));
-            let x = assess(0, received, &[Hint::ResetsInSeconds(lo.to_string())], 0, &p).unwrap();
-            let y = assess(0, received, &[Hint::ResetsInSeconds(hi.to_string())], 0, &p).unwrap();
+            let x = assess(0, received, &[Hint::resets_in_seconds(lo.to_string())], 0, &p).unwrap();
+            let y = assess(0, received, &[Hint::resets_in_seconds(hi.to_string())], 0, &p).unwrap();
             prop_assert!(x.not_before <= y.not_before);
             prop_assert_eq!(y.not_before, received + i64::from(hi) * 1000 + p.margin_ms);
         }
@@ -1201,6 +1454,8 @@ mod tests {
             let _ = resets_in_seconds_deadline(&s, r);
             let _ = resets_at_deadline(&s);
             let _ = parse_duration_ms(&s);
+            let _ = go_duration_ms(&s);
+            let _ = epoch_to_ms(&s);
         }
     }
 }

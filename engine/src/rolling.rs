@@ -393,6 +393,41 @@ impl RollingState {
             .fold(0i128, |sum, &c| sum.saturating_add(c))
     }
 
+    /// Correct use recorded earlier in `slice` (a reservation's estimate,
+    /// `counted`) to what it turned out to be (`actual`), as the commit of a
+    /// reservation does. The correction lands in the slice the use was counted
+    /// in, so it leaves the window when the original would have; once that
+    /// slice has left the window at `now_ms` there is nothing to correct and
+    /// `false` is returned. The counter never goes below 0 (use counted in the
+    /// slice by others is not taken back), and a correction is recorded, not
+    /// checked: the work was done.
+    pub fn correct(
+        &mut self,
+        slice: i64,
+        counted: i128,
+        actual: i128,
+        now_ms: i64,
+    ) -> Result<bool, RollingError> {
+        for cost in [counted, actual] {
+            if cost < 0 {
+                return Err(RollingError::NegativeCost { cost });
+            }
+        }
+        self.advance(now_ms);
+        let oldest = i128::from(self.head_slice) - (COUNTERS as i128 - 1);
+        let offset = i128::from(slice) - oldest;
+        if !(0..COUNTERS as i128).contains(&offset) {
+            return Ok(false);
+        }
+        // offset is in 0..61 here.
+        let counter = &mut self.counters[offset as usize];
+        *counter = counter
+            .saturating_sub(counted)
+            .max(0)
+            .saturating_add(actual);
+        Ok(true)
+    }
+
     /// Move the head forward to `now_ms`'s slice, dropping slices that left;
     /// an older slice (clock went back) leaves the head where it is.
     fn advance(&mut self, now_ms: i64) {
@@ -425,8 +460,9 @@ impl RollingState {
         i64::try_from(at).unwrap_or(if at < 0 { i64::MIN } else { i64::MAX })
     }
 
-    /// When the newest counted use leaves (the window is whole again).
-    fn all_gone_at(&self) -> Option<i64> {
+    /// When the newest counted use leaves (the window is whole again);
+    /// `None` when nothing is counted. A store uses it to let idle state expire.
+    pub fn all_gone_at(&self) -> Option<i64> {
         let newest = self.counters.iter().rposition(|&c| c > 0)?;
         Some(self.leaves_at(newest))
     }
@@ -649,6 +685,36 @@ mod tests {
             limit.check(&other, 1, 0),
             Err(RollingError::WindowMismatch { .. })
         ));
+    }
+
+    #[test]
+    fn corrections_land_in_the_slice_counted_and_expire_with_it() {
+        let limit = minute(10);
+        let mut s = limit.empty_state();
+        limit.consume(&mut s, 5, 2_500).unwrap(); // slice 2
+        let slice = s.head_slice();
+        limit.consume(&mut s, 1, 30_000).unwrap();
+        // Down: the estimate of 5 was 2.
+        assert_eq!(s.correct(slice, 5, 2, 31_000), Ok(true));
+        assert_eq!(limit.check(&s, 0, 31_000).unwrap().used, 3);
+        // Up again, above the amount: recorded, not checked.
+        assert_eq!(s.correct(slice, 2, 12, 31_000), Ok(true));
+        assert_eq!(limit.check(&s, 0, 31_000).unwrap().used, 13);
+        // The correction leaves with its slice: slice 2 leaves at 63 s.
+        assert_eq!(limit.check(&s, 0, 62_999).unwrap().used, 13);
+        assert_eq!(limit.check(&s, 0, 63_000).unwrap().used, 1);
+        // The oldest slice still counts, one later it is gone.
+        assert_eq!(s.correct(slice, 12, 0, 62_999), Ok(true));
+        assert_eq!(s.correct(slice, 0, 4, 63_000), Ok(false));
+        assert_eq!(limit.check(&s, 0, 63_000).unwrap().used, 1);
+        // Never below zero; negative costs are refused.
+        let mut s = limit.empty_state();
+        limit.consume(&mut s, 1, 0).unwrap();
+        assert_eq!(s.correct(0, 5, 0, 0), Ok(true));
+        assert_eq!(s.used(), 0);
+        assert!(s.correct(0, 0, -1, 0).is_err());
+        // A slice newer than the head was never counted here.
+        assert_eq!(s.correct(5, 0, 1, 0), Ok(false));
     }
 
     #[test]

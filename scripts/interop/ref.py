@@ -19,6 +19,7 @@ Usage: ref.py COMMAND ARGS... [+ COMMAND ARGS...]
   set-fixture TABLE NAMESPACE         write the fixture levels with the client API
   set-unmanaged TABLE NAMESPACE       resource defaults for "legacy" (a level no manifest manages)
   acquire TABLE NAMESPACE E R LIMIT N try to consume N of LIMIT; prints {"admitted": bool}
+  purge TABLE NAMESPACE               delete the namespace, then purge its items (GSI4)
   serve TABLE NAMESPACE               a long-lived limiter (config cache 60 s): reads
                                       "E R LIMIT N" lines, answers {"admitted": bool} each
 """
@@ -225,6 +226,12 @@ def main(argv):
             return {"admitted": True}
         except RateLimitExceeded:
             return {"admitted": False}
+    if cmd == "purge":
+        repo = zl.connect_repo(args[0], args[1])
+        namespace_id = repo.namespace_id
+        repo.delete_namespace(args[1])
+        repo.purge_namespace(namespace_id)
+        return {"purged": namespace_id}
     if cmd == "serve":
         from zae_limiter import RateLimitExceeded, SyncRateLimiter
 

@@ -34,10 +34,12 @@ pub fn new_token() -> String {
     buf.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+pub mod conflict;
 pub mod counts;
 pub mod fanout;
 pub mod fault;
 pub mod gate;
+pub mod lock;
 pub mod pending;
 pub mod record;
 pub mod run;

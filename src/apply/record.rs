@@ -12,6 +12,7 @@
 //! unusable, as they stop being true with that write ([`before_writes`]).
 
 use crate::plan::digests::{self, Digest};
+use crate::plan::identity::RecordIdentity;
 use crate::plan::level::{Action, Level};
 use crate::plan::managed::{self, ManagedSet, ProvisionerRecord};
 use crate::store::{AttrValue, Key, Store, StoreError, WriteOp};
@@ -82,12 +83,13 @@ pub struct Recorded {
 
 /// Records an apply's end: the managed set (with `counts_left`, the entity
 /// counts' fingerprint after the apply) — the whole set in overflow items
-/// first when it does not fit the record — then, together, the
-/// `#PROVISIONER` record and the level `digests` (they name the new record,
-/// so digests that land without it are simply not trusted), and, once the
-/// record is in, deletes the items in `stale` (older overflow and digest
-/// items, the items recording what the apply was about to create) it did
-/// not rewrite.
+/// first when it does not fit the record — then the `#PROVISIONER` record,
+/// only over the one the plan was computed against (`expect`; a changed one
+/// fails with [`StoreError::ConditionFailed`], see [`crate::apply::conflict`]),
+/// then the level `digests` (they name the new record, so digests that land
+/// without it are simply not trusted), and, once the record is in, deletes
+/// the items in `stale` (older overflow and digest items, the items recording
+/// what the apply was about to create) it did not rewrite.
 #[allow(clippy::too_many_arguments)]
 pub fn write(
     store: &dyn Store,
@@ -99,6 +101,7 @@ pub fn write(
     counts_left: Option<&str>,
     digests: &[Digest],
     stale: &[Key],
+    expect: &RecordIdentity,
 ) -> Recorded {
     let last_applied = managed::iso_timestamp(now_ms);
     let stamp = digests::stamp(applied_hash, &last_applied);
@@ -131,18 +134,21 @@ pub fn write(
             };
         }
     }
+    let record = store
+        .write(WriteOp::Put {
+            item: record,
+            condition: Some(expect.condition()),
+        })
+        .map(|_| stamp.clone());
+    if record.is_err() {
+        return Recorded {
+            record,
+            digests: Ok(()),
+        };
+    }
     let chunks = digests::chunk_items(ns, token, &stamp, digests);
     kept.extend(chunks.iter().filter_map(Key::of));
-    let ops: Vec<WriteOp> = std::iter::once(record)
-        .chain(chunks)
-        .map(|item| WriteOp::Put {
-            item,
-            condition: None,
-        })
-        .collect();
-    let mut results = store.batch_write(ops).into_iter();
-    let record = results.next().unwrap_or(Ok(())).map(|()| stamp);
-    let digests = results.collect();
+    let digests = put_all(store, chunks);
     if record.is_ok() {
         if let Err(e) = delete_except(store, stale, &kept) {
             return Recorded {
@@ -199,6 +205,7 @@ mod tests {
 
     /// [`write`] of an empty managed set with `d`, dropping `stale`.
     fn write_digests(s: &MemoryStore, token: &str, d: &[Digest], stale: &[Key]) -> String {
+        let now = managed::read(s, "ns").unwrap().identity;
         let done = write(
             s,
             "ns",
@@ -209,6 +216,7 @@ mod tests {
             None,
             d,
             stale,
+            &now,
         );
         done.digests.unwrap();
         done.record.unwrap()
@@ -344,7 +352,8 @@ mod tests {
             set.insert(&Level::Entity(format!("tenant-{e:06}"), "model-0".into()));
         }
         assert!(!record_size("ns", &set).0);
-        let stamp = write(&s, "ns", "g1", &set, 0, "sha256:x", None, &[], &[])
+        let none = managed::read(&s, "ns").unwrap().identity;
+        let stamp = write(&s, "ns", "g1", &set, 0, "sha256:x", None, &[], &[], &none)
             .record
             .unwrap();
         let r = managed::read(&s, "ns").unwrap();
@@ -365,6 +374,7 @@ mod tests {
             None,
             &[],
             &r.extra_keys,
+            &r.identity,
         )
         .record
         .unwrap();

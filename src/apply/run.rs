@@ -5,6 +5,8 @@
 //!   compare ([`crate::plan::prepare`]), a chunk at a time, while a second
 //!   thread recounts the entity counts a dead apply left (and, refreshing,
 //!   checks every count);
+//! * 4a: check that the `#PROVISIONER` record is still the one planned
+//!   against ([`conflict`]);
 //! * 4: write ahead a pending item for every fan-out the changes owe;
 //! * 5: write the levels and their registries ([`writes`]), a chunk at a
 //!   time, with the entity-count journal ([`counts`]);
@@ -13,6 +15,12 @@
 //! * 10: write the `#PROVISIONER` record from what was written, then the
 //!   level digests ([`record`]);
 //! * 11: count what is still owed.
+//!
+//! Between steps the apply asks [`ApplyRequest::stop`] whether to go on (a
+//! signal, a lost lock): before any config write it stops and hands back what
+//! it claimed; after them it skips the fan-outs (left pending for the next
+//! apply) and still writes its record. The record is written only over the
+//! one the plan read ([`conflict`]).
 //!
 //! (Step 6 of the reference, fan-outs only the `ALL_OLD` images reveal, is
 //! folded into 4; see below.)
@@ -49,17 +57,18 @@ use std::collections::{BTreeSet, HashMap};
 use crate::apply::fanout::{self, FanOutKind, LevelKind, Owed};
 use crate::apply::pending::{self, Share};
 use crate::apply::record::Outcome;
-use crate::apply::{counts, gate, record, writes, LEASE_MS};
+use crate::apply::{conflict, counts, gate, record, writes, LEASE_MS};
 use crate::items::{attrs, config};
 use crate::manifest::Manifest;
 use crate::plan::digests::{self, Digest, Recorded, Untrusted};
+use crate::plan::identity::RecordIdentity;
 use crate::plan::level::{Action, Level};
 use crate::plan::managed::{self, ManagedSet, ProvisionerRecord};
 use crate::plan::prepare::{
-    prepare_each, BuildFn, PlannedChange, PrepareError, Refresh, Summary, CHUNK,
+    prepare_each, BuildFn, PlannedChange, PrepareError, Prepared, Refresh, Summary, CHUNK,
 };
 use crate::progress::Progress;
-use crate::store::{Item, Key, Store};
+use crate::store::{Item, Key, Store, StoreError};
 
 const FANOUT_ROUNDS: usize = 3;
 
@@ -97,6 +106,44 @@ pub struct ApplyRequest<'a> {
     pub refresh: Refresh,
     /// Told each step's progress (a bar on a terminal).
     pub progress: &'a dyn Progress,
+    /// Asked at each step boundary with the step about to run; `Some(why)`
+    /// stops the apply there (a signal, a lost lock).
+    pub stop: &'a dyn Fn(Step) -> Option<String>,
+    /// `limits apply PLANFILE`: a saved plan, carried out as it is instead of
+    /// planning; refused when the record is not the one it was made against
+    /// ([`crate::plan::saved`]).
+    pub saved: Option<&'a Prepared>,
+}
+
+/// The step boundaries where an apply may stop ([`ApplyRequest::stop`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Before claiming abandoned fan-outs and planning: nothing written yet.
+    Plan,
+    /// After planning, before the fan-outs are written ahead and the levels
+    /// written: the last point where a stop leaves the table as it was.
+    WriteLevels,
+    /// After the config writes, before the fan-outs: a stop leaves them pending.
+    FanOut,
+    /// Before the record: never stops (the record is the safe end), but a
+    /// safe point for the lock.
+    Record,
+}
+
+impl Step {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Step::Plan => "plan",
+            Step::WriteLevels => "write_levels",
+            Step::FanOut => "fan_out",
+            Step::Record => "record",
+        }
+    }
+}
+
+/// A [`ApplyRequest::stop`] that never stops.
+pub fn never_stop(_: Step) -> Option<String> {
+    None
 }
 
 /// Runs one apply, in the steps the module doc lists. `Err` means nothing was
@@ -105,6 +152,11 @@ pub struct ApplyRequest<'a> {
 pub fn apply(store: &dyn Store, req: &ApplyRequest<'_>) -> Result<Applied, String> {
     // 1. Gates over every declared level, before any write.
     gate::enforce(store, req.manifest)?;
+    if let Some(why) = (req.stop)(Step::Plan) {
+        return Err(format!(
+            "{why}: stopped before planning; nothing was written"
+        ));
+    }
     let mut run = Run {
         store,
         req,
@@ -118,6 +170,23 @@ pub fn apply(store: &dyn Store, req: &ApplyRequest<'_>) -> Result<Applied, Strin
     // A resumed full apply continues change-only instead of starting over.
     let full = req.full && !resumed;
     let (plan, recorded) = run.plan(&record, full).map_err(|e| run.abandon(e))?;
+    run.stop_before(Step::WriteLevels)?;
+    // 4a. The record must still be the one planned against; when it can, it
+    // now manages every declared level too, so a crash leaves nothing outside it.
+    let overflow = record
+        .extra_keys
+        .iter()
+        .any(|k| k.sk.starts_with(managed::OVERFLOW_SK_PREFIX));
+    let planned = conflict::widen(
+        store,
+        req.ns,
+        &record.identity,
+        overflow,
+        &ManagedSet::from_manifest(req.manifest),
+        req.now_ms,
+        req.applied_hash,
+    )
+    .map_err(|e| run.abandon(e.to_string()))?;
     // 4. Write ahead every fan-out the changes make necessary.
     run.write_ahead(&plan.changes, full)
         .map_err(|e| run.abandon(e))?;
@@ -147,12 +216,30 @@ pub fn apply(store: &dyn Store, req: &ApplyRequest<'_>) -> Result<Applied, Strin
         .write_levels(&record, &plan, &mut out)
         .map_err(|e| run.abandon(e))?;
     out.changes = plan.changes.into_iter().map(|p| p.pc).collect();
-    // 7. Re-assert explicit `disabled` on declared levels not already being fanned out.
-    run.reassert_disabled(&mut out);
-    // 8–9. Every owed fan-out; what fails is handed to the next apply.
-    run.fan_out(&written.fanout_before, &mut out);
+    if let Some(why) = (req.stop)(Step::FanOut) {
+        // Stopped after the config writes: the fan-outs go to the next apply.
+        let left = run.owed.len();
+        run.abandon(String::new());
+        out.errors.push(format!(
+            "{why}: stopped after the config writes; the #PROVISIONER record is written, and {left} bucket fan-out(s) are left for the next apply"
+        ));
+    } else {
+        // 7. Re-assert explicit `disabled` on declared levels not already being fanned out.
+        run.reassert_disabled(&mut out);
+        // 8–9. Every owed fan-out; what fails is handed to the next apply.
+        run.fan_out(&written.fanout_before, &mut out);
+    }
+    // A safe point only: the record is written whatever it says.
+    let _ = (req.stop)(Step::Record);
     // 10. The record of what was written, then the digests of what the levels now hold.
-    run.record(&record, &recorded, &plan.summary, &written, &mut out);
+    run.record(
+        &record,
+        &planned,
+        &recorded,
+        &plan.summary,
+        &written,
+        &mut out,
+    );
     // 11. What is still owed.
     match pending::left(store, req.ns, req.now_ms) {
         Ok(left) => out.pending = left,
@@ -257,6 +344,17 @@ impl Run<'_> {
         Ok((record, resumed))
     }
 
+    /// Before a step that comes ahead of any config write: stops (handing
+    /// back what was claimed) when [`ApplyRequest::stop`] says so.
+    fn stop_before(&self, step: Step) -> Result<(), String> {
+        match (self.req.stop)(step) {
+            Some(why) => Err(self.abandon(format!(
+                "{why}: stopped before writing any level; nothing was changed"
+            ))),
+            None => Ok(()),
+        }
+    }
+
     /// Hands what this apply took over back at once (refused, or the store
     /// failed before the first config write); returns `e`.
     fn abandon(&self, e: String) -> String {
@@ -305,8 +403,37 @@ impl Run<'_> {
         let (store, req) = (self.store, self.req);
         let recorded = digests::read(store, req.ns, record.stamp.as_deref())
             .map_err(|e| format!("reading the level digests: {e}"))?;
-        let trust = (req.refresh == Refresh::Trust).then_some(&recorded);
         let mut changes = Vec::new();
+        let mut keep = |pc: PlannedChange| {
+            let owed = owed_kinds(&pc, full);
+            let existed = pc.live.is_some();
+            let indexed = pc.live.as_ref().is_some_and(writes::indexed);
+            changes.push(Planned {
+                pc: pc.without_items(),
+                existed,
+                indexed,
+                owed,
+            });
+        };
+        if let Some(saved) = req.saved {
+            // A saved plan: its changes, when the record is still the one it
+            // was made against.
+            let p = crate::plan::saved::resume(saved, record.clone())?;
+            p.changes.into_iter().for_each(&mut keep);
+            let summary = Summary {
+                unchanged: p.unchanged,
+                unchanged_digests: p.unchanged_digests,
+                fallback: p.fallback,
+                forgotten: p.forgotten,
+            };
+            let plan = Plan {
+                changes,
+                summary,
+                repairs: Ok(Vec::new()),
+            };
+            return Ok((plan, recorded));
+        }
+        let trust = (req.refresh == Refresh::Trust).then_some(&recorded);
         let summary = prepare_each(
             store,
             req.ns,
@@ -316,17 +443,7 @@ impl Run<'_> {
             record,
             trust,
             req.progress,
-            &mut |pc| {
-                let owed = owed_kinds(&pc, full);
-                let existed = pc.live.is_some();
-                let indexed = pc.live.as_ref().is_some_and(writes::indexed);
-                changes.push(Planned {
-                    pc: pc.without_items(),
-                    existed,
-                    indexed,
-                    owed,
-                });
-            },
+            &mut keep,
         )
         .map_err(|e| match e {
             PrepareError::Store(e) => format!("reading the stored levels: {e}"),
@@ -699,6 +816,7 @@ impl Run<'_> {
     fn record(
         &self,
         before: &ProvisionerRecord,
+        planned: &RecordIdentity,
         recorded: &Recorded,
         summary: &Summary,
         written: &Written,
@@ -731,8 +849,15 @@ impl Run<'_> {
             counts_left.as_deref(),
             &written.digests,
             &stale,
+            planned,
         );
         match done.record {
+            Err(StoreError::ConditionFailed { .. }) => {
+                let wrote = written_levels(&out.changes, written);
+                let kept =
+                    conflict::keep_written(store, req.ns, &wrote, req.now_ms, req.applied_hash);
+                out.errors.push(conflict::message(planned, &kept));
+            }
             Err(e) => out.errors.push(format!(
                 "writing the #PROVISIONER record: {e} (the next apply plans these changes again)"
             )),
@@ -756,6 +881,25 @@ fn before_write_label(key: &Key) -> &'static str {
     } else {
         "that the level digests are out of date"
     }
+}
+
+/// The levels this apply created or updated: the changes that were not
+/// deletes and did not fail (the record's conflict path adds them to a record
+/// another writer left, [`conflict::keep_written`]).
+fn written_levels(changes: &[PlannedChange], written: &Written) -> Vec<Level> {
+    let failed: BTreeSet<&Level> = written
+        .outcomes
+        .iter()
+        .filter(|(_, _, o)| *o == Outcome::Failed)
+        .map(|(l, _, _)| l)
+        .collect();
+    changes
+        .iter()
+        .filter(|pc| pc.change.action != Action::Delete && !matches!(pc.desired, Some(Err(_))))
+        .map(|pc| &pc.change.level)
+        .filter(|l| !failed.contains(l))
+        .cloned()
+        .collect()
 }
 
 fn count(out: &mut Applied, action: Action) {
@@ -926,6 +1070,36 @@ mod tests {
 
     const NOW: i64 = 1_700_000_000_000;
 
+    #[test]
+    fn written_levels_are_the_creates_and_updates_that_did_not_fail() {
+        let e = |n: &str| Level::Entity(n.into(), "r".into());
+        let change = |action, level: Level, desired| PlannedChange {
+            change: Change::new(action, level),
+            desired,
+            live: None,
+            details: vec![],
+        };
+        let changes = vec![
+            change(Action::Create, e("a"), None),
+            change(Action::Update, e("b"), None),
+            change(Action::Delete, e("c"), None),
+            change(Action::Create, e("failed"), None),
+            change(
+                Action::Create,
+                e("unbuildable"),
+                Some(Err("two zones".into())),
+            ),
+        ];
+        let written = Written {
+            outcomes: vec![
+                (e("c"), Action::Delete, Outcome::Done),
+                (e("failed"), Action::Create, Outcome::Failed),
+            ],
+            ..Default::default()
+        };
+        assert_eq!(written_levels(&changes, &written), vec![e("a"), e("b")]);
+    }
+
     fn item(level: &Level, attrs: &[(&str, AttrValue)]) -> Item {
         let k = level.key("ns");
         keyed(&k.pk, &k.sk, attrs)
@@ -1056,6 +1230,8 @@ mod tests {
             build,
             refresh,
             progress: &crate::progress::Silent,
+            stop: &never_stop,
+            saved: None,
         };
         apply(s, &req).unwrap()
     }

@@ -7,18 +7,23 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 const ROOT_AFTER_HELP: &str = "\
 Examples:
-  zae-limiter limits validate fixtures/manifests/valid/example-1.yaml
+  zae-limiter limits validate fixtures/manifests/valid/quickstart.yaml
   zae-limiter limits plan  --local -n demo -f limits.yaml
   zae-limiter limits apply --local -n demo -f limits.yaml
   zae-limiter entity get-limits user-premium -r gpt-4 --local -n demo
   zae-limiter cron check '* 9-17 * * MON-FRI' --tz America/New_York
 
-Stores: `--local [PATH]` (or ZAEL_LOCAL_STORE=PATH) uses the embedded store, a single
-file on disk with the same item layout as the DynamoDB table; without it commands talk to
-the DynamoDB table named by -n/--name.
+Stores: `--local` uses the embedded store, a single SQLite file with the same item
+layout as the DynamoDB table: .zae-limiter/local.sqlite, or the file named by
+`--local=PATH` (the `=` is required) or by ZAEL_LOCAL_STORE=PATH. Without it commands
+talk to the DynamoDB table named by -n/--name (AWS configuration chain, --region,
+--endpoint-url).
 
 Exit codes: 0 ok, 1 invalid input or failed operation, 2 usage error (and `changes present`
-with --detailed-exitcode), 75 wait (cooldown check), 76 needs an operator (cooldown check).";
+with --detailed-exitcode), 75 wait (cooldown check) or refused (acquire), 76 needs an operator
+(cooldown check).
+
+The examples run in a clone of the repository; limits.yaml stands for any manifest.";
 
 /// Declare, check and apply rate limits for zae-limiter 0.17 tables.
 #[derive(Debug, Parser)]
@@ -65,10 +70,29 @@ pub enum Command {
     /// Create a table the Python zae-limiter 0.17 library accepts
     #[command(subcommand)]
     Table(TableCommand),
+    /// Ask before working: enforce the rolling windows and concurrency limits of a level
+    #[command(after_help = ACQUIRE_AFTER_HELP)]
+    Acquire(AcquireArgs),
+    /// Release, commit or extend a reservation taken by `acquire --mode reserve`
+    #[command(subcommand)]
+    Reservation(ReservationCommand),
+    /// Serve the checks, reservations and cooldowns over HTTP, for services in any language
+    #[command(after_help = SERVE_AFTER_HELP)]
+    Serve(ServeArgs),
     /// Print a shell completion script
-    #[command(
-        after_help = "Examples:\n  zae-limiter completions bash > /etc/bash_completion.d/zae-limiter\n  zae-limiter completions zsh > \"${fpath[1]}/_zae-limiter\""
-    )]
+    #[command(after_help = "\
+Install the script where the shell looks for completions (the directories below are the
+per-user ones of bash-completion, of a zsh whose ~/.zshrc has `fpath+=(~/.zfunc)` before
+`compinit`, and of fish); start a new shell afterwards.
+
+Examples:
+  mkdir -p ~/.local/share/bash-completion/completions
+  zae-limiter completions bash \\
+      > ~/.local/share/bash-completion/completions/zae-limiter
+  mkdir -p ~/.zfunc && zae-limiter completions zsh > ~/.zfunc/_zae-limiter
+  mkdir -p ~/.config/fish/completions
+  zae-limiter completions fish \\
+      > ~/.config/fish/completions/zae-limiter.fish")]
     Completions {
         /// The shell to generate completions for
         shell: clap_complete::Shell,
@@ -84,12 +108,16 @@ pub struct StoreArgs {
     /// DynamoDB endpoint, e.g. http://127.0.0.1:5000 for a local server
     #[arg(long, value_name = "URL", env = "AWS_ENDPOINT_URL")]
     pub endpoint_url: Option<String>,
-    /// Use the embedded local store at PATH instead of DynamoDB
-    /// (default path: $ZAEL_LOCAL_STORE, else .zae-limiter/local.sqlite)
+    /// Use the embedded local store instead of DynamoDB: --local for
+    /// $ZAEL_LOCAL_STORE, else .zae-limiter/local.sqlite; --local=PATH for another file
+    ///
+    /// The path must be attached with `=`: in `--local NAME` the NAME is the
+    /// command's next argument, never the store path.
     #[arg(
         long,
         value_name = "PATH",
         num_args = 0..=1,
+        require_equals = true,
         default_missing_value = "",
         value_parser = local_path
     )]
@@ -98,6 +126,8 @@ pub struct StoreArgs {
 
 /// `--local` alone yields an empty path, which [`crate::store::open`] reads as
 /// "the default location"; clap's own path parser would reject the empty value.
+/// The value must be attached (`--local=PATH`): an optional value that could be
+/// separate would swallow a positional argument (`--local user-1`).
 fn local_path(s: &str) -> Result<PathBuf, std::convert::Infallible> {
     Ok(PathBuf::from(s))
 }
@@ -136,21 +166,39 @@ Checks every rule on the client and reports all errors in all files in one run, 
 file:line:col, the offending snippet with a caret, what is wrong and how to fix it.
 No network, no store.
 
+Lints warn about traps a valid manifest can hide, each with a stable code and the fix:
+ZL101 a window whose minute field is fixed (`0 9-17 * * MON-FRI` is one minute an hour),
+ZL102 a schedule entry an earlier one always wins over, ZL103 a reset that fires less than
+once a year or never, ZL104 a level Python 0.17 sees as empty (only rolling windows or
+concurrency limits), ZL105 an entity limit name close to a resource's (`rpn` beside `rpm`).
+Silence one on a limit or a level on purpose with `lint: {allow: [ZL101]}`.
+
 Examples:
   zae-limiter limits validate limits.yaml
   zae-limiter limits validate -f a.yaml -f b.yaml --format github
-  zae-limiter limits validate manifests/*.yaml --format json | jq '.files[].valid'
+  zae-limiter limits validate manifests/*.yaml --format json \\
+      | jq '.files[].valid'
+  zae-limiter limits validate limits.yaml --deny-warnings
 
-Exit status: 0 valid, 1 invalid, 2 usage error.")]
+Exit status: 0 valid (warnings alone keep 0), 1 invalid (or any warning with
+--deny-warnings), 2 usage error.")]
     Validate(ValidateArgs),
     /// Show what `apply` would change
     #[command(after_help = "\
 Examples:
   zae-limiter limits plan --local -n demo -f limits.yaml
-  zae-limiter limits plan -n mystack -f limits.yaml --detailed-exitcode   # 0 none, 2 changes
-  zae-limiter limits plan -n mystack -f limits.yaml --no-refresh   # read only what changes
+  zae-limiter limits plan --local=jobs.sqlite -n jobs -f limits.yaml -q
+  zae-limiter limits plan -n mystack -f limits.yaml --detailed-exitcode
+  zae-limiter limits plan -n mystack -f limits.yaml --no-refresh
 
-Exit status: 0 ok (with --detailed-exitcode: 0 no changes, 2 changes), 1 error.")]
+`-o FILE` saves the plan for `zae-limiter limits apply FILE`, which applies exactly it or
+refuses it as stale (see `limits apply --help`).
+
+On the local store, a plan against a file or table that does not exist yet shows every
+level as a create and creates nothing.
+
+Exit status: 0 ok (with --detailed-exitcode: 0 no changes, 2 changes), 1 error, 2 usage
+error.")]
     Plan(PlanCmdArgs),
     /// Show where the stored limits drift from the manifest
     #[command(after_help = "\
@@ -158,22 +206,58 @@ Examples:
   zae-limiter limits diff --local -n demo -f limits.yaml
   zae-limiter limits diff -n mystack -f limits.yaml -q
 
-Exit status: 0 ok (drift is reported, not an error; use --detailed-exitcode for 2 on drift), 1 error.")]
+Exit status: 0 ok (drift is reported, not an error; with --detailed-exitcode 2 on drift),
+1 error, 2 usage error.")]
     Diff(PlanArgs),
-    /// Write the manifest's limits to the store
-    #[command(after_help = "\
+    /// Write the manifest's limits (or a saved plan) to the store
+    #[command(
+        after_help = "\
+Takes the namespace's lock first: a second apply on the same namespace fails at once, naming
+the holder (or waits with --lock-timeout). Ctrl-C or SIGTERM stops at the next safe point and
+releases the lock; a second Ctrl-C quits at once (the lock then expires within a minute).
+
 Examples:
   zae-limiter limits apply --local -n demo -f limits.yaml
-  zae-limiter limits apply -n mystack -f limits.yaml --full     # rewrite every declared level
-  zae-limiter limits apply -n mystack -f limits.yaml --no-refresh   # read only what changes
+  zae-limiter limits apply -n mystack -f limits.yaml --full
+  zae-limiter limits apply -n mystack -f limits.yaml --no-refresh
+  zae-limiter limits apply -n mystack -f limits.yaml --lock-timeout 5m
+  zae-limiter limits plan --local -n demo -f limits.yaml -o limits.plan
+  zae-limiter limits apply --local -n demo limits.plan
 
-Exit status: 0 applied, 1 invalid manifest or errors during the apply.")]
+Exit status: 0 applied (with --detailed-exitcode: 0 nothing to change, 2 changes
+applied), 1 invalid manifest, stale saved plan, namespace locked, or errors during the
+apply, 2 usage error.",
+        mut_arg("file", |a| a.required(false))
+    )]
     Apply(ApplyArgs),
+    /// Print a saved plan (`limits plan -o FILE`) as `limits plan` printed it
+    #[command(after_help = "\
+Examples:
+  zae-limiter limits show-plan limits.plan
+  zae-limiter limits show-plan limits.plan --format json \\
+      | jq '.changes[].target'
+
+Exit status: 0 ok, 1 not a readable plan file.")]
+    ShowPlan(ShowPlanArgs),
+    /// Remove a namespace's apply lock left by an apply that is gone
+    #[command(after_help = "\
+The lock of an apply that died expires by itself within a minute. Use this only when you are
+sure no apply holds it: an apply still running under it stops at its next step. LOCK_ID is the
+ID a refused apply printed; any other ID is refused and nothing is removed.
+
+Example:
+  zae-limiter limits force-unlock 3f2a9c0d5e6b4a718293a4b5c6d7e8f9 \\
+      --local -n demo
+
+Exit status: 0 removed, 1 not locked or another lock ID.")]
+    ForceUnlock(ForceUnlockArgs),
     /// Print a CloudFormation template that applies the manifest through the provisioner
     #[command(after_help = "\
 Examples:
-  zae-limiter limits cfn-template -n mystack -f limits.yaml > limits.cfn.yaml
-  aws cloudformation deploy --stack-name mystack-limits --template-file limits.cfn.yaml")]
+  zae-limiter limits cfn-template -n mystack -f limits.yaml \\
+      > limits.cfn.yaml
+  aws cloudformation deploy --stack-name mystack-limits \\
+      --template-file limits.cfn.yaml")]
     CfnTemplate(CfnTemplateArgs),
     /// Replay a request trace through the manifest's limits and show what they refuse
     #[command(after_help = "\
@@ -185,19 +269,27 @@ admitted only when every limit admits it. Each limit is charged the cost in the 
 `cost` key) named after it; a limit with none is checked at cost 0. Soft limits and
 `disabled: bypass` count but never refuse. Nothing is read from or written to a store.
 
-Trace (CSV with a header, or JSON lines; see `limits gen-trace`):
+A trace is CSV with a header, or JSON lines (see `limits gen-trace`). `op` is consume
+(the default), reserve (takes a slot of each concurrent limit), release or commit (gives
+it back) or extend (a heartbeat):
   timestamp,op,hold,rpm,tpm
-  2026-12-07T09:00:00.120Z,,,1,850                       (op defaults to consume)
-  2026-12-07T09:00:00.250Z,reserve,job-7,1,1200           (takes a slot of each concurrent limit)
-  2026-12-07T09:00:41.002Z,release,job-7,,                (or commit; extend is a heartbeat)
+  2026-12-07T09:00:00.120Z,,,1,850
+  2026-12-07T09:00:00.250Z,reserve,job-7,1,1200
+  2026-12-07T09:00:41.002Z,release,job-7,,
   {\"timestamp\": \"2026-12-07T09:00:00Z\", \"cost\": {\"rpm\": 1, \"tpm\": 850}}
 
 Examples:
-  zae-limiter limits gen-trace --shape business-hours --rate 8/s --duration 7d \\
-      --start 2026-12-07T00:00:00Z --tz America/New_York --costs rpm=1,tpm=200..1500 -o week.csv
-  zae-limiter limits simulate -f limits.yaml --entity user-1 --resource gpt-4 --trace week.csv
-  zae-limiter limits simulate -f limits.yaml -e user-1 -r gpt-4 --trace week.csv --svg week.svg
-  zae-limiter limits simulate -f limits.yaml -e user-1 -r gpt-4 --trace - --format json < t.jsonl
+  zae-limiter limits gen-trace --shape business-hours --rate 4/s \\
+      --duration 2d --start 2026-12-07T00:00:00Z --tz America/New_York \\
+      --costs rpm=1,tpm=200..1500 -o days.csv
+  zae-limiter limits simulate -f limits.yaml \\
+      --entity user-1 --resource gpt-4 --trace days.csv
+  zae-limiter limits simulate -f limits.yaml -e user-1 -r gpt-4 \\
+      --trace days.csv --svg days.svg --tz America/New_York
+  zae-limiter limits gen-trace --rate 5/s --duration 10m \\
+      --start 2026-12-07T09:00:00Z --format jsonl \\
+      | zae-limiter limits simulate -f limits.yaml -e user-1 -r gpt-4 \\
+      --trace - --format json
 
 Exit status: 0 simulated (refusals are results, not errors), 1 invalid manifest or trace,
 2 usage error.")]
@@ -209,12 +301,104 @@ Shapes: steady (a Poisson process at --rate), bursty (the same average rate in b
 09:00-17:00 in --tz, a tenth of it at other times). The same --seed gives the same trace.
 
 Examples:
-  zae-limiter limits gen-trace --shape steady --rate 20/s --duration 1h --start 2026-12-07T09:00:00Z
-  zae-limiter limits gen-trace --shape business-hours --rate 600/min --duration 7d \\
-      --start 2026-12-07T00:00:00Z --tz Europe/Berlin --costs rpm=1,tpm=500..2000 -o week.csv
-  zae-limiter limits gen-trace --shape bursty --rate 5/s --duration 30m --start 2026-12-07T09:00:00Z \\
-      --hold 5s..2m --format jsonl     # reserve/release pairs for concurrency limits")]
+  zae-limiter limits gen-trace --rate 20/s --duration 1h \\
+      --start 2026-12-07T09:00:00Z | head -3
+  zae-limiter limits gen-trace --shape business-hours --rate 60/min \\
+      --duration 7d --start 2026-12-07T00:00:00Z --tz Europe/Berlin \\
+      --costs rpm=1,tpm=500..2000 -o week.csv
+  zae-limiter limits gen-trace --shape bursty --rate 5/s --duration 30m \\
+      --start 2026-12-07T09:00:00Z --hold 5s..2m --format jsonl \\
+      -o holds.jsonl   # reserve/release pairs, for concurrency limits")]
     GenTrace(GenTraceArgs),
+    /// Write every level a namespace holds as a manifest (adopt what is already there)
+    #[command(after_help = "\
+Finds every level of the namespace (the system level, resource levels, entity `_default_`
+and entity+resource levels: those the Python client's listing commands find, and those
+written without registry entries, e.g. by the 0.17 provisioner) and writes them as a
+manifest: named weekdays and months, one time zone per level, sorted, with a header naming
+the source. `limits plan` of the file against the same table shows no change to any level;
+`limits apply` of it then records the levels as managed (adoption). A level the manifest
+format cannot express exactly is named on stderr with the reason and left out (exit 1).
+
+Examples:
+  zae-limiter limits apply --local -n demo -f limits.yaml
+  zae-limiter limits export --local -n demo -o exported.yaml
+  zae-limiter limits plan --local -n demo -f exported.yaml \\
+      --detailed-exitcode
+  zae-limiter limits export -n mystack -o mystack.yaml   # DynamoDB
+
+Exit status: 0 every level exported, 1 a level left out (the rest is still written) or an
+error, 2 usage error.")]
+    Export(ExportArgs),
+    /// Explain the limits of one entity on one resource: the level, the numbers, what changes when
+    #[command(after_help = EXPLAIN_AFTER_HELP)]
+    Explain(ExplainArgs),
+}
+
+const EXPLAIN_AFTER_HELP: &str = "\
+Resolves ENTITY on RESOURCE as the Python client does (entity+resource, the entity's
+_default_, the resource, the system: the first level with any limit, as a whole) and shows
+which level applies and which exist but are shadowed; for each limit its effective capacity
+and refill at --at and the schedule entry that set them; every change until --until
+(schedule window edges, quota resets) with the numbers after it; and how long a request of
+--cost waits from empty (the limiter's retry-after). Reads the manifest (-f) or the store.
+
+Examples:
+  zae-limiter limits explain -f limits.yaml -e user-premium -r gpt-4 \\
+      --at 2026-12-07T13:00:00Z --until 2026-12-09T00:00:00Z
+  zae-limiter limits explain -e user-premium -r gpt-4 --local -n demo \\
+      --cost rpm=100 --format json
+  zae-limiter limits explain -f fixtures/simulate/gateway.yaml \\
+      -e acme -r gpt-4 --at 2026-12-07T00:00:00Z --until 7d \\
+      --svg week.svg --tz America/New_York
+
+\"Now\" (the default --at) is ZAEL_NOW (RFC 3339) when set.
+
+Exit status: 0 explained, 1 invalid manifest, unreadable level or no limits for the pair,
+2 usage error.";
+
+/// Store, namespace and output options of `limits export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Write the manifest to FILE instead of standard output
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: CooldownStoreArgs,
+}
+
+/// `limits explain`.
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// Entity whose limits are explained
+    #[arg(short = 'e', long, value_name = "ID")]
+    pub entity: String,
+    /// Resource the requests are for
+    #[arg(short = 'r', long, value_name = "NAME")]
+    pub resource: String,
+    /// Read the limits from this manifest instead of the store
+    #[arg(short = 'f', long = "file", value_name = "FILE", conflicts_with_all = ["local", "region"])]
+    pub file: Option<PathBuf>,
+    /// The instant to explain (RFC 3339; default: now)
+    #[arg(long, value_name = "TIME")]
+    pub at: Option<String>,
+    /// List changes up to this instant (RFC 3339), or for this long after --at (e.g. 36h, 7d)
+    #[arg(long, value_name = "TIME", default_value = "7d")]
+    pub until: String,
+    /// A limit's request cost for the wait from empty, NAME=N (repeatable; default 1)
+    #[arg(long = "cost", value_name = "NAME=N")]
+    pub costs: Vec<String>,
+    /// Output format (the JSON document is versioned: "version": 1)
+    #[arg(long, value_enum, default_value_t)]
+    pub format: TextOrJson,
+    /// Also draw each limit's effective capacity over the horizon as SVG
+    #[arg(long, value_name = "OUT.svg")]
+    pub svg: Option<PathBuf>,
+    /// Time zone for local times in the text and the chart's axis (default: the level's zone)
+    #[arg(long, value_name = "ZONE")]
+    pub tz: Option<String>,
+    #[command(flatten)]
+    pub store: CooldownStoreArgs,
 }
 
 /// How a trace is written (`limits simulate --trace-format`).
@@ -318,6 +502,9 @@ pub struct ValidateArgs {
     /// Output format
     #[arg(long, value_enum, default_value_t)]
     pub format: ValidateFormat,
+    /// Fail (exit 1) on warnings too: the lints (ZL101…) and the loader's warnings
+    #[arg(long)]
+    pub deny_warnings: bool,
 }
 
 #[derive(Debug, Args)]
@@ -326,8 +513,8 @@ pub struct PlanArgs {
     #[arg(short = 'n', long, value_name = "NAME", env = "ZAEL_STACK")]
     pub name: String,
     /// Limits manifest (YAML)
-    #[arg(short = 'f', long = "file", value_name = "FILE")]
-    pub file: PathBuf,
+    #[arg(short = 'f', long = "file", value_name = "FILE", required = true)]
+    pub file: Option<PathBuf>,
     /// Print only the summary line, not the changes
     #[arg(short = 'q', long)]
     pub quiet: bool,
@@ -365,10 +552,22 @@ pub struct PlanCmdArgs {
     pub plan: PlanArgs,
     #[command(flatten)]
     pub refresh: RefreshArg,
+    /// Also save the plan to FILE, for `limits apply FILE` (versioned JSON)
+    ///
+    /// The file holds the exact changes (the items read and the items to
+    /// write), the manifest, and the identity of the namespace's #PROVISIONER
+    /// record. `limits apply FILE` carries out exactly these changes and
+    /// refuses them as stale when another apply ran since.
+    #[arg(short = 'o', long = "out", value_name = "FILE")]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("source").required(true).args(["file", "plan_file"])))]
 pub struct ApplyArgs {
+    /// A plan saved by `limits plan -o FILE`: apply exactly it (instead of -f MANIFEST)
+    #[arg(value_name = "PLANFILE", conflicts_with_all = ["file", "full", "no_refresh"])]
+    pub plan_file: Option<PathBuf>,
     #[command(flatten)]
     pub plan: PlanArgs,
     #[command(flatten)]
@@ -376,6 +575,52 @@ pub struct ApplyArgs {
     /// Rewrite every declared level, even the unchanged ones
     #[arg(long, conflicts_with = "no_refresh")]
     pub full: bool,
+    #[command(flatten)]
+    pub lock: LockArgs,
+}
+
+/// The namespace lock of `limits apply`.
+#[derive(Debug, Args)]
+pub struct LockArgs {
+    /// Take the namespace's lock (default); --lock=false is for emergencies only
+    ///
+    /// Without the lock, an apply running at the same time can interleave its
+    /// writes with this one's: the namespace may end up with a mix of both
+    /// manifests until the next apply (no level is lost from the managed set:
+    /// the record write still refuses to overwrite another apply's record).
+    #[arg(
+        long,
+        value_name = "BOOL",
+        default_value_t = true,
+        action = clap::ArgAction::Set,
+        require_equals = true
+    )]
+    pub lock: bool,
+    /// Wait up to DURATION for another apply's lock, e.g. 30s, 5m (default 0: fail at once)
+    #[arg(long, value_name = "DURATION", default_value = "0")]
+    pub lock_timeout: String,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowPlanArgs {
+    /// A plan saved by `limits plan -o FILE`
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Print only the summary line, not the changes
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+    /// Output format (the JSON document `limits plan --format json` prints)
+    #[arg(long, value_enum, default_value_t)]
+    pub format: TextOrJson,
+}
+
+#[derive(Debug, Args)]
+pub struct ForceUnlockArgs {
+    /// The lock's ID, as a refused apply printed it
+    #[arg(value_name = "LOCK_ID")]
+    pub lock_id: String,
+    #[command(flatten)]
+    pub read: ReadArgs,
 }
 
 #[derive(Debug, Args)]
@@ -419,7 +664,8 @@ pub enum EntityCommand {
     #[command(after_help = "\
 Examples:
   zae-limiter entity get-limits user-premium -r gpt-4 --local -n demo
-  zae-limiter entity get-limits user-premium            # the entity-wide _default_ level")]
+  zae-limiter entity get-limits user-premium --local -n demo --format json
+  zae-limiter entity get-limits user-premium   # DynamoDB, _default_")]
     GetLimits {
         /// Entity id
         entity_id: String,
@@ -499,7 +745,8 @@ pub enum CronCommand {
 Examples:
   zae-limiter cron check '* 9-17 * * MON-FRI' --tz America/New_York
   zae-limiter cron check '0 0 29 2 *' --from 2026-01-01T00:00:00Z --next 3
-  zae-limiter cron check '0 2 * * *' --tz Europe/Berlin --at 2026-03-29T01:00:00Z --format json
+  zae-limiter cron check '0 2 * * *' --tz Europe/Berlin \\
+      --at 2026-03-29T01:00:00Z --format json
 
 Exit status: 0 valid, 1 invalid, 2 usage error.")]
     Check(CronCheckArgs),
@@ -526,7 +773,8 @@ pub struct CronCheckArgs {
     pub format: TextOrJson,
 }
 
-/// Store options of the cooldown commands.
+/// Store and namespace options of the commands that act in one namespace
+/// (cooldowns, acquire, export, explain).
 #[derive(Debug, Args)]
 pub struct CooldownStoreArgs {
     /// Table (stack) name
@@ -550,22 +798,54 @@ pub enum CooldownCommand {
     /// Record what a provider said when it refused (429, Retry-After, resets_in_seconds…)
     #[command(after_help = "\
 Examples:
-  zae-limiter cooldown record openai/acct-42/gpt-4 --resets-in-seconds 202825 --local
-  zae-limiter cooldown record openai/acct-42/gpt-4 --response body.json --received-at 2026-12-02T10:00:00Z
-  zae-limiter cooldown record anthropic/acct-7 --status 401")]
+  zae-limiter cooldown record openai/acct-42/gpt-4 --local \\
+      --resets-in-seconds 202825
+  zae-limiter cooldown record openai/acct-42/gpt-4 --local=jobs.sqlite \\
+      --response body.json --received-at 2026-12-02T10:00:00Z
+  zae-limiter cooldown record anthropic/acct-7 --status 401  # DynamoDB
+  zae-limiter cooldown record openai/acct-42 --local \\
+      --headers headers.txt --response body.json")]
     Record(CooldownRecordArgs),
     /// Exit 0 when a call may be made now, 75 with the not-before time when not
     #[command(after_help = "\
-Example:
-  zae-limiter cooldown check openai/acct-42/gpt-4 --local || exit 0   # skip this tick
+Examples:
+  zae-limiter cooldown check openai/acct-42/gpt-4 --local || exit 0
+  zae-limiter cooldown check openai/acct-42/gpt-4 --local=jobs.sqlite \\
+      --format json
+  zae-limiter cooldown check openai/acct-42/gpt-4 --local \\
+      --wait-up-to 10s --holder worker-1
 
-Exit status: 0 call now, 75 wait (EX_TEMPFAIL), 76 needs an operator or state unreadable.")]
-    Check(CooldownScopeArgs),
+In a cron job, `|| exit 0` skips the tick quietly on 75 but also on 76; branch on the
+code instead when an operator should hear about 76 (docs/cooldowns.md has a whole cron job).
+
+Exit status: 0 call now, 75 wait (EX_TEMPFAIL), 76 needs an operator or state
+unreadable, 2 usage error.")]
+    Check(CooldownCheckArgs),
     /// Win the single recovery probe after the deadline (a lease), or be told to wait
+    #[command(after_help = "\
+Examples:
+  zae-limiter cooldown probe openai/acct-42/gpt-4 --holder worker-1 \\
+      --lease 10m --local=jobs.sqlite
+
+Exit status: 0 won the probe (or no cooldown), 75 wait, 76 needs an operator or state
+unreadable, 2 usage error.")]
     Probe(CooldownProbeArgs),
     /// End a probe: ok clears, quota records the new deadline, auth escalates
+    #[command(after_help = "\
+Only the holder of the probe settles it: --outcome ok clears the cooldown, quota records
+the provider's new answer (--retry-after, --resets-in-seconds or --resets-at), auth
+escalates to an operator.
+
+Example:
+  zae-limiter cooldown settle openai/acct-42/gpt-4 --holder worker-1 \\
+      --outcome quota --resets-in-seconds 3600 --local=jobs.sqlite")]
     Settle(CooldownSettleArgs),
     /// List every deferred scope and when it becomes eligible
+    #[command(after_help = "\
+Examples:
+  zae-limiter cooldown list --local
+  zae-limiter cooldown list --local --format json \\
+      | jq '.cooldowns | length'")]
     List {
         /// Output format
         #[arg(long, value_enum, default_value_t)]
@@ -574,6 +854,9 @@ Exit status: 0 call now, 75 wait (EX_TEMPFAIL), 76 needs an operator or state un
         store: CooldownStoreArgs,
     },
     /// Remove a scope's cooldown
+    #[command(after_help = "\
+Example:
+  zae-limiter cooldown clear openai/acct-42/gpt-4 --local")]
     Clear(CooldownScopeArgs),
 }
 
@@ -586,6 +869,18 @@ pub struct CooldownScopeArgs {
     pub format: TextOrJson,
     #[command(flatten)]
     pub store: CooldownStoreArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct CooldownCheckArgs {
+    #[command(flatten)]
+    pub target: CooldownScopeArgs,
+    /// When the wait (this worker's jitter included) ends within DURATION, sleep, then exit 0
+    #[arg(long, value_name = "DURATION")]
+    pub wait_up_to: Option<String>,
+    /// This worker's id, for its jitter after the deadline (give probe the same; default: pid-PID)
+    #[arg(long, value_name = "ID", requires = "wait_up_to")]
+    pub holder: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -604,6 +899,9 @@ pub struct CooldownRecordArgs {
     /// A JSON response body; the known fields are read from it
     #[arg(long, value_name = "FILE")]
     pub response: Option<PathBuf>,
+    /// The response headers as `curl -D FILE` writes them (- for stdin): status, Retry-After, reset headers
+    #[arg(long, value_name = "FILE")]
+    pub headers: Option<PathBuf>,
     /// When the response was received (RFC 3339; default: now)
     #[arg(long, value_name = "TIME")]
     pub received_at: Option<String>,
@@ -666,6 +964,18 @@ pub struct CooldownSettleArgs {
     /// With --outcome quota: resets_at
     #[arg(long, value_name = "TIME")]
     pub resets_at: Option<String>,
+    /// With --outcome quota: the JSON response body (read as by record; ignored otherwise)
+    #[arg(long, value_name = "FILE")]
+    pub response: Option<PathBuf>,
+    /// With --outcome quota: the `curl -D` headers file, - for stdin (read as by record; ignored otherwise)
+    #[arg(long, value_name = "FILE")]
+    pub headers: Option<PathBuf>,
+    /// With --outcome quota: when the response was received (RFC 3339; default: now)
+    #[arg(long, value_name = "TIME")]
+    pub received_at: Option<String>,
+    /// With --outcome quota: safety margin added after the deadline, in seconds
+    #[arg(long, value_name = "SECONDS", default_value_t = 5)]
+    pub margin: u64,
     /// Output format
     #[arg(long, value_enum, default_value_t)]
     pub format: TextOrJson,
@@ -677,9 +987,16 @@ pub struct CooldownSettleArgs {
 pub enum TableCommand {
     /// Create a table with the layout zae-limiter 0.17 expects
     #[command(after_help = "\
+A local DynamoDB-compatible server (moto, DynamoDB Local) still needs an AWS region and
+credentials: any values do, e.g. AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=x
+AWS_SECRET_ACCESS_KEY=x.
+
 Examples:
-  zae-limiter table create -n dev --endpoint-url http://127.0.0.1:5000
-  zae-limiter table create -n demo --local")]
+  zae-limiter table create -n demo --local
+  zae-limiter table create -n jobs --local=jobs.sqlite
+  AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=x AWS_SECRET_ACCESS_KEY=x \\
+      zae-limiter table create -n mystack \\
+      --endpoint-url http://127.0.0.1:5000")]
     Create {
         /// Table (stack) name
         #[arg(
@@ -695,9 +1012,198 @@ Examples:
     },
 }
 
-/// The clap command, for generators (man pages, completions).
+const ACQUIRE_AFTER_HELP: &str = "\
+Resolves the level of ENTITY on RESOURCE as the Python client does (entity+resource, the
+entity's _default_, the resource, the system: the first level with any limit, as a whole; a
+level of rolling windows or concurrency limits only counts here, while Python 0.17 falls
+through it for its buckets) and decides every rolling window and concurrency limit of it in
+one atomic step, all or nothing, through the store shared by every process and host.
+
+Costs: every rolling window is charged 1 (one call) unless --cost NAME=N says otherwise (0
+allowed); a reservation takes one slot of every concurrency limit whatever its cost. Token
+buckets and quotas are listed as not enforced here (the Python library enforces them).
+
+Modes: consume counts the cost and checks that a slot is free (taking none); preview decides
+the same and writes nothing; reserve also takes a slot and prints the reservation id alone
+on stdout (text format), for `id=$(zae-limiter acquire ...)`. Give it back with
+`zae-limiter reservation release|commit ID`, keep it with `reservation extend ID --ttl 5m`;
+a holder that dies frees its slot when the TTL ends (default: the limit's hold_ttl_seconds).
+
+Examples:
+  zae-limiter limits apply --local -n jobs -f fixtures/runtime/jobs.yaml
+  zae-limiter acquire job-7 -r exports --local -n jobs
+  zae-limiter acquire job-7 -r exports --mode preview \\
+      --cost rows_per_hour=5000 --local -n jobs
+  zae-limiter acquire job-7 -r exports --mode reserve --ttl 10m \\
+      --format json --local -n jobs
+
+\"Now\" is ZAEL_NOW (RFC 3339) when set. When the store cannot be read or the state is
+unreadable, the system level's on_unavailable (allow | block, default block) answers, and
+stderr says so.
+
+Exit status: 0 allowed, 75 refused (EX_TEMPFAIL; the answer says which limit and when to
+retry), 1 error (bad input, unknown namespace, no limits defined, unreadable config).";
+
+/// `--mode` of `acquire`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum AcquireMode {
+    /// Count the cost in every rolling window; check that a slot is free (take none)
+    #[default]
+    Consume,
+    /// Decide as consume would; write nothing
+    Preview,
+    /// Count the cost and take one slot of every concurrency limit (a reservation)
+    Reserve,
+}
+
+#[derive(Debug, Args)]
+pub struct AcquireArgs {
+    /// Entity id: the user, tenant or job asking
+    pub entity: String,
+    /// Resource the work is for
+    #[arg(short = 'r', long, value_name = "NAME")]
+    pub resource: String,
+    /// What to do
+    #[arg(long, value_enum, default_value_t)]
+    pub mode: AcquireMode,
+    /// A limit's cost, NAME=N in whole units (repeatable; rolling windows without one are charged 1)
+    #[arg(long = "cost", value_name = "NAME=N")]
+    pub costs: Vec<String>,
+    /// With --mode reserve: how long the hold lasts, e.g. 90s, 10m, 1h (at most 1h; default: the
+    /// level's hold_ttl_seconds)
+    #[arg(long, value_name = "DURATION")]
+    pub ttl: Option<String>,
+    /// With --mode reserve: who holds it, kept with the hold for operators
+    #[arg(long, value_name = "TEXT")]
+    pub holder: Option<String>,
+    /// Output format (the JSON document is versioned: "version": 1)
+    #[arg(long, value_enum, default_value_t)]
+    pub format: TextOrJson,
+    #[command(flatten)]
+    pub store: CooldownStoreArgs,
+}
+
+/// The help of one `reservation` subcommand: what ids are, an example
+/// (`then`: what it does with the id), exit codes.
+macro_rules! reservation_help {
+    ($then:literal) => {
+        concat!(
+            "\
+A reservation id (from `zae-limiter acquire --mode reserve`) names the entity and resource it
+was taken for, so these commands need only the id, the store flags and the namespace (-N).
+
+Examples:
+  zae-limiter limits apply --local -n jobs -f fixtures/runtime/jobs.yaml
+  id=$(zae-limiter acquire job-7 -r exports --mode reserve \\
+      --local -n jobs) && \\
+      ",
+            $then,
+            "
+
+Exit status: 0 done (or done before: the answer says so), 1 error (an unknown or expired
+reservation: its slot, if any, is free again and its work no longer covered)."
+        )
+    };
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ReservationCommand {
+    /// Give the reservation's slots back (the cost it counted stays counted)
+    #[command(after_help = reservation_help!(
+        "zae-limiter reservation release \"$id\" --local -n jobs"
+    ))]
+    Release(ReservationArgs),
+    /// The work is done: give the slots back and, with --cost, correct what it counted
+    #[command(after_help = reservation_help!(
+        "zae-limiter reservation commit \"$id\" \\\n      \
+         --cost rows_per_hour=4200 --local -n jobs"
+    ))]
+    Commit(ReservationCommitArgs),
+    /// Heartbeat: keep the reservation open until --ttl from now
+    #[command(after_help = reservation_help!(
+        "zae-limiter reservation extend \"$id\" --ttl 10m --local -n jobs && \\\n      \
+         zae-limiter reservation release \"$id\" --local -n jobs"
+    ))]
+    Extend(ReservationExtendArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ReservationArgs {
+    /// The reservation id `acquire --mode reserve` printed
+    pub id: String,
+    /// Output format (the JSON document is versioned: "version": 1)
+    #[arg(long, value_enum, default_value_t)]
+    pub format: TextOrJson,
+    #[command(flatten)]
+    pub store: CooldownStoreArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ReservationCommitArgs {
+    #[command(flatten)]
+    pub reservation: ReservationArgs,
+    /// The actual cost of a rolling limit the reservation counted, NAME=N (repeatable); it
+    /// replaces the counted cost within the window it was counted in
+    #[arg(long = "cost", value_name = "NAME=N")]
+    pub costs: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReservationExtendArgs {
+    #[command(flatten)]
+    pub reservation: ReservationArgs,
+    /// Keep it open this long from now, e.g. 90s, 5m (at most 1h; never shortened)
+    #[arg(long, value_name = "DURATION")]
+    pub ttl: String,
+}
+
+const SERVE_AFTER_HELP: &str = "\
+Answers `acquire`'s decisions and `reservation`'s and `cooldown`'s operations over HTTP, JSON
+in and out (camelCase): POST /v1/checks, POST /v1/reservations/{id}/release|commit|extend,
+GET /v1/limits?entity=E&resource=R, GET|DELETE /v1/cooldowns/{scope} and POST
+/v1/cooldowns/{scope}/record|probe|settle, GET /healthz, GET /metrics (Prometheus). A refusal
+is 200 with \"allowed\": false. The server keeps no state but the config cache
+(--config-ttl), so any number of instances share one table and agree.
+
+Every request needs `Authorization: Bearer TOKEN`, the token from --token-file or
+ZAEL_API_TOKEN (the file wins; at least 16 characters). Without a token the server only
+listens on a loopback address. The bound address is printed on stdout (`listening on
+ADDR:PORT`; --listen 127.0.0.1:0 picks a free port). SIGTERM or Ctrl-C stops accepting,
+finishes the requests in flight and exits 0.
+
+Examples:
+  zae-limiter limits apply --local -n jobs -f fixtures/runtime/jobs.yaml
+  zae-limiter serve --local -n jobs --listen 127.0.0.1:8080
+  zae-limiter serve --local -n jobs --listen 127.0.0.1:0 --config-ttl 0
+  ZAEL_API_TOKEN=$(cat token.txt) zae-limiter serve -n mystack \\
+      --listen 0.0.0.0:8080 --config-ttl 30s
+
+The API, with curl and Python examples: docs/serve.md.
+
+Exit status: 0 stopped by SIGTERM or Ctrl-C, 1 the store, the namespace or the address
+cannot be used, 2 usage error (a non-loopback address without a token included).";
+
+/// `zae-limiter serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address and port to listen on (port 0: a free port, printed at startup)
+    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:8080")]
+    pub listen: String,
+    /// How long resolved limits are kept before they are read again, e.g. 60s, 5m (0: read them
+    /// on every request); the state is never kept
+    #[arg(long, value_name = "DURATION", default_value = "60s")]
+    pub config_ttl: String,
+    /// File holding the bearer token every request must carry (default: $ZAEL_API_TOKEN)
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: CooldownStoreArgs,
+}
+
+/// The clap command as `main`, the man pages and completions use it: the
+/// derived tree with every command's examples made verbatim ([`super::help`]).
 pub fn command() -> clap::Command {
-    <Cli as clap::CommandFactory>::command()
+    super::help::verbatim_examples(<Cli as clap::CommandFactory>::command())
 }
 
 #[cfg(test)]

@@ -1,7 +1,10 @@
 //! Command-line layer: argument definitions, dispatch, and rendering of errors.
 
 pub mod args;
+pub mod completions;
 pub mod error;
+pub mod help;
+pub mod interrupt;
 pub mod output;
 pub mod progress;
 
@@ -31,9 +34,13 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
             LimitsCommand::Plan(a) => commands::plan::plan(a),
             LimitsCommand::Diff(a) => commands::plan::diff(a),
             LimitsCommand::Apply(a) => commands::plan::apply(a),
+            LimitsCommand::ShowPlan(a) => commands::plan::show_plan(a),
+            LimitsCommand::ForceUnlock(a) => commands::lock::force_unlock(a),
             LimitsCommand::CfnTemplate(a) => commands::cfn_template::run(a),
             LimitsCommand::Simulate(a) => commands::simulate::run(a),
             LimitsCommand::GenTrace(a) => commands::gen_trace::run(a),
+            LimitsCommand::Export(a) => commands::export::run(a),
+            LimitsCommand::Explain(a) => commands::explain::run(a),
         },
         Command::Entity(EntityCommand::GetLimits {
             entity_id,
@@ -49,11 +56,11 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
         Command::Cron(CronCommand::Check(a)) => commands::cron_check::run(a),
         Command::Cooldown(cmd) => commands::cooldown::run(cmd),
         Command::Table(cmd) => commands::table::run(cmd),
+        Command::Acquire(a) => commands::acquire::run(a),
+        Command::Reservation(cmd) => commands::reservation::run(cmd),
+        Command::Serve(a) => commands::serve::run(a),
         Command::Completions { shell } => {
-            // Into a buffer first: clap_complete panics when its writer fails.
-            let mut script = Vec::new();
-            clap_complete::generate(shell, &mut command(), "zae-limiter", &mut script);
-            output::print(script)?;
+            output::print(completions::script(shell))?;
             Ok(crate::exit_codes::OK)
         }
     }

@@ -19,46 +19,54 @@
 //!
 //! Never fail open: a refusal given to `record` always leaves the scope
 //! deferred. Values that cannot be used (a garbage `--retry-after`, a body that
-//! is not UTF-8, too large or not JSON, a `--received-at` in the future) are
-//! named in a warning on stderr and left out; with nothing usable the bounded
-//! backoff applies.
+//! is not UTF-8, too large or not JSON, a malformed or unknown reset header, a
+//! `--received-at` in the future) are named in a warning on stderr and left
+//! out; with nothing usable the bounded backoff applies. Flags, `--headers`
+//! and `--response` become one refusal through [`crate::cooldown::evidence`],
+//! the path the HTTP API shares (docs/cooldowns.md, docs/serve.md).
+//!
+//! `check --wait-up-to` sleeps through a wait that ends (with this worker's
+//! jitter) within the bound, then looks again; its clock starts at "now" and
+//! moves on in real time while it sleeps.
 //!
 //! Bounds: instants lie in 1970..=9999 ([`MAX_DEADLINE_MS`]), `--margin` at
 //! most a day (larger is capped, with a warning), `--lease` at most a day,
 //! the jitter at most an hour, the ceiling at most ten years.
 
-use chrono::{DateTime, Utc};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
 use comfy_table::{presets::UTF8_FULL_CONDENSED, ContentArrangement, Table};
 use serde_json::{json, Value};
 use zae_limiter_engine::cooldown::{
-    human_duration, parse_duration_ms, usable_hints, EpochMs, Hint, Policy, DEFAULT_CEILING_MS,
-    DEFAULT_MARGIN_MS, DEFAULT_MAX_JITTER_MS, MAX_CEILING_MS, MAX_DEADLINE_MS, MAX_JITTER_MS,
-    MAX_LEASE_MS, MAX_MARGIN_MS, SECOND_MS,
+    human_duration, parse_duration_ms, resume_at, seed_of, EpochMs, Hint, Policy,
+    DEFAULT_CEILING_MS, DEFAULT_MARGIN_MS, DEFAULT_MAX_JITTER_MS, MAX_CEILING_MS, MAX_DEADLINE_MS,
+    MAX_JITTER_MS, MAX_LEASE_MS, MAX_MARGIN_MS, SECOND_MS,
 };
 
 use crate::cli::args::{
-    CooldownCommand, CooldownProbeArgs, CooldownRecordArgs, CooldownScopeArgs, CooldownSettleArgs,
-    CooldownStoreArgs, ProbeOutcome, TextOrJson,
+    CooldownCheckArgs, CooldownCommand, CooldownProbeArgs, CooldownRecordArgs, CooldownScopeArgs,
+    CooldownSettleArgs, CooldownStoreArgs, ProbeOutcome, TextOrJson,
 };
 use crate::cli::{output, CliError};
+use crate::clock::rfc3339;
+use crate::cooldown::answer;
+use crate::cooldown::dump::read_dump_file;
+use crate::cooldown::evidence::{Evidence, Warning};
 use crate::cooldown::ops::Listed;
 use crate::cooldown::response::read_response_file;
 use crate::cooldown::{
-    CooldownError, CooldownState, Cooldowns, Phase, ProbeResult, Refusal, Scope, SettleResult,
-    Settlement, Verdict,
+    CooldownError, CooldownState, Cooldowns, Phase, ProbeResult, Scope, SettleResult, Settlement,
+    Verdict,
 };
 use crate::exit_codes;
 use crate::items::{namespace, version};
 use crate::store::Store;
 
-/// Test and rehearsal clock override: an RFC 3339 instant used as "now".
-pub const NOW_ENV: &str = "ZAEL_NOW";
 /// Plausibility ceiling override (a duration such as `31d`).
 pub const CEILING_ENV: &str = "ZAEL_COOLDOWN_CEILING";
 /// Jitter bound override (a duration; `0` disables jitter).
 pub const JITTER_ENV: &str = "ZAEL_COOLDOWN_JITTER";
-/// How far `--received-at` may lie after "now" (clock skew between hosts).
-const RECEIPT_SKEW_MS: i64 = 5 * 60 * SECOND_MS;
 
 pub fn run(cmd: CooldownCommand) -> Result<i32, CliError> {
     match cmd {
@@ -75,85 +83,35 @@ pub fn run(cmd: CooldownCommand) -> Result<i32, CliError> {
 
 fn record(a: CooldownRecordArgs) -> Result<i32, CliError> {
     let scope = parse_scope(&a.scope)?;
+    if let Some(s) = a.status.filter(|s| *s < 400) {
+        return Err(CliError::Usage(format!(
+            "--status {s} is not a refusal (expected 4xx or 5xx, e.g. 429, 401, 403)"
+        )));
+    }
+    one_stdin(a.headers.as_deref(), a.response.as_deref())?;
     let now = now_ms()?;
-    let received_at = match &a.received_at {
-        None => now,
-        Some(t) => match parse_instant(t, "--received-at") {
-            // A receipt in the future would also dodge the plausibility ceiling.
-            Ok(at) if at > now.saturating_add(RECEIPT_SKEW_MS) => {
-                warn(format!(
-                    "--received-at {} is after now ({}); a response cannot be received in the future, so it counts as received now",
-                    rfc3339(at),
-                    rfc3339(now)
-                ));
-                now
-            }
-            Ok(at) => at,
-            Err(e) => {
-                warn(format!("{e}; it counts as received now"));
-                now
-            }
-        },
-    };
-    let margin_ms = match i64::try_from(a.margin)
-        .ok()
-        .and_then(|m| m.checked_mul(SECOND_MS))
-    {
-        Some(ms) if ms <= MAX_MARGIN_MS => ms,
-        _ => {
-            warn(format!(
-                "--margin {} is above the {}s maximum; using {}s",
-                a.margin,
-                MAX_MARGIN_MS / SECOND_MS,
-                MAX_MARGIN_MS / SECOND_MS
-            ));
-            MAX_MARGIN_MS
-        }
-    };
-    let policy = policy(margin_ms, Strictness::Warn)?;
-    let refusal = match a.status {
-        Some(s) if s < 400 => {
-            return Err(CliError::Usage(format!(
-                "--status {s} is not a refusal (expected 4xx or 5xx, e.g. 429, 401, 403)"
-            )))
-        }
-        Some(s @ (401 | 403)) => Refusal::Auth {
-            status: s,
-            received_at,
-        },
-        status => {
-            let mut hints = flag_hints(&a.retry_after, &a.resets_in_seconds, &a.resets_at);
-            let mut label = None;
-            if let Some(path) = &a.response {
-                // A proxy's HTML error page, a truncated or binary body says
-                // nothing usable about the quota: the refusal is still recorded
-                // (from the other hints, or with backoff).
-                match read_response_file(path) {
-                    Ok(r) => {
-                        hints.extend(r.hints);
-                        label = r.label;
-                        for e in r.problems {
-                            warn(format!("{}: {e}; recording without it", path.display()));
-                        }
-                    }
-                    Err(e) => warn(format!("{}: {e}; recording without it", path.display())),
-                }
-            }
-            Refusal::Quota {
-                status,
-                hints: usable(&hints, received_at),
-                received_at,
-                label,
-            }
-        }
-    };
+    let policy = policy(margin_ms(a.margin), Strictness::Warn)?;
+    let mut evidence = Evidence::default();
+    if let Some(s) = a.status {
+        evidence.status("--status", s);
+    }
+    for h in flag_hints(&a.retry_after, &a.resets_in_seconds, &a.resets_at) {
+        evidence.hint(h);
+    }
+    // A proxy's HTML error page, a truncated or binary body, an unknown
+    // header say nothing usable about the quota: the refusal is still
+    // recorded (from the other hints, or with backoff).
+    read_response_files(&mut evidence, a.headers.as_deref(), a.response.as_deref());
+    let received_at = received_at(&mut evidence, a.received_at.as_deref(), now);
+    let (refusal, warnings) = evidence.refusal(received_at);
+    warn_all(&warnings);
     let store = open_store(&a.store)?;
     let ns = init_namespace(store.as_ref(), &a.store.namespace)?;
     let st = Cooldowns::new(store.as_ref(), ns, policy)
         .record(&scope, &refusal, now)
         .map_err(|e| CliError::Failed(format!("{e}; nothing was recorded")))?;
     match a.format {
-        TextOrJson::Json => print_json(&json!({"recorded": state_json(&st, now)}))?,
+        TextOrJson::Json => print_json(&answer::record_json(&st, now))?,
         TextOrJson::Text => match st.phase {
             Phase::Cooling => output::println(format!(
                 "recorded {scope}: no call before {} (in {}): {}",
@@ -170,16 +128,69 @@ fn record(a: CooldownRecordArgs) -> Result<i32, CliError> {
     Ok(exit_codes::OK)
 }
 
-/// The hints that name a deadline; each unusable one is named in a warning.
-fn usable(hints: &[Hint], received_at: EpochMs) -> Vec<Hint> {
-    let (usable, unusable) = usable_hints(hints, received_at);
-    for e in &unusable {
-        warn(format!("{e}; recording without it"));
+/// `--margin` in ms, capped at [`MAX_MARGIN_MS`] with a warning.
+fn margin_ms(seconds: u64) -> i64 {
+    match i64::try_from(seconds)
+        .ok()
+        .and_then(|m| m.checked_mul(SECOND_MS))
+    {
+        Some(ms) if ms <= MAX_MARGIN_MS => ms,
+        _ => {
+            warn(format!(
+                "--margin {seconds} is above the {}s maximum; using {}s",
+                MAX_MARGIN_MS / SECOND_MS,
+                MAX_MARGIN_MS / SECOND_MS
+            ));
+            MAX_MARGIN_MS
+        }
     }
-    if usable.is_empty() && !unusable.is_empty() {
-        warn("no usable reset: recording with the backoff");
+}
+
+/// `--received-at` (default now); one that cannot be read, or lies in the
+/// future, counts as now, with a warning.
+fn received_at(evidence: &mut Evidence, given: Option<&str>, now: EpochMs) -> EpochMs {
+    let given = given.and_then(|t| match parse_instant(t, "--received-at") {
+        Ok(at) => Some(at),
+        Err(e) => {
+            warn(format!("{e}; it counts as received now"));
+            None
+        }
+    });
+    evidence.received_at(given, now)
+}
+
+/// Standard input can feed one of `--headers -` and `--response -`.
+fn one_stdin(headers: Option<&Path>, response: Option<&Path>) -> Result<(), CliError> {
+    let stdin = |p: Option<&Path>| p.is_some_and(|p| p.as_os_str() == "-");
+    if stdin(headers) && stdin(response) {
+        return Err(CliError::Usage(
+            "--headers - and --response - cannot both read standard input (for `curl -i` output, which has both, pass --headers - alone)".into(),
+        ));
     }
-    usable
+    Ok(())
+}
+
+/// The `--headers` and `--response` files, into `evidence`.
+fn read_response_files(evidence: &mut Evidence, headers: Option<&Path>, response: Option<&Path>) {
+    let origin = |p: &Path| {
+        if p.as_os_str() == "-" {
+            "standard input".to_string()
+        } else {
+            p.display().to_string()
+        }
+    };
+    if let Some(p) = headers {
+        evidence.dump(&origin(p), read_dump_file(p));
+    }
+    if let Some(p) = response {
+        evidence.body(&origin(p), read_response_file(p));
+    }
+}
+
+fn warn_all(warnings: &[Warning]) {
+    for w in warnings {
+        warn(w.to_string());
+    }
 }
 
 /// A warning on stderr.
@@ -189,83 +200,184 @@ fn warn(text: impl AsRef<str>) {
 
 // ---------------------------------------------------------------- check
 
-fn check(a: CooldownScopeArgs) -> Result<i32, CliError> {
+fn check(a: CooldownCheckArgs) -> Result<i32, CliError> {
+    let CooldownCheckArgs {
+        target: a,
+        wait_up_to,
+        holder,
+    } = a;
     let scope = parse_scope(&a.scope)?;
-    let now = now_ms()?;
+    let clock = Clock::start()?;
     let policy = policy(DEFAULT_MARGIN_MS, Strictness::Refuse)?;
-    let loaded = open_store(&a.store).and_then(|store| {
+    let wait = match &wait_up_to {
+        None => None,
+        Some(text) => {
+            let worker = holder.unwrap_or_else(|| format!("pid-{}", std::process::id()));
+            parse_holder(&worker)?;
+            Some(Wait {
+                until: clock
+                    .start
+                    .saturating_add(wait_up_to_ms(text, policy.ceiling_ms)?),
+                worker,
+            })
+        }
+    };
+    let opened = open_reader(&a.store).and_then(|store| {
         let ns = registered_namespace(store.as_ref(), &a.store.namespace)?;
-        Cooldowns::new(store.as_ref(), ns, policy)
-            .load(&scope)
-            .map_err(|e| CliError::Failed(e.to_string()))
+        Ok((store, ns))
     });
-    let st = match loaded {
-        Ok(st) => st,
-        Err(e) => return unreadable(a.format, &scope, &e.to_string(), now),
+    let (store, ns) = match opened {
+        Ok(o) => o,
+        Err(e) => return unreadable(a.format, &scope, &e.to_string(), clock.start),
     };
-    let Some(st) = st else {
-        match a.format {
-            TextOrJson::Json => print_json(&verdict_json(&scope, "go", exit_codes::OK, None, now))?,
-            TextOrJson::Text => output::println(format!("go: no cooldown recorded for {scope}"))?,
-        }
-        return Ok(exit_codes::OK);
-    };
-    let (word, code, until) = match st.verdict(now) {
-        Verdict::Go => ("go", exit_codes::OK, None),
-        Verdict::Wait { until, .. } => ("wait", exit_codes::TEMPFAIL, Some(until)),
-        Verdict::NeedsOperator => ("needs_operator", exit_codes::NEEDS_OPERATOR, None),
-    };
-    match a.format {
-        TextOrJson::Json => {
-            let mut v = verdict_json(&scope, word, code, Some(&st), now);
-            if let Some(until) = until {
-                v["until"] = json!(rfc3339(until));
-                v["until_ms"] = json!(until);
-                v["remaining"] = json!(human_duration(until.saturating_sub(now)));
+    let cooldowns = Cooldowns::new(store.as_ref(), ns, policy);
+    // The first look is at the start instant exactly (a `ZAEL_NOW` rehearsal
+    // is deterministic); after a sleep, at the moved-on clock.
+    let mut now = clock.start;
+    loop {
+        let st = match cooldowns.load(&scope) {
+            Ok(st) => st,
+            Err(e) => return unreadable(a.format, &scope, &e.to_string(), now),
+        };
+        // Within --wait-up-to: sleep until this worker may call, then look again
+        // (another worker may have recorded a new refusal meanwhile).
+        if let (
+            Some(w),
+            Some(Verdict::Wait {
+                until,
+                probe_holder,
+            }),
+        ) = (&wait, st.as_ref().map(|s| s.verdict(now)))
+        {
+            let resume = match probe_holder {
+                // After the deadline, this worker's jitter, as `probe` adds it.
+                None => resume_at(
+                    until,
+                    &w.worker,
+                    seed_of(scope.as_str()),
+                    policy.max_jitter_ms,
+                ),
+                // A live probe: look again when its lease ends.
+                Some(_) => until,
+            };
+            if resume <= w.until {
+                std::thread::sleep(Duration::from_millis(
+                    resume.saturating_sub(now).max(1).unsigned_abs(),
+                ));
+                now = clock.now();
+                continue;
             }
-            print_json(&v)?
         }
-        TextOrJson::Text => match st.verdict(now) {
-            Verdict::Go => output::println(format!(
-                "go: the cooldown of {scope} ended at {} ({})",
-                rfc3339(st.not_before),
-                st.reason
-            ))?,
-            Verdict::Wait {
-                until,
-                probe_holder: None,
-            } => output::println(format!(
-                "wait: no call to {scope} before {} (in {}): {}",
-                rfc3339(until),
-                human_duration(until.saturating_sub(now)),
-                st.reason
-            ))?,
-            Verdict::Wait {
-                until,
-                probe_holder: Some(h),
-            } => output::println(format!(
-                "wait: {h} holds the recovery probe of {scope} until {} (in {})",
-                rfc3339(until),
-                human_duration(until.saturating_sub(now))
-            ))?,
-            Verdict::NeedsOperator => output::eprintln(format!(
-                "Error: {scope} needs an operator: {} (after fixing it: zae-limiter cooldown clear {scope})",
-                st.reason
-            )),
-        },
+        let waited = wait.as_ref().map(|_| now.saturating_sub(clock.start));
+        return print_check(a.format, &scope, st.as_ref(), now, waited);
+    }
+}
+
+/// `check --wait-up-to`: this worker, and the last instant it may sleep until.
+struct Wait {
+    worker: String,
+    until: EpochMs,
+}
+
+/// `--wait-up-to`: a duration up to the plausibility ceiling.
+fn wait_up_to_ms(text: &str, ceiling_ms: i64) -> Result<i64, CliError> {
+    let ms = bounded_duration("--wait-up-to", text, 0, i64::MAX)?;
+    if ms > ceiling_ms {
+        return Err(CliError::Usage(format!(
+            "--wait-up-to {text}: must be at most the plausibility ceiling, {} ({CEILING_ENV})",
+            human_duration(ceiling_ms)
+        )));
+    }
+    Ok(ms)
+}
+
+/// "Now" for a command that sleeps: the start ([`now_ms`]) plus the real time
+/// elapsed since, so a `ZAEL_NOW` rehearsal moves on as the process waits.
+struct Clock {
+    start: EpochMs,
+    at: Instant,
+}
+
+impl Clock {
+    fn start() -> Result<Clock, CliError> {
+        Ok(Clock {
+            start: now_ms()?,
+            at: Instant::now(),
+        })
+    }
+
+    fn now(&self) -> EpochMs {
+        let elapsed = i64::try_from(self.at.elapsed().as_millis()).unwrap_or(i64::MAX);
+        self.start.saturating_add(elapsed)
+    }
+}
+
+/// Prints `check`'s verdict at `now`; returns its exit code. `waited` is set
+/// under `--wait-up-to` (how long this process slept).
+fn print_check(
+    format: TextOrJson,
+    scope: &Scope,
+    st: Option<&CooldownState>,
+    now: EpochMs,
+    waited: Option<i64>,
+) -> Result<i32, CliError> {
+    let slept = match waited {
+        Some(ms) if ms > 0 => format!("waited {}; ", human_duration(ms)),
+        _ => String::new(),
+    };
+    let (mut v, code) = answer::check_json(scope, st, now);
+    if format == TextOrJson::Json {
+        if let Some(ms) = waited {
+            v["waited_ms"] = json!(ms);
+        }
+        print_json(&v)?;
+        return Ok(code);
+    }
+    let Some(st) = st else {
+        output::println(format!("go: {slept}no cooldown recorded for {scope}"))?;
+        return Ok(code);
+    };
+    match st.verdict(now) {
+        Verdict::Go => output::println(format!(
+            "go: {slept}the cooldown of {scope} ended at {} ({})",
+            rfc3339(st.not_before),
+            st.reason
+        ))?,
+        Verdict::Wait {
+            until,
+            probe_holder: None,
+        } => output::println(format!(
+            "wait: no call to {scope} before {} (in {}): {}",
+            rfc3339(until),
+            human_duration(until.saturating_sub(now)),
+            st.reason
+        ))?,
+        Verdict::Wait {
+            until,
+            probe_holder: Some(h),
+        } => output::println(probe_held(&h, scope, until, now))?,
+        Verdict::NeedsOperator => output::eprintln(format!(
+            "Error: {scope} needs an operator: {} (after fixing it: zae-limiter cooldown clear {scope})",
+            st.reason
+        )),
     }
     Ok(code)
+}
+
+/// "wait": another worker's live probe lease.
+fn probe_held(holder: &str, scope: &Scope, until: EpochMs, now: EpochMs) -> String {
+    format!(
+        "wait: {holder} holds the recovery probe of {scope} until {} (in {})",
+        rfc3339(until),
+        human_duration(until.saturating_sub(now))
+    )
 }
 
 /// The state cannot be read: say so and refuse (76), never permit.
 fn unreadable(format: TextOrJson, scope: &Scope, why: &str, now: EpochMs) -> Result<i32, CliError> {
     let code = exit_codes::NEEDS_OPERATOR;
     match format {
-        TextOrJson::Json => {
-            let mut v = verdict_json(scope, "unreadable", code, None, now);
-            v["error"] = json!(why);
-            print_json(&v)?;
-        }
+        TextOrJson::Json => print_json(&answer::unreadable_json(scope, why, now))?,
         TextOrJson::Text => output::eprintln(format!(
             "Error: cannot read the cooldown state of {scope}, so no call is permitted: {why}"
         )),
@@ -300,73 +412,41 @@ fn probe(a: CooldownProbeArgs) -> Result<i32, CliError> {
         }
         Err(e) => return unreadable(a.format, &scope, &e.to_string(), now),
     };
-    let json_out = |result: &str, code: i32, st: Option<&CooldownState>| {
-        let mut v = verdict_json(&scope, result, code, st, now);
-        v["holder"] = json!(holder);
-        v
-    };
+    let (v, code) = answer::probe_json(&scope, holder, &outcome, now);
+    if a.format == TextOrJson::Json {
+        print_json(&v)?;
+        return Ok(code);
+    }
     match outcome {
-        ProbeResult::NoCooldown => {
-            match a.format {
-                TextOrJson::Json => print_json(&json_out("no_cooldown", 0, None))?,
-                TextOrJson::Text => output::println(format!(
-                    "go: no cooldown recorded for {scope}; no probe is needed"
-                ))?,
-            }
-            Ok(exit_codes::OK)
-        }
-        ProbeResult::Won { lease, state } => {
-            match a.format {
-                TextOrJson::Json => print_json(&json_out("won", 0, Some(&state)))?,
-                TextOrJson::Text => output::println(format!(
-                    "won: {holder} holds the recovery probe of {scope} until {} (lease {}); make one call, then `zae-limiter cooldown settle {scope} --holder {holder} --outcome ok|quota|auth`",
-                    rfc3339(lease.expires_at),
-                    human_duration(lease.expires_at.saturating_sub(now))
-                ))?,
-            }
-            Ok(exit_codes::OK)
-        }
+        ProbeResult::NoCooldown => output::println(format!(
+            "go: no cooldown recorded for {scope}; no probe is needed"
+        ))?,
+        ProbeResult::Won { lease, .. } => output::println(format!(
+            "won: {holder} holds the recovery probe of {scope} until {} (lease {}); make one call, then `zae-limiter cooldown settle {scope} --holder {holder} --outcome ok|quota|auth`",
+            rfc3339(lease.expires_at),
+            human_duration(lease.expires_at.saturating_sub(now))
+        ))?,
         ProbeResult::Wait {
             until,
-            probe_holder,
+            probe_holder: Some(h),
+            ..
+        } => output::println(probe_held(&h, &scope, until, now))?,
+        ProbeResult::Wait {
+            until,
+            probe_holder: None,
             state,
-        } => {
-            let code = exit_codes::TEMPFAIL;
-            match a.format {
-                TextOrJson::Json => {
-                    let mut v = json_out("wait", code, Some(&state));
-                    v["until"] = json!(rfc3339(until));
-                    v["until_ms"] = json!(until);
-                    print_json(&v)?;
-                }
-                TextOrJson::Text => match probe_holder {
-                    Some(h) => output::println(format!(
-                        "wait: {h} holds the recovery probe of {scope} until {} (in {})",
-                        rfc3339(until),
-                        human_duration(until.saturating_sub(now))
-                    ))?,
-                    None => output::println(format!(
-                        "wait: {holder} may probe {scope} from {} (in {}): {}",
-                        rfc3339(until),
-                        human_duration(until.saturating_sub(now)),
-                        state.reason
-                    ))?,
-                },
-            }
-            Ok(code)
-        }
-        ProbeResult::NeedsOperator { state } => {
-            let code = exit_codes::NEEDS_OPERATOR;
-            match a.format {
-                TextOrJson::Json => print_json(&json_out("needs_operator", code, Some(&state)))?,
-                TextOrJson::Text => output::eprintln(format!(
-                    "Error: {scope} needs an operator: {}",
-                    state.reason
-                )),
-            }
-            Ok(code)
-        }
+        } => output::println(format!(
+            "wait: {holder} may probe {scope} from {} (in {}): {}",
+            rfc3339(until),
+            human_duration(until.saturating_sub(now)),
+            state.reason
+        ))?,
+        ProbeResult::NeedsOperator { state } => output::eprintln(format!(
+            "Error: {scope} needs an operator: {}",
+            state.reason
+        )),
     }
+    Ok(code)
 }
 
 // ---------------------------------------------------------------- settle
@@ -375,12 +455,22 @@ fn settle(a: CooldownSettleArgs) -> Result<i32, CliError> {
     let scope = parse_scope(&a.scope)?;
     let holder = parse_holder(&a.holder)?;
     let hints = flag_hints(&a.retry_after, &a.resets_in_seconds, &a.resets_at);
+    one_stdin(a.headers.as_deref(), a.response.as_deref())?;
     let now = now_ms()?;
+    // The files are read only for a quota refusal: a script may pass them
+    // whatever the outcome.
     let settlement = match a.outcome {
-        ProbeOutcome::Quota => Settlement::Quota {
-            hints: usable(&hints, now),
-            label: None,
-        },
+        ProbeOutcome::Quota => {
+            let mut evidence = Evidence::default();
+            for h in hints {
+                evidence.hint(h);
+            }
+            read_response_files(&mut evidence, a.headers.as_deref(), a.response.as_deref());
+            let received_at = received_at(&mut evidence, a.received_at.as_deref(), now);
+            let (settlement, warnings) = evidence.settlement(received_at);
+            warn_all(&warnings);
+            settlement
+        }
         _ if !hints.is_empty() => {
             return Err(CliError::Usage(
                 "--retry-after, --resets-in-seconds and --resets-at go with --outcome quota".into(),
@@ -389,29 +479,21 @@ fn settle(a: CooldownSettleArgs) -> Result<i32, CliError> {
         ProbeOutcome::Ok => Settlement::Ok,
         ProbeOutcome::Auth => Settlement::Auth,
     };
-    let policy = policy(DEFAULT_MARGIN_MS, Strictness::Warn)?;
+    let policy = policy(margin_ms(a.margin), Strictness::Warn)?;
     let store = open_store(&a.store)?;
     let ns = registered_namespace(store.as_ref(), &a.store.namespace)?;
     let result = Cooldowns::new(store.as_ref(), ns, policy)
         .settle(&scope, holder, &settlement, now)
         .map_err(|e| CliError::Failed(e.to_string()))?;
-    match (&result, a.format) {
-        (SettleResult::Cleared, TextOrJson::Json) => {
-            print_json(&json!({"scope": scope.as_str(), "result": "cleared"}))?
-        }
-        (SettleResult::Cleared, TextOrJson::Text) => {
+    if a.format == TextOrJson::Json {
+        print_json(&answer::settle_json(&scope, &result, now))?;
+        return Ok(exit_codes::OK);
+    }
+    match &result {
+        SettleResult::Cleared => {
             output::println(format!("cleared: the cooldown of {scope} is over"))?
         }
-        (SettleResult::Recorded(st) | SettleResult::OperatorKept(st), TextOrJson::Json) => {
-            let word = match result {
-                SettleResult::OperatorKept(_) => "operator_kept",
-                _ => "recorded",
-            };
-            print_json(
-                &json!({"scope": scope.as_str(), "result": word, "state": state_json(st, now)}),
-            )?
-        }
-        (SettleResult::Recorded(st), TextOrJson::Text) => match st.phase {
+        SettleResult::Recorded(st) => match st.phase {
             Phase::Cooling => output::println(format!(
                 "recorded {scope}: no call before {} (in {}): {}",
                 rfc3339(st.not_before),
@@ -423,7 +505,7 @@ fn settle(a: CooldownSettleArgs) -> Result<i32, CliError> {
                 st.reason
             ))?,
         },
-        (SettleResult::OperatorKept(st), TextOrJson::Text) => output::println(format!(
+        SettleResult::OperatorKept(st) => output::println(format!(
             "released the probe of {scope}; it still needs an operator: {}",
             st.reason
         ))?,
@@ -436,24 +518,13 @@ fn settle(a: CooldownSettleArgs) -> Result<i32, CliError> {
 fn list(format: TextOrJson, store_args: CooldownStoreArgs) -> Result<i32, CliError> {
     let now = now_ms()?;
     let policy = policy(DEFAULT_MARGIN_MS, Strictness::Refuse)?;
-    let store = open_store(&store_args)?;
+    let store = open_reader(&store_args)?;
     let ns = registered_namespace(store.as_ref(), &store_args.namespace)?;
     let rows = Cooldowns::new(store.as_ref(), ns, policy)
         .list()
         .map_err(|e| CliError::Failed(e.to_string()))?;
     if format == TextOrJson::Json {
-        let items: Vec<Value> = rows
-            .iter()
-            .map(|r| match &r.state {
-                Ok(st) => {
-                    let mut v = state_json(st, now);
-                    v["status"] = json!(status_word(st, now));
-                    v
-                }
-                Err(why) => json!({"scope": r.scope, "status": "unreadable", "error": why}),
-            })
-            .collect();
-        print_json(&json!({"namespace": store_args.namespace, "cooldowns": items}))?;
+        print_json(&answer::list_json(&store_args.namespace, &rows, now))?;
         return Ok(exit_codes::OK);
     }
     if rows.is_empty() {
@@ -490,7 +561,7 @@ fn render_table(rows: &[Listed], now: EpochMs) -> Table {
                 };
                 table.add_row(vec![
                     st.scope.clone(),
-                    status_word(st, now).replace('_', " "),
+                    answer::status_word(st, now).replace('_', " "),
                     if st.not_before > 0 {
                         rfc3339(st.not_before)
                     } else {
@@ -520,19 +591,6 @@ fn render_table(rows: &[Listed], now: EpochMs) -> Table {
     table
 }
 
-/// One word for an operator: cooling, probing, eligible or needs_operator.
-fn status_word(st: &CooldownState, now: EpochMs) -> &'static str {
-    match st.verdict(now) {
-        Verdict::NeedsOperator => "needs_operator",
-        Verdict::Wait {
-            probe_holder: Some(_),
-            ..
-        } => "probing",
-        Verdict::Wait { .. } => "cooling",
-        Verdict::Go => "eligible",
-    }
-}
-
 // ---------------------------------------------------------------- clear
 
 fn clear(a: CooldownScopeArgs) -> Result<i32, CliError> {
@@ -543,7 +601,7 @@ fn clear(a: CooldownScopeArgs) -> Result<i32, CliError> {
         .clear(&scope)
         .map_err(|e| CliError::Failed(e.to_string()))?;
     match a.format {
-        TextOrJson::Json => print_json(&json!({"scope": scope.as_str(), "cleared": existed}))?,
+        TextOrJson::Json => print_json(&answer::clear_json(&scope, existed))?,
         TextOrJson::Text if existed => output::println(format!("cleared the cooldown of {scope}"))?,
         TextOrJson::Text => output::println(format!(
             "no cooldown recorded for {scope}; nothing to clear"
@@ -559,7 +617,7 @@ fn parse_scope(text: &str) -> Result<Scope, CliError> {
 }
 
 fn parse_holder(text: &str) -> Result<&str, CliError> {
-    if text.is_empty() || text.len() > 256 || text.chars().any(char::is_control) {
+    if !crate::cooldown::scope::is_holder(text) {
         return Err(CliError::Usage(format!(
             "--holder {text:?}: expected a worker id of 1 to 256 printable characters"
         )));
@@ -573,9 +631,9 @@ fn flag_hints(
     resets_at: &Option<String>,
 ) -> Vec<Hint> {
     let mut hints = Vec::new();
-    hints.extend(retry_after.clone().map(Hint::RetryAfter));
-    hints.extend(resets_in_seconds.clone().map(Hint::ResetsInSeconds));
-    hints.extend(resets_at.clone().map(Hint::ResetsAt));
+    hints.extend(retry_after.clone().map(Hint::retry_after));
+    hints.extend(resets_in_seconds.clone().map(Hint::resets_in_seconds));
+    hints.extend(resets_at.clone().map(Hint::resets_at));
     hints
 }
 
@@ -607,6 +665,13 @@ fn registered_namespace(store: &dyn Store, name: &str) -> Result<String, CliErro
     )))
 }
 
+/// The store of `check` and `list`, which only read: a local store file is
+/// opened read-only, so they work where the directory is not writable.
+fn open_reader(args: &CooldownStoreArgs) -> Result<Box<dyn Store>, CliError> {
+    crate::store::open::open_read_only(&args.store, &args.name)
+        .map_err(|e| CliError::Failed(e.to_string()))
+}
+
 /// The namespace id for `record`: initialises the table (version record,
 /// `default` namespace) and registers `name` when missing, as `limits apply` does.
 fn init_namespace(store: &dyn Store, name: &str) -> Result<String, CliError> {
@@ -615,23 +680,14 @@ fn init_namespace(store: &dyn Store, name: &str) -> Result<String, CliError> {
     Ok(namespace::register(store, name).map_err(|e| failed(&e))?.id)
 }
 
-/// "Now": `ZAEL_NOW` (RFC 3339) when set, else the system clock.
+/// "Now", from the one clock ([`crate::clock`]).
 fn now_ms() -> Result<EpochMs, CliError> {
-    match std::env::var(NOW_ENV) {
-        Ok(v) if !v.is_empty() => parse_instant(&v, NOW_ENV),
-        _ => Ok(Utc::now().timestamp_millis()),
-    }
+    crate::clock::now_ms().map_err(|e| CliError::Usage(e.to_string()))
 }
 
 /// An RFC 3339 instant from 1970 to 9999 ([`MAX_DEADLINE_MS`]).
 fn parse_instant(text: &str, what: &str) -> Result<EpochMs, CliError> {
-    let ms = DateTime::parse_from_rfc3339(text.trim())
-        .map(|t| t.timestamp_millis())
-        .map_err(|e| {
-            CliError::Usage(format!(
-                "{what} '{text}' is not an RFC 3339 time such as 2026-12-02T10:00:00Z ({e})"
-            ))
-        })?;
+    let ms = crate::clock::parse_instant(text, what).map_err(|e| CliError::Usage(e.to_string()))?;
     if !(0..=MAX_DEADLINE_MS).contains(&ms) {
         return Err(CliError::Usage(format!(
             "{what} '{text}' is out of range: instants from 1970-01-01 to {} are accepted",
@@ -662,12 +718,14 @@ fn bounded_duration(what: &str, text: &str, min: i64, max: i64) -> Result<i64, C
 /// What a bad policy variable does: refuse the command, or (where refusing
 /// would leave a refusal unrecorded) warn and use the default.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Strictness {
+pub(crate) enum Strictness {
     Refuse,
     Warn,
 }
 
-fn policy(margin_ms: i64, strictness: Strictness) -> Result<Policy, CliError> {
+/// The policy with `margin_ms` and the environment's ceiling and jitter
+/// (`serve` reads it once at startup).
+pub(crate) fn policy(margin_ms: i64, strictness: Strictness) -> Result<Policy, CliError> {
     let env_duration = |name: &str, default: i64, max: i64| -> Result<i64, CliError> {
         let Some(v) = std::env::var(name).ok().filter(|v| !v.is_empty()) else {
             return Ok(default);
@@ -692,52 +750,11 @@ fn policy(margin_ms: i64, strictness: Strictness) -> Result<Policy, CliError> {
     })
 }
 
-/// RFC 3339 in UTC, whole seconds unless the instant has milliseconds.
-fn rfc3339(ms: EpochMs) -> String {
-    crate::simulate::clock::format_instant(ms)
-}
-
-fn state_json(st: &CooldownState, now: EpochMs) -> Value {
-    let left = st.not_before.saturating_sub(now).max(0);
-    json!({
-        "scope": st.scope,
-        "state": st.phase.as_str(),
-        "not_before": (st.not_before > 0).then(|| rfc3339(st.not_before)),
-        "not_before_ms": st.not_before,
-        "remaining": human_duration(left),
-        "remaining_ms": left,
-        "reason": st.reason,
-        "backoff_attempt": st.backoff_attempt,
-        "received_at": rfc3339(st.received_at),
-        "updated_at": rfc3339(st.updated_at),
-        "version": st.version,
-        "probe": st.probe.as_ref().map(|l| json!({
-            "holder": l.holder,
-            "expires_at": rfc3339(l.expires_at),
-            "expires_at_ms": l.expires_at,
-            "live": l.expires_at > now,
-        })),
-    })
-}
-
-fn verdict_json(
-    scope: &Scope,
-    verdict: &str,
-    code: i32,
-    st: Option<&CooldownState>,
-    now: EpochMs,
-) -> Value {
-    json!({
-        "scope": scope.as_str(),
-        "verdict": verdict,
-        "exit_code": code,
-        "now": rfc3339(now),
-        "state": st.map(|s| state_json(s, now)),
-    })
-}
-
+/// Prints one JSON document with the top-level `"version": 1` every JSON
+/// output carries (fields are only ever added within a version).
 fn print_json(v: &Value) -> Result<(), CliError> {
-    let text = serde_json::to_string_pretty(v)
+    let doc = answer::versioned(v.clone());
+    let text = serde_json::to_string_pretty(&doc)
         .map_err(|e| CliError::Failed(format!("cannot render JSON: {e}")))?;
     output::println(text)
 }

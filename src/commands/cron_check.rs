@@ -49,6 +49,7 @@ pub fn run(args: CronCheckArgs) -> Result<i32, CliError> {
             let text = match args.format {
                 TextOrJson::Text => invalid_text(&args.expr, &e),
                 TextOrJson::Json => pretty(&JsonReport {
+                    version: 1,
                     valid: false,
                     error: Some(e.to_string()),
                     stored: None,
@@ -165,6 +166,9 @@ fn local(ms: i64, tz: Tz) -> String {
 /// The JSON report, fields in the documented order.
 #[derive(serde::Serialize)]
 struct JsonReport {
+    /// The document's format version, as every JSON output has; fields are
+    /// only ever added within it.
+    version: u32,
     valid: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<String>,
@@ -189,6 +193,7 @@ struct JsonWindow {
 
 fn report_json(r: &Report) -> JsonReport {
     JsonReport {
+        version: 1,
         valid: true,
         error: None,
         stored: Some(r.stored.clone()),

@@ -60,7 +60,7 @@ fn register(ns: &str, table: &str, args: &StoreArgs) -> Result<i32, CliError> {
 }
 
 fn list(table: &str, format: TextOrJson, args: &StoreArgs) -> Result<i32, CliError> {
-    let store = open_store(args, table)?;
+    let store = open::open_read_only(args, table).map_err(|e| CliError::Failed(e.to_string()))?;
     let records = namespace::list(store.as_ref()).map_err(|e| CliError::Failed(e.to_string()))?;
     if format == TextOrJson::Json {
         let doc = serde_json::json!({"version": 1, "namespaces": records});

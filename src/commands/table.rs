@@ -121,7 +121,7 @@ fn create_dynamodb(
     _lines: &mut Vec<String>,
 ) -> Result<Initialized, CliError> {
     Err(CliError::Failed(
-        "this build has no DynamoDB support (built without the `dynamodb` feature); use --local [PATH]".into(),
+        "this build has no DynamoDB support (built without the `dynamodb` feature); use --local or --local=PATH".into(),
     ))
 }
 

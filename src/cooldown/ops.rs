@@ -59,6 +59,8 @@ pub enum Settlement {
     Quota {
         hints: Vec<Hint>,
         label: Option<String>,
+        /// When the refusal was received (relative hints count from it).
+        received_at: EpochMs,
     },
     /// Credentials rejected: escalate.
     Auth,
@@ -223,10 +225,14 @@ impl<'a> Cooldowns<'a> {
                     return Ok(Step::Put(next.clone(), SettleResult::OperatorKept(next)));
                 }
                 Settlement::Ok => return Ok(Step::Delete(SettleResult::Cleared)),
-                Settlement::Quota { hints, label } => Refusal::Quota {
+                Settlement::Quota {
+                    hints,
+                    label,
+                    received_at,
+                } => Refusal::Quota {
                     status: None,
                     hints: hints.clone(),
-                    received_at: now,
+                    received_at: *received_at,
                     label: label.clone(),
                 },
                 Settlement::Auth => Refusal::Auth {
@@ -452,7 +458,7 @@ mod tests {
             &p,
             &s,
             None,
-            &quota(vec![Hint::ResetsInSeconds("202825".into())], 1_000_000),
+            &quota(vec![Hint::resets_in_seconds("202825")], 1_000_000),
             1_000_000,
         )
         .unwrap();
@@ -463,7 +469,7 @@ mod tests {
             &p,
             &s,
             Some(&a),
-            &quota(vec![Hint::RetryAfter("3000".into())], 2_000_000),
+            &quota(vec![Hint::retry_after("3000")], 2_000_000),
             2_000_000,
         )
         .unwrap();
@@ -487,7 +493,7 @@ mod tests {
             &p,
             &s,
             Some(&b),
-            &quota(vec![Hint::RetryAfter("10".into())], b.not_before),
+            &quota(vec![Hint::retry_after("10")], b.not_before),
             b.not_before,
         )
         .unwrap();
@@ -518,7 +524,7 @@ mod tests {
             &p,
             &s,
             Some(&auth),
-            &quota(vec![Hint::RetryAfter("60".into())], 10),
+            &quota(vec![Hint::retry_after("60")], 10),
             10,
         )
         .unwrap();
@@ -535,7 +541,7 @@ mod tests {
             &p,
             &scope(),
             None,
-            &quota(vec![Hint::ResetsInSeconds(forty)], 0),
+            &quota(vec![Hint::resets_in_seconds(forty)], 0),
             0,
         )
         .unwrap();
@@ -551,7 +557,7 @@ mod tests {
             &Policy::default(),
             &scope(),
             None,
-            &quota(vec![Hint::ResetsInSeconds("NaN".into())], 0),
+            &quota(vec![Hint::resets_in_seconds("NaN")], 0),
             0,
         );
         assert!(matches!(r, Err(CooldownError::Hint(_))));

@@ -8,10 +8,11 @@
 use std::path::Path;
 
 use serde_json::Value;
-use zae_limiter_engine::cooldown::Hint;
+use zae_limiter_engine::cooldown::{Hint, HintField};
 
-/// Largest response body read; a larger one is ignored (as a manifest over
-/// its cap is refused), so `--response /dev/zero` cannot exhaust memory.
+/// Largest response body (and headers file) read; a larger one is ignored (as
+/// a manifest over its cap is refused), so `--response /dev/zero` cannot
+/// exhaust memory.
 pub const MAX_BODY_BYTES: u64 = 1024 * 1024;
 
 /// What the body said.
@@ -41,15 +42,12 @@ pub enum ResponseError {
     WrongType { path: String, found: &'static str },
 }
 
-/// Reads the body file at `path` (at most [`MAX_BODY_BYTES`], UTF-8) and
-/// what it says.
+/// Reads the body file at `path` (`-`: standard input; at most
+/// [`MAX_BODY_BYTES`], UTF-8) and what it says.
 pub fn read_response_file(path: &Path) -> Result<ResponseHints, ResponseError> {
-    let unreadable = |e: std::io::Error| ResponseError::Unreadable(e.to_string());
-    let file = std::fs::File::open(path).map_err(unreadable)?;
-    let mut bytes = Vec::new();
-    crate::input::read_to_end(file, MAX_BODY_BYTES, &mut bytes).map_err(|e| match e {
+    let bytes = crate::input::read_path(path, MAX_BODY_BYTES).map_err(|e| match e {
         crate::input::BoundedError::TooLarge { max } => ResponseError::TooLarge { max },
-        crate::input::BoundedError::Io(e) => unreadable(e),
+        crate::input::BoundedError::Io(e) => ResponseError::Unreadable(e.to_string()),
     })?;
     let text = String::from_utf8(bytes).map_err(|e| ResponseError::NotUtf8 {
         offset: e.utf8_error().valid_up_to(),
@@ -60,24 +58,23 @@ pub fn read_response_file(path: &Path) -> Result<ResponseHints, ResponseError> {
 /// Extracts `resets_in_seconds` and `resets_at` (top level and under `error`)
 /// and the error label. A `null` field counts as absent; a field of the wrong
 /// type is left out and listed in `problems`. A leading byte-order mark is
-/// skipped (some servers and editors write one).
+/// skipped (some servers and editors write one). An empty body (many 429s
+/// have none; `curl -o` still writes the file) says nothing, without a problem.
 pub fn read_response(body: &str) -> Result<ResponseHints, ResponseError> {
     let body = body.strip_prefix('\u{feff}').unwrap_or(body);
+    if body.trim().is_empty() {
+        return Ok(ResponseHints::default());
+    }
     let v: Value = serde_json::from_str(body).map_err(|e| ResponseError::NotJson(e.to_string()))?;
     let Value::Object(top) = &v else {
         return Err(ResponseError::NotObject);
     };
     let mut out = ResponseHints::default();
     let mut scan = |obj: &serde_json::Map<String, Value>, prefix: &str| {
-        for (name, make) in [
-            (
-                "resets_in_seconds",
-                Hint::ResetsInSeconds as fn(String) -> Hint,
-            ),
-            ("resets_at", Hint::ResetsAt as fn(String) -> Hint),
-        ] {
+        for field in [HintField::RESETS_IN_SECONDS, HintField::RESETS_AT] {
+            let name = field.name();
             match scalar_text(obj.get(name), &format!("{prefix}{name}")) {
-                Ok(Some(text)) => out.hints.push(make(text)),
+                Ok(Some(text)) => out.hints.push(Hint::new(field, text)),
                 Ok(None) => {}
                 Err(e) => out.problems.push(e),
             }
@@ -119,8 +116,8 @@ mod tests {
         assert_eq!(
             r.hints,
             vec![
-                Hint::ResetsInSeconds("202825".into()),
-                Hint::ResetsAt("1796421160".into())
+                Hint::resets_in_seconds("202825"),
+                Hint::resets_at("1796421160")
             ]
         );
         assert_eq!(r.label.as_deref(), Some("usage_limit_reached"));
@@ -130,12 +127,13 @@ mod tests {
     fn reads_top_level_fields_strings_and_nulls() {
         let r = read_response(r#"{"resets_at":"2026-12-04T18:20:25Z","resets_in_seconds":null}"#)
             .unwrap();
-        assert_eq!(r.hints, vec![Hint::ResetsAt("2026-12-04T18:20:25Z".into())]);
+        assert_eq!(r.hints, vec![Hint::resets_at("2026-12-04T18:20:25Z")]);
         assert_eq!(r.label, None);
         assert_eq!(read_response("{}").unwrap(), ResponseHints::default());
+        assert_eq!(read_response(" \r\n").unwrap(), ResponseHints::default());
         // Fractions keep their text; the engine rounds them up.
         let r = read_response(r#"{"resets_in_seconds": 1.5e2}"#).unwrap();
-        assert_eq!(r.hints, vec![Hint::ResetsInSeconds("150.0".into())]);
+        assert_eq!(r.hints, vec![Hint::resets_in_seconds("150.0")]);
     }
 
     #[test]
@@ -148,7 +146,7 @@ mod tests {
         // A field of the wrong type is left out and named; the others are kept.
         let r = read_response(r#"{"resets_at": 1796421160, "error":{"resets_in_seconds":true}}"#)
             .unwrap();
-        assert_eq!(r.hints, vec![Hint::ResetsAt("1796421160".into())]);
+        assert_eq!(r.hints, vec![Hint::resets_at("1796421160")]);
         assert_eq!(
             r.problems[0].to_string(),
             "field 'error.resets_in_seconds' is a boolean; expected a number or a string"
@@ -158,7 +156,7 @@ mod tests {
     #[test]
     fn a_byte_order_mark_is_skipped() {
         let r = read_response("\u{feff}{\"resets_in_seconds\": 3600}").unwrap();
-        assert_eq!(r.hints, vec![Hint::ResetsInSeconds("3600".into())]);
+        assert_eq!(r.hints, vec![Hint::resets_in_seconds("3600")]);
     }
 
     #[test]

@@ -120,12 +120,7 @@ impl CooldownState {
 
     /// The item for namespace `ns`.
     pub fn to_item(&self, ns: &str) -> Item {
-        let pk = pk(ns, &self.scope);
-        let mut item = Item::new();
-        item.insert("PK".into(), AttrValue::s(&pk));
-        item.insert("SK".into(), AttrValue::s(SK));
-        item.insert("GSI4PK".into(), AttrValue::s(ns));
-        item.insert("GSI4SK".into(), AttrValue::s(&pk));
+        let mut item = crate::items::keys::namespaced_item(ns, key(ns, &self.scope));
         item.insert("kind".into(), AttrValue::s(KIND));
         item.insert("scope".into(), AttrValue::s(&self.scope));
         item.insert("state".into(), AttrValue::s(self.phase.as_str()));

@@ -4,7 +4,7 @@
 
 use zae_limiter_engine::names::{self, NameError};
 
-use crate::store::Key;
+use crate::store::{AttrValue, Item, Key};
 
 /// The reserved namespace of table-level records.
 pub const TABLE_NS: &str = "_";
@@ -122,6 +122,18 @@ pub fn meta_key(ns: &str, entity: &str) -> Key {
 
 pub fn provisioner_key(ns: &str) -> Key {
     Key::new(system_pk(ns), PROVISIONER_SK)
+}
+
+/// A new item at `key` in namespace `ns` with the GSI4 keys (`{ns}` / its PK)
+/// that every namespaced item of ours carries: a namespace purge finds items
+/// through GSI4.
+pub fn namespaced_item(ns: &str, key: Key) -> Item {
+    let mut item = Item::new();
+    item.insert("GSI4PK".into(), AttrValue::s(ns));
+    item.insert("GSI4SK".into(), AttrValue::s(&key.pk));
+    item.insert("PK".into(), AttrValue::S(key.pk));
+    item.insert("SK".into(), AttrValue::S(key.sk));
+    item
 }
 
 /// An identifier that would not make a well-formed key (the engine's name

@@ -27,6 +27,7 @@
 //!   `default` namespace, as `Repository.open` does on a new table).
 
 pub mod attrs;
+pub mod base64url;
 pub mod chunked;
 pub mod config;
 pub mod keys;

@@ -25,33 +25,13 @@ pub enum NamespaceError {
     NotActive { name: String, status: String },
 }
 
-const URL_SAFE: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-/// URL-safe base64 without padding.
-fn base64_url(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let v = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        let chars = chunk.len() + 1;
-        for i in 0..chars {
-            out.push(URL_SAFE[((v >> (18 - 6 * i)) & 63) as usize] as char);
-        }
-    }
-    out
-}
-
 /// A fresh id: 8 random bytes, URL-safe base64 without padding (11 characters),
 /// drawn again while it starts with `-` (it would read as an option).
 pub fn new_id() -> Result<String, NamespaceError> {
     loop {
         let mut bytes = [0u8; 8];
         getrandom::fill(&mut bytes).map_err(|e| NamespaceError::Random(e.to_string()))?;
-        let id = base64_url(&bytes);
+        let id = super::base64url::encode(&bytes);
         if !id.starts_with('-') {
             return Ok(id);
         }
@@ -94,11 +74,12 @@ fn active(status: &str) -> bool {
 /// record, or one marked deleted/purging).
 pub fn resolve(store: &dyn Store, name: &str) -> Result<Option<String>, StoreError> {
     let item = store.get(&keys::namespace_key(name), false)?;
-    Ok(item
-        .as_ref()
-        .and_then(record_of)
-        .filter(|r| active(&r.status))
-        .map(|r| r.id))
+    Ok(item.as_ref().and_then(active_id))
+}
+
+/// The id a forward record (read with other keys) names, when it is registered.
+pub fn active_id(item: &Item) -> Option<String> {
+    record_of(item).filter(|r| active(&r.status)).map(|r| r.id)
 }
 
 /// What [`register`] did.
@@ -187,9 +168,9 @@ mod tests {
 
     #[test]
     fn ids_look_like_the_reference() {
-        assert_eq!(base64_url(&[0xfb, 0xff, 0xbf]), "-_-_");
-        assert_eq!(base64_url(b"Man"), "TWFu");
-        assert_eq!(base64_url(b"Ma"), "TWE");
+        assert_eq!(super::super::base64url::encode(&[0xfb, 0xff, 0xbf]), "-_-_");
+        assert_eq!(super::super::base64url::encode(b"Man"), "TWFu");
+        assert_eq!(super::super::base64url::encode(b"Ma"), "TWE");
         for _ in 0..200 {
             let id = new_id().unwrap();
             assert_eq!(id.len(), 11);

@@ -29,17 +29,22 @@ pub struct VersionRecord {
 
 /// Reads the version record (strongly consistent); `None` when absent.
 pub fn read(store: &dyn Store) -> Result<Option<VersionRecord>, StoreError> {
-    let Some(item) = store.get(&keys::version_key(), true)? else {
-        return Ok(None);
-    };
+    Ok(store
+        .get(&keys::version_key(), true)?
+        .as_ref()
+        .map(from_item))
+}
+
+/// The version record in an item read with other keys (missing fields read as unknown).
+pub fn from_item(item: &Item) -> VersionRecord {
     let s = |n: &str| item.get(n).and_then(AttrValue::as_s).map(str::to_string);
-    Ok(Some(VersionRecord {
+    VersionRecord {
         schema_version: s("schema_version").unwrap_or_default(),
         lambda_version: s("lambda_version"),
         client_min_version: s("client_min_version"),
         updated_at: s("updated_at"),
         updated_by: s("updated_by"),
-    }))
+    }
 }
 
 /// The record a new table gets.

@@ -1,31 +1,36 @@
 //! A fast event source for the plain block YAML that manifests are written in.
 //!
-//! saphyr's scanner is general (flow collections, multi-line scalars, anchors,
-//! tags, directives) and spends most of a large manifest's parse time on that
-//! generality. Real manifests use a small subset, one construct per line:
+//! saphyr's scanner is general (multi-line flow collections and scalars,
+//! anchors, tags, directives) and spends most of a large manifest's parse time
+//! on that generality. Real manifests use a small subset, one construct per
+//! line:
 //!
 //! ```yaml
 //! # comment
 //! key: plain value      # comment
-//! key: "quoted" | 'quoted'
+//! key: "quoted \" escape" | 'it''s'
 //! key:                  (a nested block follows, or the value is null)
 //!   - item
 //!   - key: value        (a compact mapping inside a sequence entry)
 //!   - - nested
+//!   - {cron: "0 0 * * *", tz: UTC, scale: 0.5}
+//! key: {capacity: 1000, tags: [a, "b"]}   (one-line flow, nested freely)
 //! ```
 //!
 //! [`scan`] recognises exactly that subset and emits the same events, with the
 //! same spans, as `saphyr_parser::Parser` does on it. On the first line outside
-//! the subset (anything with tabs, CR, flow collections, block scalars, anchors,
-//! aliases, tags, document markers, escapes, quoted keys, multi-line scalars, or
-//! indentation that YAML would reject) it stops with [`Unsupported`] and the
-//! caller parses the whole text again with saphyr, so errors, their messages and
-//! every construct outside the subset keep saphyr's behaviour. Equivalence on the
-//! subset is checked by differential tests against saphyr (below, on every
-//! fixture, generated manifests and random block YAML; and in `yaml.rs` on the
-//! built documents).
+//! the subset (anything with tabs, CR, flow collections that span lines or hold
+//! comments, block scalars, anchors, aliases, tags, document markers, quoted
+//! block keys, multi-line scalars, or indentation that YAML would reject) it
+//! stops with [`Unsupported`] and the caller parses the whole text again with
+//! saphyr, so errors, their messages and every construct outside the subset
+//! keep saphyr's behaviour. Equivalence on the subset is checked by
+//! differential tests against saphyr (below, on every fixture, generated block
+//! and flow manifests, edge cases, and random block and flow YAML; and in
+//! `yaml.rs` on the built documents).
 //!
-//! Positions: the subset is ASCII outside comments, so before a comment a byte
+//! Positions: the subset is ASCII outside comments (quoted scalars included;
+//! their escapes may stand for any character), so before a comment a byte
 //! offset is also the character column saphyr reports; markers carry line and
 //! column only (the tree builder reads nothing else).
 
@@ -225,7 +230,7 @@ impl Scanner {
     pub fn settle<'a>(&mut self, at: Marker, keep: usize, sink: &mut Sink<'a, '_>) -> Step {
         match self.pending.take() {
             Some(Pending::Key { colon: null, .. } | Pending::Dash { null, .. }) => {
-                self.null(sink, null)?
+                self.null(sink, null, null)?
             }
             None => {}
         }
@@ -369,13 +374,10 @@ impl Scanner {
         self.emit(sink, event, at, at)
     }
 
-    fn null<'a>(&mut self, sink: &mut Sink<'a, '_>, at: Marker) -> Step {
-        self.emit(
-            sink,
-            Event::Scalar(Cow::Borrowed(""), ScalarStyle::Plain, 0, None),
-            at,
-            at,
-        )
+    /// An empty plain scalar (a null value) spanning `start` to `end`.
+    fn null<'a>(&mut self, sink: &mut Sink<'a, '_>, start: Marker, end: Marker) -> Step {
+        let event = Event::Scalar(Cow::Borrowed(""), ScalarStyle::Plain, 0, None);
+        self.emit(sink, event, start, end)
     }
 
     /// One line: settle a pending value, close the blocks it dedents out of,
@@ -388,6 +390,12 @@ impl Scanner {
         }
         if indent == 0 && (line.starts_with("---") || line.starts_with("...")) {
             return Err(Unsupported);
+        }
+        // A flow collection as the whole document; any later content leaves
+        // the subset (the stack stays empty once started).
+        if !self.started && matches!(bytes[indent], b'{' | b'[') {
+            self.started = true;
+            return self.flow(sink, n, line, indent, 0).map(drop);
         }
         let block = if is_dash(bytes, indent) {
             Block::Seq
@@ -412,7 +420,7 @@ impl Scanner {
                     self.open(sink, block, mark(n, col(line, start)), indent, true)?;
                     true
                 } else {
-                    self.null(sink, colon)?;
+                    self.null(sink, colon, colon)?;
                     false
                 }
             }
@@ -421,7 +429,7 @@ impl Scanner {
                     self.open(sink, block, here, indent, false)?;
                     true
                 } else {
-                    self.null(sink, null)?;
+                    self.null(sink, null, null)?;
                     false
                 }
             }
@@ -466,7 +474,7 @@ impl Scanner {
                 self.open(sink, Block::Map, mark(n, c), c, false)?;
                 return self.entry(sink, n, line, content);
             }
-            return self.scalar(sink, n, line, content);
+            return self.value(sink, n, line, content);
         }
         let (end, colon) = self.key_at(line, at).ok_or(Unsupported)?;
         self.emit(
@@ -484,7 +492,7 @@ impl Scanner {
             });
             return Ok(());
         }
-        self.scalar(sink, n, line, value)
+        self.value(sink, n, line, value)
     }
 
     /// `key:` at byte `at`: the key's end and the colon's byte, if this is one.
@@ -498,38 +506,23 @@ impl Scanner {
         (is_key && end - at < 1000).then_some((end, stop))
     }
 
+    /// A value at byte `at` that ends its line (bar a comment): a one-line
+    /// flow collection or a scalar.
+    fn value<'a>(&mut self, sink: &mut Sink<'a, '_>, n: usize, line: &'a str, at: usize) -> Step {
+        match line.as_bytes()[at] {
+            b'{' | b'[' => self.flow(sink, n, line, at, 0).map(drop),
+            _ => self.scalar(sink, n, line, at),
+        }
+    }
+
     /// A single-line scalar value at byte `at`, then nothing but a comment.
     fn scalar<'a>(&mut self, sink: &mut Sink<'a, '_>, n: usize, line: &'a str, at: usize) -> Step {
-        let bytes = line.as_bytes();
         let start = mark(n, col(line, at));
-        let quote = bytes[at];
-        if quote == b'"' || quote == b'\'' {
-            let len = bytes[at + 1..]
-                .iter()
-                .position(|&b| b == quote)
-                .ok_or(Unsupported)?;
-            let text = &line[at + 1..at + 1 + len];
-            let close = at + 1 + len;
-            let plain_text = text
-                .bytes()
-                .all(|b| (b' '..=b'~').contains(&b) && b != b'\\');
-            if !plain_text || bytes.get(close + 1) == Some(&quote) {
-                return Err(Unsupported);
-            }
-            rest_is_blank(line, close + 1, false).ok_or(Unsupported)?;
-            let style = if quote == b'"' {
-                ScalarStyle::DoubleQuoted
-            } else {
-                ScalarStyle::SingleQuoted
-            };
+        if let Some((text, style, after)) = quoted(line, at)? {
+            rest_is_blank(line, after, false).ok_or(Unsupported)?;
             // saphyr ends a quoted scalar's span after the rest of its line.
-            let end = mark(n, col(line, bytes.len()));
-            return self.emit(
-                sink,
-                Event::Scalar(Cow::Borrowed(text), style, 0, None),
-                start,
-                end,
-            );
+            let end = mark(n, col(line, line.len()));
+            return self.emit(sink, Event::Scalar(text, style, 0, None), start, end);
         }
         let (end, _) = plain(line, at).ok_or(Unsupported)?;
         rest_is_blank(line, end, false).ok_or(Unsupported)?;
@@ -540,6 +533,255 @@ impl Scanner {
             mark(n, col(line, end)),
         )
     }
+}
+
+/// Deepest nesting of flow collections the fast path takes; deeper ones go to
+/// saphyr (and the tree's own depth limit).
+const MAX_FLOW_DEPTH: usize = 32;
+
+/// One-line flow collections: `{key: value, ...}` and `[item, ...]` opened and
+/// closed on one line, nested freely, whose keys are scalars and whose values
+/// and items are scalars or such collections, entries separated by `,`.
+/// Everything else in flow (a comment, a line break, a trailing comma, an
+/// empty or complex key, `[a: b]` pairs, anchors, tags, `?`) leaves the subset.
+///
+/// saphyr's spans here: an opening bracket or a `,` spans itself and the
+/// spaces after it; a closing bracket also the rest of the line when it closes
+/// the outermost collection; a quoted scalar its quotes and the spaces after
+/// them; a plain scalar its text. A null value after `:` sits at the colon; a
+/// key without `:` gets a null value spanning the token after the key.
+///
+/// Inside a flow collection the line is ASCII (plain scalars are, quoted ones
+/// are checked), so there a byte offset is the column.
+impl Scanner {
+    /// The collection whose bracket is at byte `open`: its events, then the
+    /// byte where the token after its closing bracket starts (for the
+    /// outermost, `depth` 0, the end of the line).
+    fn flow<'a>(
+        &mut self,
+        sink: &mut Sink<'a, '_>,
+        n: usize,
+        line: &'a str,
+        open: usize,
+        depth: usize,
+    ) -> Result<usize, Unsupported> {
+        if depth >= MAX_FLOW_DEPTH {
+            return Err(Unsupported);
+        }
+        let bytes = line.as_bytes();
+        let map = bytes[open] == b'{';
+        let (start, end, close) = if map {
+            (Event::MappingStart(0, None), Event::MappingEnd, b'}')
+        } else {
+            (Event::SequenceStart(0, None), Event::SequenceEnd, b']')
+        };
+        let mut at = skip_spaces(bytes, open + 1);
+        self.emit(sink, start, mark(n, open), mark(n, at))?;
+        if bytes.get(at) != Some(&close) {
+            loop {
+                at = if map {
+                    self.flow_pair(sink, n, line, at, depth)?
+                } else {
+                    self.flow_node(sink, n, line, at, depth)?
+                };
+                match bytes.get(at) {
+                    Some(b',') => at = skip_spaces(bytes, at + 1),
+                    Some(&b) if b == close => break,
+                    _ => return Err(Unsupported),
+                }
+                // saphyr ends a mapping at a trailing comma; left to it.
+                if bytes.get(at) == Some(&close) {
+                    return Err(Unsupported);
+                }
+            }
+        }
+        let after = flow_token_end(line, at, depth)?;
+        self.emit(sink, end, mark(n, at), mark(n, col(line, after)))?;
+        Ok(after)
+    }
+
+    /// A flow item at byte `at`: a nested collection or a scalar; returns the
+    /// byte where the next token starts.
+    fn flow_node<'a>(
+        &mut self,
+        sink: &mut Sink<'a, '_>,
+        n: usize,
+        line: &'a str,
+        at: usize,
+        depth: usize,
+    ) -> Result<usize, Unsupported> {
+        match line.as_bytes().get(at) {
+            Some(b'{' | b'[') => self.flow(sink, n, line, at, depth + 1),
+            _ => self.flow_scalar(sink, n, line, at).map(|(next, _)| next),
+        }
+    }
+
+    /// A scalar inside a flow collection at byte `at`: the byte where the next
+    /// token starts, and whether the scalar was quoted.
+    fn flow_scalar<'a>(
+        &mut self,
+        sink: &mut Sink<'a, '_>,
+        n: usize,
+        line: &'a str,
+        at: usize,
+    ) -> Result<(usize, bool), Unsupported> {
+        let bytes = line.as_bytes();
+        if let Some((text, style, after)) = quoted(line, at)? {
+            let next = skip_spaces(bytes, after);
+            let event = Event::Scalar(text, style, 0, None);
+            self.emit(sink, event, mark(n, at), mark(n, next))?;
+            return Ok((next, true));
+        }
+        let (end, next) = plain(line, at).ok_or(Unsupported)?;
+        let text = &line[at..end];
+        // saphyr refuses a word `-` right before a flow indicator (`[a -]`).
+        if end == next && text.ends_with(" -") {
+            return Err(Unsupported);
+        }
+        let event = Event::Scalar(Cow::Borrowed(text), ScalarStyle::Plain, 0, None);
+        self.emit(sink, event, mark(n, at), mark(n, end))?;
+        Ok((next, false))
+    }
+
+    /// A mapping entry at byte `at`: a scalar key, then `: value`, `:` alone
+    /// or nothing; returns the byte where the next token starts.
+    fn flow_pair<'a>(
+        &mut self,
+        sink: &mut Sink<'a, '_>,
+        n: usize,
+        line: &'a str,
+        at: usize,
+        depth: usize,
+    ) -> Result<usize, Unsupported> {
+        let bytes = line.as_bytes();
+        let (next, quoted_key) = self.flow_scalar(sink, n, line, at)?;
+        match bytes.get(next) {
+            Some(b':') => {
+                // After a plain key, a `:` needs a space or an end of entry
+                // after it (`a:b` is one scalar, `a:[` an error); a quoted
+                // key's value may follow its colon directly (`"a":b`).
+                let spaced = matches!(bytes.get(next + 1), Some(b' ' | b',' | b'}'));
+                if !(spaced || quoted_key) {
+                    return Err(Unsupported);
+                }
+                let value = skip_spaces(bytes, next + 1);
+                if matches!(bytes.get(value), Some(b',' | b'}')) {
+                    let colon = mark(n, next);
+                    self.null(sink, colon, colon)?;
+                    return Ok(value);
+                }
+                self.flow_node(sink, n, line, value, depth)
+            }
+            Some(b',') => {
+                let end = skip_spaces(bytes, next + 1);
+                self.null(sink, mark(n, next), mark(n, end))?;
+                Ok(next)
+            }
+            Some(b'}') => {
+                let end = flow_token_end(line, next, depth)?;
+                self.null(sink, mark(n, next), mark(n, col(line, end)))?;
+                Ok(next)
+            }
+            _ => Err(Unsupported),
+        }
+    }
+}
+
+/// Where the span of the one-character flow token at byte `at` ends: after
+/// the spaces that follow it, and for the outermost collection's closing
+/// bracket (`depth` 0) after the rest of the line, which must be blank or a
+/// comment.
+fn flow_token_end(line: &str, at: usize, depth: usize) -> Result<usize, Unsupported> {
+    if depth > 0 {
+        return Ok(skip_spaces(line.as_bytes(), at + 1));
+    }
+    rest_is_blank(line, at + 1, false).ok_or(Unsupported)?;
+    Ok(line.len())
+}
+
+/// A quoted scalar opening at byte `at` (`Ok(None)` if no quote is there) and
+/// closing on its line: its text, with `''` and backslash escapes resolved as
+/// saphyr does, and the byte after the closing quote. Only printable ASCII is
+/// taken, so columns stay byte offsets.
+fn quoted(
+    line: &str,
+    at: usize,
+) -> Result<Option<(Cow<'_, str>, ScalarStyle, usize)>, Unsupported> {
+    let bytes = line.as_bytes();
+    let (quote, style) = match bytes.get(at) {
+        Some(b'"') => (b'"', ScalarStyle::DoubleQuoted),
+        Some(b'\'') => (b'\'', ScalarStyle::SingleQuoted),
+        _ => return Ok(None),
+    };
+    // `owned` holds the text up to `run` once an escape was seen.
+    let (mut owned, mut run, mut i): (Option<String>, usize, usize) = (None, at + 1, at + 1);
+    loop {
+        let b = *bytes.get(i).ok_or(Unsupported)?;
+        if !(b' '..=b'~').contains(&b) {
+            return Err(Unsupported);
+        }
+        let escaped = match b {
+            b'\'' if quote == b'\'' && bytes.get(i + 1) == Some(&b'\'') => ('\'', 2),
+            b if b == quote => break,
+            b'\\' if quote == b'"' => escape(&bytes[i + 1..]).ok_or(Unsupported)?,
+            _ => {
+                i += 1;
+                continue;
+            }
+        };
+        let text = owned.get_or_insert_with(String::new);
+        text.push_str(&line[run..i]);
+        text.push(escaped.0);
+        i += escaped.1;
+        run = i;
+    }
+    let text = match owned {
+        None => Cow::Borrowed(&line[at + 1..i]),
+        Some(mut text) => {
+            text.push_str(&line[run..i]);
+            Cow::Owned(text)
+        }
+    };
+    Ok(Some((text, style, i + 1)))
+}
+
+/// The character a double-quoted scalar's escape stands for, given the bytes
+/// after its backslash, and the escape's length with the backslash.
+fn escape(rest: &[u8]) -> Option<(char, usize)> {
+    let c = match *rest.first()? {
+        b'0' => '\0',
+        b'a' => '\x07',
+        b'b' => '\x08',
+        b't' => '\t',
+        b'n' => '\n',
+        b'v' => '\x0b',
+        b'f' => '\x0c',
+        b'r' => '\r',
+        b'e' => '\x1b',
+        b' ' => ' ',
+        b'"' => '"',
+        b'/' => '/',
+        b'\\' => '\\',
+        b'N' => '\u{85}',
+        b'_' => '\u{a0}',
+        b'L' => '\u{2028}',
+        b'P' => '\u{2029}',
+        b'x' => return hex_escape(rest, 2),
+        b'u' => return hex_escape(rest, 4),
+        b'U' => return hex_escape(rest, 8),
+        _ => return None,
+    };
+    Some((c, 2))
+}
+
+/// `\xHH`, `\uHHHH` or `\UHHHHHHHH` (`rest` starts at the letter).
+fn hex_escape(rest: &[u8], digits: usize) -> Option<(char, usize)> {
+    let hex = rest.get(1..=digits)?;
+    if !hex.iter().all(u8::is_ascii_hexdigit) {
+        return None;
+    }
+    let value = u32::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()?;
+    Some((char::from_u32(value)?, 2 + digits))
 }
 
 #[cfg(test)]
@@ -604,14 +846,59 @@ pub(crate) mod tests {
         }
     }
 
-    /// A manifest shaped like bench/gen_manifest.py's, with `entities` entities.
-    pub(crate) fn generated_manifest(entities: usize) -> String {
-        let mut m = String::from(
-            "# generated\nnamespace: bench\nsystem:\n  on_unavailable: allow\n  limits:\n    rpm:\n      capacity: 100000\nresources:\n",
+    /// Every case takes the fast path, with saphyr's exact events.
+    fn assert_all_exact(label: &str, cases: &[&str]) {
+        for (i, text) in cases.iter().enumerate() {
+            assert!(
+                check(&format!("{label} {i}"), text),
+                "{label} {i} fell back:\n{text}"
+            );
+        }
+    }
+
+    /// Every case falls back to saphyr.
+    fn assert_all_fall_back(cases: &[&str]) {
+        for text in cases {
+            assert_eq!(fast_events(text), None, "should fall back:\n{text}");
+        }
+    }
+
+    /// How many random documents a test tries (`ZAEL_BLOCK_SCAN_CASES`
+    /// overrides `default`, e.g. 100000 for a long run).
+    fn random_cases(default: u32) -> u32 {
+        std::env::var("ZAEL_BLOCK_SCAN_CASES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    }
+
+    /// A manifest shaped like bench/gen_manifest.py's, with `entities`
+    /// entities; with `flow`, schedule entries and small limits are written as
+    /// one-line flow collections (`--flow`).
+    pub(crate) fn generated_manifest(entities: usize, flow: bool) -> String {
+        let (system, berlin, new_york, weekend, midnight) = if flow {
+            (
+                "    rpm: {capacity: 100000}\n",
+                "          - {cron: \"* 9-17 * * MON-FRI\", tz: Europe/Berlin, scale: 0.5}\n",
+                "              - {cron: \"* 9-17 * * MON-FRI\", tz: America/New_York, scale: 0.5}\n",
+                "              - {cron: '* * * * SAT,SUN', capacity: 2000}\n",
+                "              - {cron: \"0 0 * * *\"}\n",
+            )
+        } else {
+            (
+                "    rpm:\n      capacity: 100000\n",
+                "          - cron: \"* 9-17 * * MON-FRI\"\n            tz: Europe/Berlin\n            scale: 0.5\n",
+                "              - cron: \"* 9-17 * * MON-FRI\"\n                tz: America/New_York\n",
+                "              - cron: '* * * * SAT,SUN'\n                capacity: 2000\n",
+                "              - cron: \"0 0 * * *\"\n",
+            )
+        };
+        let mut m = format!(
+            "# generated\nnamespace: bench\nsystem:\n  on_unavailable: allow\n  limits:\n{system}resources:\n"
         );
         for r in 0..3 {
             m += &format!("  model-{r}:\n    limits:\n      rpm:\n        capacity: 5000\n");
-            m += "        schedule:\n          - cron: \"* 9-17 * * MON-FRI\"\n            tz: Europe/Berlin\n            scale: 0.5\n";
+            m += &format!("        schedule:\n{berlin}");
         }
         m += "entities:\n";
         for e in 0..entities {
@@ -621,9 +908,13 @@ pub(crate) mod tests {
                     "      model-{r}:\n        limits:\n          rpm:\n            capacity: {}\n",
                     100 + e % 900
                 );
-                m += "            schedule:\n              - cron: \"* 9-17 * * MON-FRI\"\n                tz: America/New_York\n";
-                m += "              - cron: '* * * * SAT,SUN'\n                capacity: 2000\n";
-                m += &format!("          rpd:\n            capacity: {}\n            reset_schedule:\n              - cron: \"0 0 * * *\"\n", 10000 + e);
+                m += &format!("            schedule:\n{new_york}{weekend}");
+                m += &format!("          rpd:\n            capacity: {}\n", 10000 + e);
+                m += &format!("            reset_schedule:\n{midnight}");
+                if flow && e % 3 == 0 {
+                    m += "          session: {capacity: 500, reset_after_seconds: 18000}\n";
+                    m += "          tpm: {capacity: 9, schedule: [{cron: \"* * * * *\", scale: 2}]}\n";
+                }
             }
         }
         m
@@ -631,7 +922,8 @@ pub(crate) mod tests {
 
     #[test]
     fn generated_manifests_take_the_fast_path_exactly() {
-        assert!(check("generated", &generated_manifest(20)));
+        assert!(check("generated", &generated_manifest(20, false)));
+        assert!(check("generated flow", &generated_manifest(20, true)));
     }
 
     #[test]
@@ -676,13 +968,9 @@ pub(crate) mod tests {
             "a: \"x # not a comment\"\nb: 'it\"s'\n",
             "\n\n# é — ünïcode\n\na: 1\n\n# trailing\n\n",
             "a:\n  - x\n\n  # between\n\n  - y\nb: 1\n",
+            "a: 'it''s'\nb: '''q'''\nc: \"esc \\\" \\n \\u00e9\"  # c\n",
         ];
-        for (i, text) in cases.iter().enumerate() {
-            assert!(
-                check(&format!("case {i}"), text),
-                "case {i} fell back:\n{text}"
-            );
-        }
+        assert_all_exact("case", &cases);
     }
 
     /// Everything outside the subset goes to saphyr.
@@ -690,8 +978,6 @@ pub(crate) mod tests {
     fn constructs_outside_the_subset_fall_back() {
         let cases = [
             "a: &x 1\nb: *x\n",
-            "a: {b: 1}\n",
-            "a: [1, 2]\n",
             "a: |\n  text\n",
             "a: >\n  text\n",
             "a: 1\r\nb: 2\r\n",
@@ -700,8 +986,6 @@ pub(crate) mod tests {
             "a: 1\n\t# tab in a comment line\n",
             "a: multi\n  line\n",
             "a: \"multi\n  line\"\n",
-            "a: \"esc\\n\"\n",
-            "a: 'it''s'\n",
             "---\na: 1\n",
             "a: 1\n...\n",
             "%YAML 1.2\n---\na: 1\n",
@@ -718,9 +1002,251 @@ pub(crate) mod tests {
             "a: 1\n- b\n",
             "a : 1\n",
         ];
-        for text in cases {
-            assert_eq!(fast_events(text), None, "should fall back:\n{text}");
+        assert_all_fall_back(&cases);
+    }
+
+    /// One-line flow collections that must stay exact (positions included).
+    #[test]
+    fn flow_edge_cases_inside_the_subset_are_exact() {
+        let deep = nested_sequences(MAX_FLOW_DEPTH);
+        let cases = [
+            // Empty collections, spaced or not, at the root and as values.
+            "{}\n",
+            "[]\n",
+            "a: {}\nb: []\nc: { }\nd: [  ]\n",
+            "- {}\n- []\n",
+            // At the document root, indented, with comments around.
+            "{a: 1, b: [x, y]}\n",
+            "  [a, {b: c}]  # root\n",
+            "# c\n\n{a: 1}\n\n# after\n",
+            // As a mapping value, a sequence item (indented or not), nested.
+            "rpm: {capacity: 1000}\n",
+            "s:\n  - {cron: \"* 9-17 * * MON-FRI\", tz: Europe/Berlin, scale: 0.5}\n  - [a, b]\n  -   {}   # c\n",
+            "k:\n- {a: 1}\n- [b]\nl: 2\n",
+            "- {a: 1}\n- - [x]\n- k: {b: 2}\n  l: [c]\n",
+            "a: [[], [[x]], {b: {c: [d, {e: f}]}}]\n",
+            "a: {b: [1,2,3],c: {d: e}, f: [ {g: h} , [i] ]}\n",
+            // Quoted keys, and a quoted key's value right after its colon.
+            "a: {\"k\": v, 'q k': \"w\"}\n",
+            "a: {\"k\":v, 'l':[1], \"m\":{n: o}, \"p\" :q, 'r':, \"s\":}\n",
+            // Escapes in double quotes, '' in single quotes.
+            "a: [\"x\\\"y\\\\z \\/ \\u00e9\\x41\\U0001F600\\N\\_\\L\\P\\0\\a\\b\\e\\f\\n\\r\\t\\v\\ \"]\n",
+            "a: ['it''s', '''', 'a''''b', '', \"\"]\n",
+            // `:`, `,`, `#` and brackets inside quoted values.
+            "a: {b: \"x: y\", c: 'k: v, w', d: \"[#]\", e: '{}'}\n",
+            // Plain scalars with spaces, trailing spaces before a delimiter.
+            "a: {b: x y z, c d: e f   , g:   h}\n",
+            "a: [x y ,  z  ]\n",
+            // URLs and other plain scalars with `:` inside.
+            "a: {url: http://x, http://y/z: w, t: 1:30}\n",
+            "a: [http://x/a, a:b:c]\n",
+            // `{a: b}` (a pair) against `{a:b}` (a key `a:b` with a null value).
+            "a: {a: b}\nb: {a:b}\nc: {a:1, b: 2}\n",
+            "a: [a:b]\n",
+            // Keys without a value, and null values at the colon.
+            "a: {b, c: d, e}\n",
+            "a: {b}\n",
+            "a: {b: , c:, d :, e : f, g:}\n",
+            // Delimiters without spaces, and many spaces.
+            "a: [a,b]\nb: {c:d,e: f}\n",
+            "a: {   b   :   c   ,   d   :   e   }   \n",
+            // Comments after the outermost collection (non-ASCII ones too).
+            "a: {b: 1}   \nb: [c]   # é comment\n",
+            // Duplicate and merge keys, typed scalars.
+            "a: {b: 1, b: 2}\n",
+            "a: {<<: {x: 1}, y: 2}\n",
+            "a: [-1, .5, ~, null, true, 0x1F, -.inf, '1', \"2\"]\n",
+            "a: {1: 2, true: x}\n",
+            deep.as_str(),
+        ];
+        assert_all_exact("flow case", &cases);
+    }
+
+    /// `a: [[...[x]...]]`, `depth` sequences deep.
+    fn nested_sequences(depth: usize) -> String {
+        format!("a: {}x{}\n", "[".repeat(depth), "]".repeat(depth))
+    }
+
+    /// Flow YAML outside the one-line subset goes to saphyr.
+    #[test]
+    fn flow_outside_the_subset_falls_back() {
+        let too_deep = nested_sequences(MAX_FLOW_DEPTH + 1);
+        let cases = [
+            // Multi-line flow collections.
+            "a: {b: 1,\n  c: 2}\n",
+            "a: [1,\n  2]\n",
+            "a: {\n  b: 1}\n",
+            "a: [\n]\n",
+            "k:\n  {a: 1}\n",
+            // Comments inside a flow collection, or not separated by a space.
+            "a: [1 # c\n  ]\n",
+            "a: {b: 1 #c}\n",
+            "a: {b: 1}#c\n",
+            // Trailing commas (saphyr ends the mapping at the comma), empty entries.
+            "a: {b: 1,}\n",
+            "a: [1,]\n",
+            "a: [1, ]\n",
+            "a: [, a]\n",
+            "a: [a, , b]\n",
+            // Anchors, aliases and tags inside or on a flow collection.
+            "a: {b: &x 1, c: *x}\n",
+            "a: [!!str 1]\n",
+            "a: &x {b: 1}\n",
+            "a: !!map {b: 1}\n",
+            // Pairs in a sequence, complex, empty or collection keys.
+            "a: [b: c]\n",
+            "a: [b:]\n",
+            "a: {? b: c}\n",
+            "a: {: b}\n",
+            "a: {[b]: c}\n",
+            "a: {{b: c}: d}\n",
+            // A flow collection as a block key.
+            "{a: 1}: b\n",
+            "[a]: b\n",
+            "a: [b]: c\n",
+            "- {a: 1}: b\n",
+            // Values glued to a plain key's colon, or followed by more.
+            "a: {b:[c]}\n",
+            "a: {b:{c: d}}\n",
+            "a: {b: c: d}\n",
+            "a: {b: \"x\" y}\n",
+            "a: [\"a\"\"b\"]\n",
+            "a: [b] x\n",
+            "a: [b]]\n",
+            "a: [b}\n",
+            "a: {b: 1]\n",
+            "a: {b: 'x}\n",
+            "a: {b: \"x}\n",
+            // Scalars outside the subset.
+            "a: {b: é}\n",
+            "a: {\"é\": 1}\n",
+            "a: [\"\\q\"]\n",
+            "a: [\"\\x4\"]\n",
+            "a: [\"\\uD800\"]\n",
+            "a: \"x\\\n  y\"\n",
+            "a: [*/5 * * * *]\n",
+            "a: {b: -}\n",
+            "a: [-]\n",
+            "a: [- a]\n",
+            "a: [-,a]\n",
+            "a: [b -]\n",
+            "a: {b: c -}\n",
+            // More content after a flow document.
+            "{a: 1}\nb: 2\n",
+            "[a]\n[b]\n",
+            too_deep.as_str(),
+        ];
+        assert_all_fall_back(&cases);
+    }
+
+    /// Random documents with flow collections, inside the subset and just
+    /// outside it: flow nodes as values, items and roots, then sometimes one
+    /// character inserted anywhere.
+    #[test]
+    fn random_flow_yaml_matches_saphyr() {
+        use proptest::prelude::*;
+        use proptest::sample::select;
+        use proptest::test_runner::{Config, TestRunner};
+
+        /// Mostly scalars of the subset, sometimes ones just outside it.
+        fn scalar() -> impl Strategy<Value = &'static str> {
+            let inside = select(vec![
+                "a",
+                "x y",
+                "1",
+                "-5",
+                "0.5",
+                "true",
+                "~",
+                "a:b",
+                "http://x",
+                "<<",
+                "-x",
+                "a - b",
+                "'q'",
+                "\"q r\"",
+                "'a, b'",
+                "\"c: d\"",
+                "\"* 9-17 * * MON-FRI\"",
+                "'it''s'",
+                "''",
+                "\"e\\\"s\\\\c\"",
+                "\"\\u00e9\\x41\\t\"",
+                "Europe/Berlin",
+                "'\\q'",
+            ]);
+            let outside = select(vec![
+                "", "-", "a -", "a:", ":a", "?a", "&a", "*a", "!t", "é", "#", "a #b", "\"x",
+                "\"\\q\"", "\"\\x4\"", "a\\b",
+            ]);
+            prop_oneof![8 => inside, 1 => outside]
         }
+        fn node() -> impl Strategy<Value = String> {
+            let leaf = scalar().prop_map(str::to_string);
+            leaf.prop_recursive(3, 24, 4, |inner| {
+                let colon = select(vec![": ", ":", " : ", "", ":  "]);
+                let comma = select(vec![", ", ",", " , ", ",  "]);
+                let pad = select(vec!["", "", " "]);
+                let pairs = proptest::collection::vec((scalar(), colon, inner.clone()), 0..4);
+                let items = proptest::collection::vec(inner, 0..4);
+                prop_oneof![
+                    (pairs, comma.clone(), pad.clone()).prop_map(|(pairs, comma, pad)| {
+                        let entries: Vec<String> = pairs
+                            .into_iter()
+                            .map(|(key, colon, value)| match colon {
+                                "" => key.to_string(),
+                                _ => format!("{key}{colon}{value}"),
+                            })
+                            .collect();
+                        format!("{{{pad}{}{pad}}}", entries.join(comma))
+                    }),
+                    (items, comma, pad).prop_map(|(items, comma, pad)| {
+                        format!("[{pad}{}{pad}]", items.join(comma))
+                    }),
+                ]
+            })
+        }
+        let tail = select(vec!["", "", " ", "  # c", " # é", "#x"]);
+        let entry =
+            (0..4usize, node(), node(), tail.clone()).prop_map(|(shape, a, b, tail)| match shape {
+                0 => format!("k: {a}{tail}\n"),
+                1 => format!("k:\n  - {a}{tail}\n  - {b}\n"),
+                2 => format!("k:\n- {a}\n- n: {b}{tail}\n  m: 1\n"),
+                _ => format!("k:\n  n: {a}\n  m:\n    - - {b}{tail}\n"),
+            });
+        let document = prop_oneof![
+            (node(), tail).prop_map(|(root, tail)| format!("{root}{tail}\n")),
+            proptest::collection::vec(entry, 1..4).prop_map(|entries| entries.concat()),
+        ];
+        let inserted = select(vec![
+            " ", ",", ":", "#", "{", "}", "[", "]", "'", "\"", "\\", "&", "\n", "-", "?",
+        ]);
+        let mutation = (0..6usize, any::<prop::sample::Index>(), inserted);
+        let text = (document, mutation).prop_map(|(mut text, (chance, at, c))| {
+            let at = at.index(text.len());
+            if chance == 0 && text.is_char_boundary(at) {
+                text.insert_str(at, c);
+            }
+            text
+        });
+        let cases = random_cases(2000);
+        let fast = std::cell::Cell::new(0u32);
+        let config = Config {
+            failure_persistence: None,
+            ..Config::with_cases(cases)
+        };
+        TestRunner::new(config)
+            .run(&text, |text| {
+                fast.set(fast.get() + u32::from(check("random flow", &text)));
+                Ok(())
+            })
+            .unwrap();
+        // The generator must keep exercising the fast path, not only the fallback.
+        assert!(
+            fast.get() * 4 > cases,
+            "only {} of {cases} took the fast path",
+            fast.get()
+        );
     }
 
     /// A small deterministic generator of block YAML (xorshift), near the subset
@@ -855,15 +1381,12 @@ pub(crate) mod tests {
 
     #[test]
     fn random_block_yaml_matches_saphyr() {
-        let cases: usize = std::env::var("ZAEL_BLOCK_SCAN_CASES")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(3000);
+        let cases = random_cases(3000);
         let mut gen = Gen(0x9e37_79b9_7f4a_7c15);
         let mut fast = 0;
         for i in 0..cases {
             let text = gen.document();
-            fast += usize::from(check(&format!("random #{i}"), &text));
+            fast += u32::from(check(&format!("random #{i}"), &text));
         }
         // The generator must keep exercising the fast path, not only the fallback.
         assert!(

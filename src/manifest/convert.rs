@@ -8,6 +8,7 @@ use indexmap::IndexMap;
 use super::entries::{reset_list, schedule_list, TzUse};
 use super::fields::{fields, join, key_name, Fields, Place};
 use super::kinds::{self, Declared};
+use super::lint;
 use super::model::{Disabled, LevelConfig, LimitSpec, Manifest, OnUnavailable, SystemLevel};
 use super::names::{
     check_entity_id, check_limit_name, check_namespace, check_resource_name, DEFAULT_RESOURCE,
@@ -21,8 +22,8 @@ use super::yaml::{Kind, Node, Scalar, Style, Value};
 use zae_limiter_engine::limit::{self as limit_rules, LimitError};
 
 const TOP_KEYS: &[&str] = &["namespace", "system", "resources", "entities"];
-const SYSTEM_KEYS: &[&str] = &["limits", "on_unavailable", "cascade", "disabled"];
-const LEVEL_KEYS: &[&str] = &["limits", "disabled", "cascade"];
+const SYSTEM_KEYS: &[&str] = &["limits", "on_unavailable", "cascade", "disabled", "lint"];
+const LEVEL_KEYS: &[&str] = &["limits", "disabled", "cascade", "lint"];
 const ENTITY_KEYS: &[&str] = &["resources"];
 const LIMIT_KEYS: &[&str] = &[
     "capacity",
@@ -37,6 +38,7 @@ const LIMIT_KEYS: &[&str] = &[
     "rolling",
     "concurrency",
     "hold_ttl_seconds",
+    "lint",
 ];
 
 /// Default `refill_period` in seconds.
@@ -236,6 +238,9 @@ fn system(r: &mut Reporter, key: &Node, n: &Node) -> Option<SystemLevel> {
         ),
     };
     check_one_zone(r, &tz_uses, "system");
+    if let Some(n) = f.get(lint::KEY) {
+        lint::check_allow(r, n, "system.lint");
+    }
     let on_unavailable = match f.get("on_unavailable") {
         None => None,
         Some(v) if v.is_null() => None,
@@ -520,6 +525,9 @@ fn level(
         ),
     };
     check_one_zone(r, &tz_uses, path);
+    if let Some(n) = f.get(lint::KEY) {
+        lint::check_allow(r, n, &join(path, lint::KEY));
+    }
     let disabled = f
         .get("disabled")
         .and_then(|n| disabled(r, n, &join(path, "disabled")));
@@ -673,6 +681,9 @@ fn limit<'n>(
         },
         |_| false,
     );
+    if let Some(n) = f.get(lint::KEY) {
+        lint::check_allow(r, n, &join(path, lint::KEY));
+    }
     let declared = kinds::declared(r, &f, path, name);
     if !matches!(declared, Declared::Bucket) {
         return counted_otherwise(r, key, &f, path, name, &declared, before);

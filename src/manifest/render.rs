@@ -18,23 +18,23 @@ fn render_one(out: &mut String, d: &Diagnostic) {
         d.file,
         d.line,
         d.column,
-        d.severity.as_str(),
+        severity_label(d),
         d.message
     ));
     let num = d.line.to_string();
     let pad = " ".repeat(num.len());
     if !d.source_line.is_empty() {
+        let (line, column, width) = snippet(&d.source_line, d.column, d.width.max(1));
         out.push_str(&format!("{pad} |\n"));
-        out.push_str(&format!("{num} | {}\n", d.source_line));
+        out.push_str(&format!("{num} | {line}\n"));
         // Keep tabs so the caret lines up under the same characters.
-        let lead: String = d
-            .source_line
+        let lead: String = line
             .chars()
-            .take(d.column.saturating_sub(1))
+            .take(column.saturating_sub(1))
             .map(|c| if c == '\t' { '\t' } else { ' ' })
             .collect();
         let lead_len = lead.chars().count();
-        let missing = d.column.saturating_sub(1).saturating_sub(lead_len);
+        let missing = column.saturating_sub(1).saturating_sub(lead_len);
         let caret = if d.severity == Severity::Error {
             '^'
         } else {
@@ -48,7 +48,7 @@ fn render_one(out: &mut String, d: &Diagnostic) {
         out.push_str(&format!(
             "{pad} | {lead}{}{}{label}\n",
             " ".repeat(missing),
-            caret.to_string().repeat(d.width.max(1))
+            caret.to_string().repeat(width)
         ));
     } else if !d.path.is_empty() {
         out.push_str(&format!("{pad} = at {}\n", d.path));
@@ -57,6 +57,51 @@ fn render_one(out: &mut String, d: &Diagnostic) {
         out.push_str(&format!("{pad} = help: {help}\n"));
     }
     out.push('\n');
+}
+
+/// `error`, `warning`, or a lint's `warning[ZL101]`.
+fn severity_label(d: &Diagnostic) -> String {
+    match d.code {
+        Some(code) => format!("{}[{code}]", d.severity.as_str()),
+        None => d.severity.as_str().to_string(),
+    }
+}
+
+/// Characters of a source line shown on each side of the caret: a 5 MB line
+/// is shown as the part around the error, not echoed whole.
+const SNIPPET_CONTEXT: usize = 60;
+/// Lines up to this many characters are shown whole.
+const SNIPPET_MAX: usize = 160;
+
+/// The part of `line` to show, and the caret's column and width in it: the
+/// whole line when it is short, else a window around the caret with `…` where
+/// it was cut. Control characters (a NUL byte…) are shown as their visible
+/// symbols (␀), tabs kept.
+fn snippet(line: &str, column: usize, width: usize) -> (String, usize, usize) {
+    let chars: Vec<char> = line.chars().collect();
+    let visible = |c: char| match c {
+        '\t' => c,
+        c if (c as u32) < 0x20 => char::from_u32(0x2400 + c as u32).unwrap_or('?'),
+        '\u{7f}' => '\u{2421}',
+        c => c,
+    };
+    if chars.len() <= SNIPPET_MAX {
+        return (chars.into_iter().map(visible).collect(), column, width);
+    }
+    let at = column.saturating_sub(1).min(chars.len());
+    let width = width.min(SNIPPET_CONTEXT);
+    let start = at.saturating_sub(SNIPPET_CONTEXT);
+    let end = (at + width + SNIPPET_CONTEXT).min(chars.len());
+    let mut shown = String::new();
+    if start > 0 {
+        shown.push('…');
+    }
+    shown.extend(chars[start..end].iter().copied().map(visible));
+    if end < chars.len() {
+        shown.push('…');
+    }
+    let column = at - start + 1 + usize::from(start > 0);
+    (shown, column, width.min(end.saturating_sub(at)).max(1))
 }
 
 /// One file's result for the JSON document.
@@ -74,8 +119,9 @@ impl FileResult<'_> {
     }
 }
 
-/// `{"files": [{"path", "valid", "diagnostics": [{"severity", "line", "column",
-/// "path", "message", "help"}]}]}` with 1-based lines and columns.
+/// `{"version": 1, "files": [{"path", "valid", "diagnostics": [{"severity", "code", "line",
+/// "column", "end_column", "path", "message", "help"}]}]}` with 1-based lines
+/// and columns; `code` is a lint's code, or null.
 pub fn render_json(files: &[FileResult<'_>]) -> serde_json::Value {
     let files: Vec<serde_json::Value> = files
         .iter()
@@ -86,6 +132,7 @@ pub fn render_json(files: &[FileResult<'_>]) -> serde_json::Value {
                 .map(|d| {
                     serde_json::json!({
                         "severity": d.severity.as_str(),
+                        "code": d.code,
                         "line": d.line,
                         "column": d.column,
                         "end_column": d.column + d.width.max(1),
@@ -102,10 +149,11 @@ pub fn render_json(files: &[FileResult<'_>]) -> serde_json::Value {
             })
         })
         .collect();
-    serde_json::json!({ "files": files })
+    serde_json::json!({ "version": 1, "files": files })
 }
 
-/// GitHub Actions workflow commands: `::error file=…,line=…,col=…::message`.
+/// GitHub Actions workflow commands: `::error file=…,line=…,col=…::message`
+/// (a lint's title names its code: `limits validate (ZL101)`).
 pub fn render_github(diags: &[Diagnostic]) -> String {
     let mut out = String::new();
     for d in diags {
@@ -123,7 +171,10 @@ pub fn render_github(diags: &[Diagnostic]) -> String {
             d.line,
             d.column,
             d.column + d.width.max(1),
-            escape_property("limits validate"),
+            escape_property(&match d.code {
+                Some(code) => format!("limits validate ({code})"),
+                None => "limits validate".to_string(),
+            }),
             escape_data(&msg)
         ));
     }
@@ -155,7 +206,27 @@ mod tests {
             path: "resources.r.limits.rpm.capacity".into(),
             message: "capacity must be positive, got 0".into(),
             help: Some("100% sure".into()),
+            code: None,
         }
+    }
+
+    #[test]
+    fn long_lines_are_shown_around_the_caret_only() {
+        let line = format!("key: {}{}", "a".repeat(5_000_000), "BAD");
+        let (shown, column, width) = snippet(&line, 5_000_006, 3);
+        assert!(
+            shown.chars().count() <= 2 * SNIPPET_CONTEXT + 5,
+            "{}",
+            shown.len()
+        );
+        assert!(shown.starts_with('…') && shown.ends_with("BAD"));
+        let under: String = shown.chars().skip(column - 1).take(width).collect();
+        assert_eq!(under, "BAD");
+        // Short lines are whole; control characters become visible symbols.
+        assert_eq!(
+            snippet("a\u{0}b\tc", 2, 1),
+            ("a\u{2400}b\tc".to_string(), 2, 1)
+        );
     }
 
     #[test]

@@ -8,8 +8,9 @@
 //! YAML 1.1 `yes` or a quoted `'100'` can be explained), and `<<` merge keys work
 //! as they do in PyYAML, which the reference uses.
 //!
-//! Speed: the plain block YAML manifests are written in is scanned by
-//! `block_scan`, which emits saphyr's exact events several times faster, and
+//! Speed: the plain block YAML manifests are written in (with one-line flow
+//! collections such as `rpm: {capacity: 1000}`) is scanned by `block_scan`,
+//! which emits saphyr's exact events several times faster, and
 //! a large manifest's `entities` are scanned and built on two threads
 //! (`parse_in_two`). Everything else, and every error, goes through saphyr.
 
@@ -135,10 +136,11 @@ pub struct Document {
 
 /// Parse one YAML document. `Err` is a problem that stopped parsing.
 ///
-/// Plain block YAML, what manifests are made of, goes through the fast
-/// `block_scan` event source; anything else (and any error) through saphyr.
-/// Both feed the same `Builder`, and the fast path emits exactly saphyr's
-/// events, so the result does not depend on which path ran.
+/// Plain block YAML with one-line flow collections, what manifests are made
+/// of, goes through the fast `block_scan` event source; anything else (and
+/// any error) through saphyr. Both feed the same `Builder`, and the fast path
+/// emits exactly saphyr's events, so the result does not depend on which path
+/// ran.
 pub fn parse(text: &str) -> Result<Document, YamlProblem> {
     match parse_block_subset(text) {
         Some(doc) => Ok(doc),
@@ -256,8 +258,12 @@ fn parse_full(text: &str) -> Result<Document, YamlProblem> {
 fn scan_problem(e: ScanError) -> YamlProblem {
     let pos = Pos::from_marker(e.marker());
     let info = e.info().to_string();
-    let help = if info.contains("tab") {
+    // Whole words: "unprintable" contains "tab".
+    let words: Vec<&str> = info.split(|c: char| !c.is_ascii_alphanumeric()).collect();
+    let help = if words.iter().any(|w| *w == "tab" || *w == "tabs") {
         Some("YAML does not allow tabs for indentation; indent with spaces".to_string())
+    } else if info.contains("unprintable") {
+        Some("YAML allows no control character (such as a NUL byte) other than tab and line breaks: remove the character under the caret (shown as a ␀-style symbol); is this a text file?".to_string())
     } else if info.contains("anchor or alias") || info.contains("unknown anchor") {
         Some("a value that starts with `*` or `&` must be quoted, e.g. \"*/5 * * * *\"".to_string())
     } else if info.contains("mapping values are not allowed") {
@@ -850,7 +856,8 @@ mod tests {
     fn fast_and_full_paths_build_the_same_document() {
         let root = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/manifests");
         let mut texts = vec![
-            crate::manifest::block_scan::tests::generated_manifest(5),
+            crate::manifest::block_scan::tests::generated_manifest(5, false),
+            crate::manifest::block_scan::tests::generated_manifest(5, true),
             "a: 1\nb:\n  c: 2\n  c: 3\na: 4\n".to_string(),
             "<<: 1\nm:\n  - <<: x\n    y: .nan\n".to_string(),
         ];
@@ -880,9 +887,10 @@ mod tests {
     /// Two threads build the document one pass builds, wherever the cut falls.
     #[test]
     fn parse_in_two_builds_the_single_pass_document() {
-        let generated = crate::manifest::block_scan::tests::generated_manifest(20);
+        let generated = crate::manifest::block_scan::tests::generated_manifest(20, false);
         let texts = [
             generated.clone(),
+            crate::manifest::block_scan::tests::generated_manifest(20, true),
             // More after the mapping, nulls and an indentless list before cuts,
             // a duplicate entity across the halves, comments at odd columns.
             format!(
@@ -912,7 +920,7 @@ mod tests {
         }
         assert!(cuts > 40, "only {cuts} cuts tried");
         // A second half outside the subset: no document from the fast path.
-        let bad = "entities:\n  a: 1\n  b: {c: 1}\n";
+        let bad = "entities:\n  a: 1\n  b: {c: 1,\n    d: 2}\n";
         let split = block_scan::entities_split(bad, 0).unwrap();
         assert!(parse_in_two(bad, &split).is_none());
     }

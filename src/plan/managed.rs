@@ -27,6 +27,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::items::{chunked, keys};
 use crate::manifest::Manifest;
+use crate::plan::identity::RecordIdentity;
 use crate::plan::level::Level;
 use crate::store::{AttrValue, Item, Key, Store, StoreError};
 
@@ -69,6 +70,9 @@ pub struct ProvisionerRecord {
     /// The entity counts as the apply that wrote the record left them
     /// ([`COUNTS_ATTR`]; `None` when another provisioner wrote the record).
     pub counts_left: Option<String>,
+    /// Which write of the record this is (docs/storage.md, "Concurrent
+    /// applies"): apply writes its record only over this one.
+    pub identity: RecordIdentity,
 }
 
 /// Our attribute on the `#PROVISIONER` record: a fingerprint of the entity
@@ -271,7 +275,11 @@ pub fn read(store: &dyn Store, ns: &str) -> Result<ProvisionerRecord, StoreError
         reason,
     };
     let mut out = ProvisionerRecord::default();
-    if let Some(item) = store.get(&key, true)? {
+    // Consistent (the reference reads it eventually consistent): `--no-refresh`
+    // trusts digests only for the record they were written with.
+    let item = store.get(&key, true)?;
+    out.identity = RecordIdentity::of(item.as_ref());
+    if let Some(item) = item {
         out.managed = ManagedSet::from_item(&item).map_err(|r| corrupt(&key, r))?;
         if let Some(AttrValue::L(entries)) = item.get("cascade_pending") {
             for e in entries {

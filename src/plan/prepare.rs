@@ -27,7 +27,7 @@ pub const CHUNK: usize = 1_600;
 pub type BuildFn<'a> = dyn Fn(&Level) -> Result<Item, String> + 'a;
 
 /// The item a change would write: `None` for a delete, `Err` when it cannot be built.
-type Desired = Option<Result<Item, String>>;
+pub type Desired = Option<Result<Item, String>>;
 
 /// One change that survives `drop_unchanged`.
 #[derive(Debug, Clone)]
@@ -41,6 +41,22 @@ pub struct PlannedChange {
 }
 
 impl PlannedChange {
+    /// A change with its attribute-level detail computed from the two items
+    /// (or the reason the desired item cannot be built).
+    pub fn new(change: Change, desired: Desired, live: Option<Item>) -> Self {
+        let details = match &desired {
+            Some(Err(e)) => vec![Detail::error(e.clone())],
+            Some(Ok(item)) => details(live.as_ref(), Some(item)),
+            None => details(live.as_ref(), None),
+        };
+        PlannedChange {
+            change,
+            desired,
+            live,
+            details,
+        }
+    }
+
     /// The change without its items (what output needs): a plan of many
     /// levels keeps only this.
     pub fn without_items(mut self) -> Self {
@@ -213,24 +229,7 @@ pub fn prepare_each(
                 summary.unchanged_digests.extend(digest);
                 continue;
             }
-            let new_item = match &desired {
-                Some(Ok(item)) => Some(item),
-                _ => None,
-            };
-            let mut d = if matches!(desired, Some(Err(_))) {
-                Vec::new()
-            } else {
-                details(live.as_ref(), new_item)
-            };
-            if let Some(Err(e)) = &desired {
-                d.push(Detail::error(e.clone()));
-            }
-            sink(PlannedChange {
-                change: change.clone(),
-                desired,
-                live,
-                details: d,
-            });
+            sink(PlannedChange::new(change.clone(), desired, live));
         }
         progress.advance(chunk.len() as u64);
     }

@@ -1,15 +1,14 @@
-//! Which of a manifest's limits apply to one (entity, resource), as the
-//! reference's `resolve_limits` walks the stored levels (docs/storage.md, "Resolution"):
-//! entity + resource, entity `_default_`, resource, system — the first level
-//! that defines at least one limit, used as a whole (no merging). `disabled`
-//! is walked separately over the first three levels.
-//!
-//! `apply::fanout` walks the same order over *stored items*; this walks the
-//! validated manifest, so a simulation needs no store and sees the new limit
-//! kinds that stored items do not carry yet.
+//! Which of a manifest's limits apply to one (entity, resource): the one
+//! resolution rule of [`crate::items::source::resolve`] (entity + resource,
+//! entity `_default_`, resource, system — the first level that defines at
+//! least one limit of any kind, used as a whole; `disabled` walked separately
+//! over the first three levels), applied to the validated manifest, so a
+//! simulation needs no store. The runtime applies the same rule to stored
+//! levels.
 
 use indexmap::IndexMap;
 
+use crate::items::source::{self, Level};
 use crate::manifest::model::{Disabled, LevelConfig, LimitSpec, Manifest};
 use crate::manifest::names::DEFAULT_RESOURCE;
 
@@ -36,43 +35,42 @@ pub struct Resolved<'m> {
     pub disabled: Option<(Source, Disabled)>,
 }
 
-/// `None` when no level defines a limit (the reference's acquire then fails).
-pub fn resolve<'m>(m: &'m Manifest, entity: &str, resource: &str) -> Option<Resolved<'m>> {
-    let levels = levels(m, entity, resource);
-    let (source, limits) = levels
-        .iter()
-        .find_map(|(src, limits, _)| limits.filter(|l| !l.is_empty()).map(|l| (*src, l)))?;
-    let disabled = levels
-        .iter()
-        .filter(|(src, _, _)| *src != Source::System)
-        .find_map(|(src, _, level)| level.and_then(|l| l.disabled).map(|d| (*src, d)));
-    Some(Resolved {
-        source,
-        limits,
-        disabled,
-    })
+/// One manifest level as resolution sees it.
+struct ManifestLevel<'m> {
+    limits: &'m IndexMap<String, LimitSpec>,
+    disabled: Option<Disabled>,
 }
 
-type Level<'m> = (
-    Source,
-    Option<&'m IndexMap<String, LimitSpec>>,
-    Option<&'m LevelConfig>,
-);
-
-fn levels<'m>(m: &'m Manifest, entity: &str, resource: &str) -> Vec<Level<'m>> {
-    let of_entity = m.entities.get(entity);
-    let entity_level = |r: &str| of_entity.and_then(|e| e.get(r));
-    let mut out: Vec<Level<'m>> = Vec::with_capacity(4);
-    let own = entity_level(resource);
-    out.push((Source::Entity, own.map(|l| &l.limits), own));
-    if resource != DEFAULT_RESOURCE {
-        let d = entity_level(DEFAULT_RESOURCE);
-        out.push((Source::EntityDefault, d.map(|l| &l.limits), d));
+impl Level for ManifestLevel<'_> {
+    fn has_limits(&self) -> bool {
+        !self.limits.is_empty()
     }
-    let r = m.resources.get(resource);
-    out.push((Source::Resource, r.map(|l| &l.limits), r));
-    out.push((Source::System, m.system.as_ref().map(|s| &s.limits), None));
-    out
+    fn disabled(&self) -> Option<Disabled> {
+        self.disabled
+    }
+}
+
+/// `None` when no level defines a limit (the reference's acquire then fails).
+pub fn resolve<'m>(m: &'m Manifest, entity: &str, resource: &str) -> Option<Resolved<'m>> {
+    let of = |l: &'m LevelConfig| ManifestLevel {
+        limits: &l.limits,
+        disabled: l.disabled,
+    };
+    let entity_level = |r: &str| m.entities.get(entity).and_then(|e| e.get(r)).map(of);
+    let r = source::resolve(resource, |src| match src {
+        Source::Entity => entity_level(resource),
+        Source::EntityDefault => entity_level(DEFAULT_RESOURCE),
+        Source::Resource => m.resources.get(resource).map(of),
+        Source::System => m.system.as_ref().map(|s| ManifestLevel {
+            limits: &s.limits,
+            disabled: None,
+        }),
+    })?;
+    Some(Resolved {
+        source: r.source,
+        limits: r.level.limits,
+        disabled: r.disabled,
+    })
 }
 
 #[cfg(test)]

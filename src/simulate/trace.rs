@@ -106,13 +106,24 @@ impl TraceFormat {
     }
 }
 
-/// A trace line that cannot be read.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("line {line}: {message}")]
+/// A trace line that cannot be read; line 0 is the trace as a whole (an
+/// empty CSV trace has no line to blame).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TraceError {
     pub line: u64,
     pub message: String,
 }
+
+impl std::fmt::Display for TraceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.line {
+            0 => f.write_str(&self.message),
+            n => write!(f, "line {n}: {}", self.message),
+        }
+    }
+}
+
+impl std::error::Error for TraceError {}
 
 /// Why reading stopped: a bad line or the file itself.
 #[derive(Debug, thiserror::Error)]
@@ -173,12 +184,49 @@ struct JsonLine<'a> {
     cost: CostPairs<'a>,
 }
 
-#[derive(Deserialize)]
-#[serde(untagged)]
+/// `timestamp`: epoch milliseconds (an integer) or an RFC 3339 string. Read by
+/// hand, not as an untagged enum, so a wrong value is explained in the trace's
+/// terms instead of serde's ("did not match any variant of untagged enum").
 enum JsonTime<'a> {
     Ms(i64),
-    #[serde(borrow)]
     Text(Cow<'a, str>),
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for JsonTime<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Visit<'a> {
+            type Value = JsonTime<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a timestamp: epoch milliseconds (a whole number) or an RFC 3339 string such as \"2026-12-01T09:00:00.250Z\"")
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Self::Value, E> {
+                Ok(JsonTime::Ms(v))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Self::Value, E> {
+                i64::try_from(v)
+                    .map(JsonTime::Ms)
+                    .map_err(|_| E::custom(format!("timestamp {v} is out of range")))
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Self::Value, E> {
+                Err(E::custom(if v.fract() == 0.0 {
+                    format!("timestamp {v} is written with a decimal point or an exponent: write epoch milliseconds as a plain integer")
+                } else {
+                    format!("timestamp {v} is not a whole number of milliseconds: write epoch milliseconds as an integer (times are kept to the millisecond)")
+                }))
+            }
+            fn visit_borrowed_str<E: serde::de::Error>(
+                self,
+                v: &'de str,
+            ) -> Result<Self::Value, E> {
+                Ok(JsonTime::Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(JsonTime::Text(Cow::Owned(v.to_string())))
+            }
+        }
+        d.deserialize_any(Visit(std::marker::PhantomData))
+    }
 }
 
 /// `cost` as a JSON object, read into pairs in order without building a map.
@@ -270,8 +318,8 @@ impl<R: BufRead> TraceReader<R> {
             if n == 0 {
                 if matches!(self.columns, Columns::Pending) && self.format == TraceFormat::Csv {
                     return Err(TraceError {
-                        line: self.line,
-                        message: "the CSV trace has no header: start it with a line such as `timestamp,op,hold,rpm,tpm`".into(),
+                        line: 0,
+                        message: "the CSV trace is empty (no header, no request): start it with a header line such as `timestamp,op,hold,rpm,tpm`, then one line per request".into(),
                     }
                     .into());
                 }
@@ -501,7 +549,24 @@ mod tests {
                 "not one of",
             ),
             ("timestamp,rpm,rpm\n", TraceFormat::Csv, "line 1", "twice"),
-            ("", TraceFormat::Csv, "line 0", "no header"),
+            (
+                "",
+                TraceFormat::Csv,
+                "the CSV trace is empty",
+                "header line",
+            ),
+            (
+                "{\"timestamp\": 1796292556430.5}\n",
+                TraceFormat::Jsonl,
+                "line 1",
+                "not a whole number of milliseconds",
+            ),
+            (
+                "{\"timestamp\": true}\n",
+                TraceFormat::Jsonl,
+                "line 1",
+                "expected a timestamp: epoch milliseconds",
+            ),
             (
                 "{\"timestamp\": 1, \"costs\": {}}\n",
                 TraceFormat::Jsonl,

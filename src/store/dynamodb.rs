@@ -68,6 +68,40 @@ pub struct DynamoStore {
     timings: std::sync::Mutex<BTreeMap<&'static str, (u64, Duration)>>,
 }
 
+/// `--endpoint-url` (or `AWS_ENDPOINT_URL`) must be an http(s) URL with a
+/// host: checked before the SDK, which reports a bad one per request with its
+/// whole internal request attached.
+fn check_endpoint(url: &str) -> Result<(), String> {
+    let bad = |why: &str| {
+        format!(
+            "invalid --endpoint-url (or AWS_ENDPOINT_URL) '{url}': {why}; expected http://HOST[:PORT] or https://HOST[:PORT], e.g. http://127.0.0.1:8000"
+        )
+    };
+    let rest = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"))
+        .ok_or_else(|| bad("it must start with http:// or https://"))?;
+    if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(bad("it contains whitespace"));
+    }
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    // A bracketed IPv6 host may hold colons; the port follows the bracket.
+    let (host, port) = match authority.rsplit_once(':') {
+        Some((h, _)) if h.starts_with('[') && !h.ends_with(']') => (authority, None),
+        Some((h, p)) => (h, Some(p)),
+        None => (authority, None),
+    };
+    if host.is_empty() || host == "[]" {
+        return Err(bad("it names no host"));
+    }
+    if let Some(p) = port {
+        if p.parse::<u16>().map_or(true, |p| p == 0) {
+            return Err(bad("the port must be a number from 1 to 65535"));
+        }
+    }
+    Ok(())
+}
+
 /// What CloudFormation says about the stack of the same name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StackInfo {
@@ -103,6 +137,10 @@ impl DynamoStore {
         region: Option<&str>,
         endpoint_url: Option<&str>,
     ) -> Result<Self, StoreError> {
+        let endpoint_url = endpoint_url.filter(|u| !u.is_empty());
+        if let Some(u) = endpoint_url {
+            check_endpoint(u).map_err(StoreError::Backend)?;
+        }
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -121,14 +159,19 @@ impl DynamoStore {
         if let Some(r) = region.filter(|r| !r.is_empty()) {
             loader = loader.region(aws_config::Region::new(r.to_string()));
         }
-        if let Some(u) = endpoint_url.filter(|u| !u.is_empty()) {
+        if let Some(u) = endpoint_url {
             loader = loader.endpoint_url(u);
         }
         let sdk_config = rt.block_on(loader.load());
         let Some(region) = sdk_config.region().map(|r| r.to_string()) else {
-            return Err(StoreError::Backend(
-                "no AWS region configured: pass --region REGION or set AWS_REGION (or a region in your AWS profile)".into(),
-            ));
+            let local = if endpoint_url.is_some() {
+                format!("; {}", errors::LOCAL_SERVER_HINT)
+            } else {
+                String::new()
+            };
+            return Err(StoreError::Backend(format!(
+                "no AWS region configured: pass --region REGION or set AWS_REGION (or a region in your AWS profile){local}"
+            )));
         };
         let requests = Arc::new(AtomicU64::new(0));
         let conf = aws_sdk_dynamodb::config::Builder::from(&sdk_config)
@@ -918,4 +961,32 @@ fn key_condition(
         ));
     }
     cond
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn endpoints_are_checked_before_the_sdk_sees_them() {
+        for ok in [
+            "http://127.0.0.1:5000",
+            "https://dynamodb.eu-west-1.amazonaws.com",
+            "http://localhost:8000/",
+            "http://[::1]:8000",
+        ] {
+            assert_eq!(super::check_endpoint(ok), Ok(()), "{ok}");
+        }
+        for (bad, why) in [
+            ("not a url", "http:// or https://"),
+            ("127.0.0.1:5000", "http:// or https://"),
+            ("ftp://x:21", "http:// or https://"),
+            ("http://", "no host"),
+            ("http://:5000", "no host"),
+            ("http://h:99999", "port"),
+            ("http://h:x", "port"),
+            ("http://h :1", "whitespace"),
+        ] {
+            let e = super::check_endpoint(bad).unwrap_err();
+            assert!(e.contains(why) && !e.contains('\n'), "{bad}: {e}");
+        }
+    }
 }

@@ -7,6 +7,9 @@
 //! lost between the two backends. The GSI key attributes are copied into indexed
 //! columns, so index queries are real index lookups.
 //!
+//! Durability: WAL with `synchronous = NORMAL` (a commit survives a killed
+//! process; a power failure may lose the last commits, never corrupt the file).
+//!
 //! Concurrency: WAL journal, a busy timeout, and every write runs inside
 //! `BEGIN IMMEDIATE`, so a condition is evaluated and the write applied under
 //! one lock: two processes racing on a conditional write cannot both win.
@@ -14,6 +17,8 @@
 //! waiting (several processes opening a new file at once).
 //! The file (and its directory) is created on the first write; reading a store
 //! that does not exist yet reports the table as missing and creates nothing.
+//! Read-only commands open the file read-only ([`LocalStore::open_read_only`]),
+//! so they work on a store in a directory they may not write.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -69,6 +74,8 @@ pub struct LocalStore {
     path: PathBuf,
     /// `None` until the file exists (it is created by the first write).
     conn: Mutex<Option<Connection>>,
+    /// Opened by a read-only command: every write is refused.
+    read_only: bool,
 }
 
 impl std::fmt::Debug for LocalStore {
@@ -101,10 +108,29 @@ impl LocalStore {
             table: table.to_string(),
             path: path.to_path_buf(),
             conn: Mutex::new(None),
+            read_only: false,
         };
         if path.exists() {
             let conn = store.connect(false)?;
             *store.lock()? = Some(conn);
+        }
+        Ok(store)
+    }
+
+    /// Opens table `table` for reading only: SQLite opens the file read-only and
+    /// nothing is set up, so a store in a directory (or a file) this process
+    /// may not write can still be read. A missing file reads as a missing table;
+    /// every write is refused.
+    pub fn open_read_only(path: &Path, table: &str) -> Result<Self, StoreError> {
+        let store = LocalStore {
+            table: table.to_string(),
+            path: path.to_path_buf(),
+            conn: Mutex::new(None),
+            read_only: true,
+        };
+        if path.exists() {
+            let conn = store.connect_read_only()?;
+            *store.lock()? = conn;
         }
         Ok(store)
     }
@@ -140,6 +166,48 @@ impl LocalStore {
         StoreError::Backend(format!("local store {}: {e}", self.path.display()))
     }
 
+    /// A read-only connection, or `None` for a file no zae-limiter has set up
+    /// yet (empty: its first writer was interrupted before the schema).
+    ///
+    /// Reading a WAL database needs its `-shm` file; where it does not exist
+    /// and cannot be created (a read-only directory: SQLite says "unable to
+    /// open" or "readonly database") no process can be writing the store
+    /// either, so it is opened immutable (no locks, no `-shm`).
+    fn connect_read_only(&self) -> Result<Option<Connection>, StoreError> {
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = match Connection::open_with_flags(&self.path, flags)
+            .and_then(|c| Self::check_readable(&c).map(|v| (c, v)))
+        {
+            Ok(ok) => ok,
+            Err(e)
+                if matches!(
+                    e.sqlite_error_code(),
+                    Some(rusqlite::ErrorCode::CannotOpen | rusqlite::ErrorCode::ReadOnly)
+                ) =>
+            {
+                let uri = immutable_uri(&self.path);
+                let c = Connection::open_with_flags(&uri, flags | OpenFlags::SQLITE_OPEN_URI)
+                    .map_err(|e| self.backend(e))?;
+                let v = Self::check_readable(&c).map_err(|e| self.backend(e))?;
+                (c, v)
+            }
+            Err(e) => return Err(self.backend(e)),
+        };
+        let (conn, version) = conn;
+        conn.busy_timeout(BUSY_TIMEOUT)
+            .map_err(|e| self.backend(e))?;
+        if version > SCHEMA_VERSION {
+            return Err(self.backend(newer_schema(version)));
+        }
+        Ok((version == SCHEMA_VERSION).then_some(conn))
+    }
+
+    /// The file's schema version; reading it is the first real read, where
+    /// SQLite finds out whether the file is a database and can be opened.
+    fn check_readable(conn: &Connection) -> rusqlite::Result<i64> {
+        conn.query_row("PRAGMA user_version", [], |r| r.get(0))
+    }
+
     fn connect(&self, create: bool) -> Result<Connection, StoreError> {
         if create {
             if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -154,6 +222,12 @@ impl LocalStore {
         }
         let conn = Connection::open_with_flags(&self.path, flags).map_err(|e| self.backend(e))?;
         conn.busy_timeout(BUSY_TIMEOUT)
+            .map_err(|e| self.backend(e))?;
+        // In WAL mode NORMAL syncs at checkpoints, not at every commit: a commit
+        // survives any process crash (kill -9 included) and only the last ones
+        // may be lost to a power failure or OS crash. FULL paid one fsync per
+        // write: the runtime's decisions ran about 9x slower (benches/runtime.rs).
+        conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(|e| self.backend(e))?;
         // Switching a new file to WAL upgrades a read lock to a write lock, and
         // SQLite refuses that upgrade with SQLITE_BUSY at once, without the busy
@@ -181,9 +255,7 @@ impl LocalStore {
     fn set_up(&self, conn: &Connection) -> Result<(), Setup> {
         let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
         if version > SCHEMA_VERSION {
-            return Err(Setup::Refused(format!(
-                "written by a newer zae-limiter (store schema {version}, this build reads {SCHEMA_VERSION})"
-            )));
+            return Err(Setup::Refused(newer_schema(version)));
         }
         // journal_mode is persistent; setting it needs a moment of exclusive access.
         let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
@@ -224,7 +296,9 @@ impl LocalStore {
         StoreError::TableNotFound {
             table: self.table.clone(),
             hint: format!(
-                " in local store {} (`zae-limiter limits apply --local` or `namespace register --local` creates it)",
+                " in local store {}. Create it with 'zae-limiter table create -n {} --local={}'",
+                self.path.display(),
+                self.table,
                 self.path.display()
             ),
         }
@@ -236,6 +310,9 @@ impl LocalStore {
         &self,
         f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
+        if self.read_only {
+            return Err(self.backend("opened read-only; this command does not write"));
+        }
         let mut guard = self.lock()?;
         if guard.is_none() {
             *guard = Some(self.connect(true)?);
@@ -388,6 +465,25 @@ impl LocalStore {
             Err(e) => ops.iter().map(|_| Err(e.clone())).collect(),
         }
     }
+}
+
+fn newer_schema(version: i64) -> String {
+    format!(
+        "written by a newer zae-limiter (store schema {version}, this build reads {SCHEMA_VERSION})"
+    )
+}
+
+/// `file:PATH?immutable=1`, with the characters a URI path may not hold escaped.
+fn immutable_uri(path: &Path) -> String {
+    let mut uri = String::from("file:");
+    for b in path.as_os_str().as_encoded_bytes() {
+        match b {
+            b'?' | b'#' | b'%' => uri.push_str(&format!("%{b:02X}")),
+            _ => uri.push(char::from(*b)),
+        }
+    }
+    uri.push_str("?immutable=1");
+    uri
 }
 
 fn table_row_exists(conn: &Connection, table: &str) -> rusqlite::Result<bool> {

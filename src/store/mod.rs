@@ -6,9 +6,10 @@
 //! written once. The local store and the in-memory store used by tests
 //! ([`memory::MemoryStore`]) share one emulation of those rules ([`emulate`]).
 
-mod backoff;
+pub mod backoff;
 #[cfg(feature = "dynamodb")]
 pub mod dynamodb;
+pub mod empty;
 pub mod emulate;
 pub mod item;
 pub mod local;
@@ -186,9 +187,11 @@ impl WriteOp {
 
 /// The operations plan, apply, display and cooldowns need. Synchronous on purpose:
 /// the DynamoDB backend owns its async runtime, so commands that never touch AWS
-/// never start one. `Sync`, so independent reads can overlap on scoped
-/// threads (apply checks the entity counts while it reads the levels).
-pub trait Store: Sync {
+/// never start one. `Send + Sync`: `serve` keeps a pool of stores and lends
+/// each to one blocking thread at a time (never to an async task: the DynamoDB
+/// store blocks on its own runtime), and independent reads can overlap on
+/// scoped threads (apply checks the entity counts while it reads the levels).
+pub trait Store: Send + Sync {
     /// The table this store reads and writes.
     fn table_name(&self) -> &str;
     /// GetItem. `consistent` asks for a strongly consistent read.

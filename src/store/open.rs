@@ -1,4 +1,4 @@
-//! Choosing a store from the command line: `--local [PATH]` (or `ZAEL_LOCAL_STORE`)
+//! Choosing a store from the command line: `--local` or `--local=PATH` (or `ZAEL_LOCAL_STORE`)
 //! selects the embedded store; otherwise the DynamoDB table named by `-n`.
 
 use std::path::PathBuf;
@@ -41,6 +41,42 @@ pub fn target(args: &StoreArgs) -> Target {
     }
 }
 
+/// Opens the store for a command that only reads: the local store file is
+/// opened read-only (a store in a read-only directory can be read; nothing is
+/// created). Only the DynamoDB branch builds an AWS client.
+pub fn open_read_only(args: &StoreArgs, table: &str) -> Result<Box<dyn Store>, StoreError> {
+    super::check_table_name(table)?;
+    match target(args) {
+        Target::Local(path) => Ok(Box::new(super::local::LocalStore::open_read_only(
+            &path, table,
+        )?)),
+        Target::DynamoDb {
+            region,
+            endpoint_url,
+        } => open_dynamodb(table, region.as_deref(), endpoint_url.as_deref()),
+    }
+}
+
+/// Like [`open_read_only`], for `limits plan` and `diff`: `None` when the local
+/// store has no such table yet (its file may not even exist), which a plan
+/// reads as empty because an apply would create it. A missing DynamoDB table
+/// stays an error: apply does not create one (`table create` does).
+pub fn open_for_plan(args: &StoreArgs, table: &str) -> Result<Option<Box<dyn Store>>, StoreError> {
+    super::check_table_name(table)?;
+    match target(args) {
+        Target::Local(path) => {
+            let store = super::local::LocalStore::open_read_only(&path, table)?;
+            Ok(store
+                .table_exists()?
+                .then(|| Box::new(store) as Box<dyn Store>))
+        }
+        Target::DynamoDb {
+            region,
+            endpoint_url,
+        } => open_dynamodb(table, region.as_deref(), endpoint_url.as_deref()).map(Some),
+    }
+}
+
 /// Opens the store for `table` (a name DynamoDB would accept, on both
 /// stores). Only the DynamoDB branch builds an AWS client.
 pub fn open(args: &StoreArgs, table: &str) -> Result<Box<dyn Store>, StoreError> {
@@ -72,6 +108,6 @@ fn open_dynamodb(
     _endpoint_url: Option<&str>,
 ) -> Result<Box<dyn Store>, StoreError> {
     Err(StoreError::Backend(
-        "this build has no DynamoDB support (built without the `dynamodb` feature); use --local [PATH]".into(),
+        "this build has no DynamoDB support (built without the `dynamodb` feature); use --local or --local=PATH".into(),
     ))
 }

@@ -52,19 +52,23 @@ pub fn column<'a>(v: &'a serde_json::Value, key: &str) -> Vec<&'a str> {
         .collect()
 }
 
-/// A store dump without what differs between two equal applies: the
-/// record's timestamp and counts fingerprint, the digests' generation and
-/// stamp, the counts' recount stamp.
+/// What differs between two equal applies: the record's timestamp and
+/// counts fingerprint, the digests' generation and stamp, the counts'
+/// recount stamp.
+#[allow(dead_code)] // not every test binary compares dumps
+pub const VOLATILE: [&str; 5] = [
+    "last_applied",
+    "generation",
+    "provisioner",
+    "zael#recount",
+    "zael_counts",
+];
+
+/// A store dump without what differs between two equal applies ([`VOLATILE`]).
 #[allow(dead_code)] // not every test binary compares dumps
 pub fn comparable(mut d: BTreeMap<Key, Item>) -> BTreeMap<Key, Item> {
     for item in d.values_mut() {
-        for volatile in [
-            "last_applied",
-            "generation",
-            "provisioner",
-            "zael#recount",
-            "zael_counts",
-        ] {
+        for volatile in VOLATILE {
             item.remove(volatile);
         }
     }
@@ -87,4 +91,34 @@ pub fn differences(a: &BTreeMap<Key, Item>, b: &BTreeMap<Key, Item>) -> String {
             )
         })
         .collect()
+}
+
+/// `--local=PATH`: the store path must be attached, or it would be read as the
+/// command's next argument.
+#[allow(dead_code)]
+pub fn local_flag(path: &std::path::Path) -> std::ffi::OsString {
+    let mut flag = std::ffi::OsString::from("--local=");
+    flag.push(path);
+    flag
+}
+
+/// The binary run in `dir` with `args` (and no `ZAEL_NOW`): (code, stdout, stderr).
+#[allow(dead_code)]
+pub fn run_in(dir: &std::path::Path, args: &[&str]) -> (i32, String, String) {
+    outcome(
+        zae_limiter()
+            .current_dir(dir)
+            .env_remove("ZAEL_NOW")
+            .args(args)
+            .output()
+            .expect("run zae-limiter"),
+    )
+}
+
+/// [`run_in`], which must exit 0; its stdout.
+#[allow(dead_code)]
+pub fn ok_in(dir: &std::path::Path, args: &[&str]) -> String {
+    let (code, out, err) = run_in(dir, args);
+    assert_eq!(code, 0, "{args:?}\n{out}\n{err}");
+    out
 }

@@ -48,6 +48,13 @@ pub fn interop(tag: &str) -> Option<Interop> {
     })
 }
 
+impl Drop for Interop {
+    /// The files the test wrote ([`Interop::write_file`]) go with it.
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(std::env::temp_dir().join(&self.table));
+    }
+}
+
 fn describe(out: &Output) -> String {
     format!(
         "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
@@ -55,6 +62,16 @@ fn describe(out: &Output) -> String {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     )
+}
+
+/// The id of the `default` namespace in a dump.
+pub fn default_nsid(items: &[Value]) -> String {
+    items
+        .iter()
+        .find(|i| i["SK"]["S"] == "#NAMESPACE#default")
+        .and_then(|i| i["namespace_id"]["S"].as_str())
+        .expect("default namespace record")
+        .to_string()
 }
 
 /// The reference script's `resolve` command for `pairs` of `table` in the
@@ -87,14 +104,22 @@ impl Interop {
 
     /// Ours with extra environment variables.
     pub fn ours_env(&self, args: &[&str], envs: &[(&str, &str)]) -> Output {
+        let mut cmd = self.ours_cmd(args);
+        cmd.envs(envs.iter().copied());
+        cmd.output().expect("run zae-limiter")
+    }
+
+    /// Our binary with the AWS environment of the moto server, not started
+    /// (the test hooks of the caller's environment removed).
+    pub fn ours_cmd(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_zae-limiter"));
         self.aws_env(&mut cmd);
         cmd.env_remove("ZAEL_FAULT_ABORT_AFTER_WRITES")
-            .env_remove("ZAEL_TEST_CLOCK_OFFSET_MS");
-        cmd.envs(envs.iter().copied())
+            .env_remove("ZAEL_TEST_CLOCK_OFFSET_MS")
+            .env_remove("ZAEL_TEST_PAUSE_AT")
             .args(args)
             .current_dir(&self.root);
-        cmd.output().expect("run zae-limiter")
+        cmd
     }
 
     /// Ours, which must succeed (exit 0, or `ok_codes`); returns stdout.

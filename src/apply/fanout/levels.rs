@@ -65,15 +65,8 @@ impl Levels {
     /// The first level along entity(r) → entity(`_default_`) → resource → system
     /// that defines at least one limit; its limits are used as a whole.
     pub fn resolve_limits(&self, e: &str, r: &str) -> Option<(Source, &StoredLevel)> {
-        let ns = &self.ns;
-        let mut walk = vec![(Source::Entity, entity_key(ns, e, r))];
-        if r != "_default_" {
-            walk.push((Source::EntityDefault, entity_key(ns, e, "_default_")));
-        }
-        walk.push((Source::Resource, resource_key(ns, r)));
-        walk.push((Source::System, system_key(ns)));
-        walk.into_iter().find_map(|(src, key)| {
-            self.get(&key)
+        Source::order(r).find_map(|src| {
+            self.get(&src.key(&self.ns, e, r))
                 .filter(|c| !c.limits.is_empty())
                 .map(|c| (src, c))
         })
@@ -86,14 +79,13 @@ impl Levels {
         r: &str,
         pick: impl Fn(&StoredLevel) -> Option<T>,
     ) -> Option<(Source, T)> {
-        let ns = &self.ns;
-        [
-            (Source::Entity, entity_key(ns, e, r)),
-            (Source::EntityDefault, entity_key(ns, e, "_default_")),
-            (Source::Resource, resource_key(ns, r)),
-        ]
-        .into_iter()
-        .find_map(|(src, key)| self.get(&key).and_then(&pick).map(|v| (src, v)))
+        Source::order(r)
+            .filter(|src| *src != Source::System)
+            .find_map(|src| {
+                self.get(&src.key(&self.ns, e, r))
+                    .and_then(&pick)
+                    .map(|v| (src, v))
+            })
     }
 
     /// The effective `disabled` value and where it came from.

@@ -4,6 +4,11 @@ use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 
 use crate::store::StoreError;
 
+/// What a local DynamoDB-compatible server needs that is easy to miss: the SDK
+/// signs every request, so a region and credentials must be configured even
+/// where any value is accepted.
+pub const LOCAL_SERVER_HINT: &str = "a local DynamoDB server (moto, DynamoDB Local) needs a region and credentials too, any values, e.g. AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=x AWS_SECRET_ACCESS_KEY=x";
+
 /// What an SDK failure means for us, before the table-specific hint is added.
 #[derive(Debug)]
 pub enum Failure {
@@ -50,6 +55,16 @@ where
                 message.map(|m| format!(": {m}")).unwrap_or_default()
             ))),
         },
+        SdkError::DispatchFailure(_) if no_credentials(&err) => {
+            Failure::Other(StoreError::Backend(format!(
+                "no AWS credentials found for {action} on table '{table}' (tried the environment, profiles, web identity, container and instance metadata): configure a profile or set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY{}",
+                if endpoint.is_empty() {
+                    String::new()
+                } else {
+                    format!("; {LOCAL_SERVER_HINT}")
+                }
+            )))
+        }
         SdkError::DispatchFailure(_) => Failure::Other(StoreError::Backend(format!(
             "cannot reach DynamoDB{} for {action} on table '{table}': {}",
             if endpoint.is_empty() {
@@ -84,6 +99,13 @@ pub fn cancellation_codes(message: &str) -> Vec<String> {
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())
         .collect()
+}
+
+/// Whether the SDK gave up before sending because no credentials provider
+/// found any (its error names no type we can match, only this text).
+fn no_credentials(err: &(dyn std::error::Error + 'static)) -> bool {
+    let text = one_line(err);
+    text.contains("no credentials found") || text.contains("credential provider was not enabled")
 }
 
 /// An error and its sources on one line, each distinct message once.

@@ -1,0 +1,287 @@
+//! The runtime over any [`Store`]: every change reads the state item strongly
+//! consistent, lets [`super::decide`] compute the next state, and writes it
+//! with one PutItem conditioned on the version it read
+//! (`attribute_not_exists(PK)` for a new item). A failed condition means
+//! another process wrote first: the decision is made again on the fresh state
+//! after the stores' jittered backoff ([`crate::store::backoff`]). A refusal,
+//! a preview and a consume that counts nothing write nothing.
+//!
+//! Requests per call: [`acquire`] reads the config items and the state in one
+//! BatchGetItem and writes once; [`decide`] (a level resolved earlier) reads
+//! the state with one GetItem and writes once; release, commit and extend
+//! read and write the state item alone.
+
+use std::collections::BTreeMap;
+
+use super::decide::{self, Closure, Decision, Extended, Mode, Request};
+use super::id::ReservationId;
+use super::level::{self, OnUnavailable, ResolvedLevel, DEFAULT_ON_UNAVAILABLE};
+use super::state::{self, Closing, RuntimeState};
+use super::RuntimeError;
+use crate::items::{keys, namespace, version};
+use crate::plan::version::check_usable;
+use crate::store::backoff::backoff;
+use crate::store::{AttrValue, Condition, Item, Key, Store, StoreError, WriteOp};
+
+/// Decisions recomputed after lost races before giving up (about 10 s of
+/// backoff in all).
+const MAX_ATTEMPTS: u32 = 12;
+
+/// A namespace: its name (for messages) and its id (in keys).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Namespace {
+    pub name: String,
+    pub id: String,
+}
+
+/// Resolves namespace `name`, refusing a table this client may not use: the
+/// forward record and the version record in one batch read. A namespace that
+/// is not registered is an error, never an empty namespace.
+pub fn namespace_id(store: &dyn Store, name: &str) -> Result<Namespace, RuntimeError> {
+    keys::validate_namespace_name(name)?;
+    let items = store.batch_get(&[keys::namespace_key(name), keys::version_key()], false)?;
+    let record = items[1].as_ref().map(version::from_item);
+    check_usable(record.as_ref(), store.table_name()).map_err(RuntimeError::Table)?;
+    let id = items[0]
+        .as_ref()
+        .and_then(namespace::active_id)
+        .ok_or_else(|| RuntimeError::NamespaceNotFound(name.to_string()))?;
+    Ok(Namespace {
+        name: name.to_string(),
+        id,
+    })
+}
+
+/// Resolves the level of (entity, resource): config only, one batch read.
+pub fn resolve(
+    store: &dyn Store,
+    ns: &Namespace,
+    entity: &str,
+    resource: &str,
+) -> Result<ResolvedLevel, RuntimeError> {
+    level::resolve(store, &ns.id, entity, resource)
+}
+
+/// Resolves the level and decides in one: the config items and the state
+/// item in one (strongly consistent) batch read, then at most one write.
+/// When the store cannot be read or the state is unreadable, the answer is
+/// the system level's `on_unavailable` (`block` when even the config could
+/// not be read), with `unavailable` saying why.
+pub fn acquire(
+    store: &dyn Store,
+    ns: &Namespace,
+    entity: &str,
+    resource: &str,
+    req: &Request,
+    now: i64,
+) -> Result<Decision, RuntimeError> {
+    level::validate(entity, resource)?;
+    let levels = level::config_keys(&ns.id, entity, resource);
+    let mut keys: Vec<Key> = levels.iter().map(|(_, k)| k.clone()).collect();
+    keys.push(state::key(&ns.id, entity, resource));
+    let mut items = match store.batch_get(&keys, true) {
+        Ok(items) => items,
+        Err(e) => return degrade(e.into(), DEFAULT_ON_UNAVAILABLE, req, None, now),
+    };
+    let state_item = items.pop().flatten();
+    let level = level::from_items(entity, resource, &levels, &items)?;
+    let out = decide_from(store, ns, &level, req, Some(state_item), now);
+    degrade_result(out, &level, req, now)
+}
+
+/// Decides on a level resolved earlier (a server may cache it; the state is
+/// always read): one strongly consistent read, at most one write.
+pub fn decide(
+    store: &dyn Store,
+    ns: &Namespace,
+    level: &ResolvedLevel,
+    req: &Request,
+    now: i64,
+) -> Result<Decision, RuntimeError> {
+    let out = decide_from(store, ns, level, req, None, now);
+    degrade_result(out, level, req, now)
+}
+
+fn decide_from(
+    store: &dyn Store,
+    ns: &Namespace,
+    level: &ResolvedLevel,
+    req: &Request,
+    first: Option<Option<Item>>,
+    now: i64,
+) -> Result<Decision, RuntimeError> {
+    let id =
+        ReservationId::generate(&level.entity, &level.resource).map_err(RuntimeError::Random)?;
+    change(store, ns, &id, first, now, |cur| {
+        decide::acquire(level, cur, req, &id, now)
+    })
+}
+
+fn degrade_result(
+    out: Result<Decision, RuntimeError>,
+    level: &ResolvedLevel,
+    req: &Request,
+    now: i64,
+) -> Result<Decision, RuntimeError> {
+    match out {
+        Err(e) => degrade(e, level.on_unavailable, req, Some(level), now),
+        ok => ok,
+    }
+}
+
+/// `on_unavailable` answers a failure to reach the store or read the state;
+/// every other failure stays an error.
+fn degrade(
+    e: RuntimeError,
+    policy: OnUnavailable,
+    req: &Request,
+    level: Option<&ResolvedLevel>,
+    now: i64,
+) -> Result<Decision, RuntimeError> {
+    if !e.is_unavailable() {
+        return Err(e);
+    }
+    let mut d = Decision::unavailable(policy, req.mode, e.to_string(), now);
+    d.source = level.map(|l| l.source);
+    Ok(d)
+}
+
+/// The answer of a check whose runtime call failed, as every front end gives
+/// it (`acquire`, `serve`): a store that could not be read before the system
+/// level was blocks ([`DEFAULT_ON_UNAVAILABLE`]); other writers that kept
+/// winning the write get a refusal with a retry-after of one second, saying
+/// why. Every other failure stays an error.
+pub fn refusal_for(e: RuntimeError, mode: Mode, now: i64) -> Result<Decision, RuntimeError> {
+    match e {
+        e if e.is_unavailable() => Ok(Decision::unavailable(
+            DEFAULT_ON_UNAVAILABLE,
+            mode,
+            e.to_string(),
+            now,
+        )),
+        e @ RuntimeError::Contended { .. } => {
+            let mut d = Decision::unavailable(DEFAULT_ON_UNAVAILABLE, mode, e.to_string(), now);
+            d.retry_after_ms = Some(1_000);
+            Ok(d)
+        }
+        e => Err(e),
+    }
+}
+
+/// Gives reservation `id`'s slots back (its counted cost stays counted).
+pub fn release(
+    store: &dyn Store,
+    ns: &Namespace,
+    id: &ReservationId,
+    now: i64,
+) -> Result<Closure, RuntimeError> {
+    close(store, ns, id, Closing::Released, &BTreeMap::new(), now)
+}
+
+/// The work of reservation `id` is done: its slots go back and, for the
+/// rolling limits named in `costs` (whole units), what it counted is
+/// corrected to the actual cost within the window it was counted in.
+pub fn commit(
+    store: &dyn Store,
+    ns: &Namespace,
+    id: &ReservationId,
+    costs: &BTreeMap<String, u64>,
+    now: i64,
+) -> Result<Closure, RuntimeError> {
+    close(store, ns, id, Closing::Committed, costs, now)
+}
+
+fn close(
+    store: &dyn Store,
+    ns: &Namespace,
+    id: &ReservationId,
+    how: Closing,
+    costs: &BTreeMap<String, u64>,
+    now: i64,
+) -> Result<Closure, RuntimeError> {
+    change(store, ns, id, None, now, |cur| {
+        decide::close(cur, id, how, costs, &ns.name, now)
+    })
+}
+
+/// Heartbeat: keeps reservation `id` open until `now + ttl_seconds`.
+pub fn extend(
+    store: &dyn Store,
+    ns: &Namespace,
+    id: &ReservationId,
+    ttl_seconds: i64,
+    now: i64,
+) -> Result<Extended, RuntimeError> {
+    change(store, ns, id, None, now, |cur| {
+        decide::extend(cur, id, ttl_seconds, &ns.name, now).map(|(e, next)| (e, Some(next)))
+    })
+}
+
+/// Reads a stored state item; anything it cannot read is an error, never an empty state.
+fn load(
+    item: &Item,
+    key: &Key,
+    entity: &str,
+    resource: &str,
+) -> Result<RuntimeState, RuntimeError> {
+    let unreadable = |reason: String| RuntimeError::StateUnreadable {
+        pk: key.pk.clone(),
+        sk: key.sk.clone(),
+        reason,
+    };
+    let st = RuntimeState::from_item(item).map_err(unreadable)?;
+    if st.entity != entity || st.resource != resource {
+        return Err(unreadable(format!(
+            "it names entity '{}' and resource '{}', not those of its key",
+            st.entity, st.resource
+        )));
+    }
+    Ok(st)
+}
+
+/// Read the state item of `id`'s (entity, resource) (or take `first`, already
+/// read), decide, write conditioned on the version read; on a lost race, again.
+fn change<T>(
+    store: &dyn Store,
+    ns: &Namespace,
+    id: &ReservationId,
+    mut first: Option<Option<Item>>,
+    now: i64,
+    mut step: impl FnMut(&RuntimeState) -> Result<(T, Option<RuntimeState>), RuntimeError>,
+) -> Result<T, RuntimeError> {
+    let (entity, resource) = (id.entity.as_str(), id.resource.as_str());
+    let key = &state::key(&ns.id, entity, resource);
+    for attempt in 0..MAX_ATTEMPTS {
+        let item = match first.take() {
+            Some(item) => item,
+            None => store.get(key, true)?,
+        };
+        let current = match &item {
+            Some(i) => load(i, key, entity, resource)?,
+            None => RuntimeState::empty(entity, resource),
+        };
+        let (out, next) = step(&current)?;
+        let Some(mut next) = next else {
+            return Ok(out);
+        };
+        next.version = current.version + 1;
+        let condition = match item {
+            None => Condition::NotExists,
+            Some(_) => Condition::AttrEquals("version".into(), AttrValue::n(current.version)),
+        };
+        let op = WriteOp::Put {
+            item: next.to_item(&ns.id, now),
+            condition: Some(condition),
+        };
+        match store.write(op) {
+            Ok(_) => return Ok(out),
+            Err(StoreError::ConditionFailed { .. }) => std::thread::sleep(backoff(attempt)),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(RuntimeError::Contended {
+        entity: entity.to_string(),
+        resource: resource.to_string(),
+        attempts: MAX_ATTEMPTS,
+    })
+}

@@ -1,0 +1,521 @@
+//! The runtime state item of one (entity, resource) and its encoding (the
+//! layout is documented in `docs/runtime.md`).
+//!
+//! | attribute | type | meaning |
+//! |---|---|---|
+//! | `PK` / `SK` | S | `{ns}/RUNTIME#{entity}#{resource}` / `#STATE` |
+//! | `GSI4PK` / `GSI4SK` | S | `{ns}` / the PK (a namespace purge removes it) |
+//! | `kind` | S | `runtime` |
+//! | `entity_id`, `resource` | S | the pair |
+//! | `version` | N | incremented by every write; the condition of the next one |
+//! | `updated_at` | N | epoch ms of the last write |
+//! | `ttl` | N | epoch **seconds** after which nothing in the item counts any more (DynamoDB's TTL then deletes it) |
+//! | `rw_{limit}` | S | a rolling window: `{window}/{head slice}/{i}:{millitokens},…` (the non-zero counters, oldest first) |
+//! | `holds` | M | open reservations by token: `exp` N, `at` N, `holder` S?, `slots` SS? (the concurrency limits it holds a slot of), `cost` M? (rolling limit → `{window}/{slice}/{millitokens}` it counted) |
+//! | `closed` | M | recently released or committed reservations by token: `how` S, `at` N, `exp` N |
+//!
+//! The Python library reads no `RUNTIME#` key (nor queries GSI1–3 for one),
+//! so these items are invisible to it.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use zae_limiter_engine::rolling::{RollingState, RollingWindow, Window, COUNTERS};
+
+use crate::items::keys::namespaced_item;
+use crate::store::{AttrValue, Item, Key};
+
+/// Sort key of every state item.
+pub const SK: &str = "#STATE";
+/// The `kind` attribute that marks an item as runtime state.
+pub const KIND: &str = "runtime";
+/// Closed reservations remembered per item (so a second release says
+/// "already released" instead of "unknown"), newest first.
+pub const MAX_CLOSED: usize = 128;
+/// Seconds the item outlives the last thing it counts.
+pub const TTL_GRACE_SECONDS: i64 = 60;
+/// Attribute prefix of a rolling window's counters.
+const ROLLING: &str = "rw_";
+
+/// Partition key of the state of (entity, resource) in namespace `ns`.
+pub fn pk(ns: &str, entity: &str, resource: &str) -> String {
+    format!("{ns}/RUNTIME#{entity}#{resource}")
+}
+
+pub fn key(ns: &str, entity: &str, resource: &str) -> Key {
+    Key::new(pk(ns, entity, resource), SK)
+}
+
+/// What a reservation counted in one rolling window, so commit can correct it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Counted {
+    pub window: RollingWindow,
+    /// The slice the cost was recorded in.
+    pub slice: i64,
+    /// Millitokens.
+    pub cost: i128,
+}
+
+/// One open reservation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hold {
+    /// Epoch ms; the hold is open while `now < expires_at`.
+    pub expires_at: i64,
+    pub created_at: i64,
+    pub holder: Option<String>,
+    /// The concurrency limits it holds a slot of.
+    pub slots: BTreeSet<String>,
+    /// What it counted per rolling limit.
+    pub counted: BTreeMap<String, Counted>,
+}
+
+/// How a reservation was closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Closing {
+    Released,
+    Committed,
+}
+
+impl Closing {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Closing::Released => "released",
+            Closing::Committed => "committed",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Closing> {
+        match s {
+            "released" => Some(Closing::Released),
+            "committed" => Some(Closing::Committed),
+            _ => None,
+        }
+    }
+}
+
+/// A reservation closed recently.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Closed {
+    pub how: Closing,
+    pub at: i64,
+    /// Its expiry when it was closed: remembered until then.
+    pub expires_at: i64,
+}
+
+/// The state of one (entity, resource).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuntimeState {
+    pub entity: String,
+    pub resource: String,
+    /// 0 for a state not stored yet.
+    pub version: u64,
+    pub updated_at: i64,
+    pub rolling: BTreeMap<String, RollingState>,
+    /// Open reservations by token.
+    pub holds: BTreeMap<String, Hold>,
+    /// Recently closed reservations by token.
+    pub closed: BTreeMap<String, Closed>,
+}
+
+impl RuntimeState {
+    /// Nothing stored yet.
+    pub fn empty(entity: &str, resource: &str) -> RuntimeState {
+        RuntimeState {
+            entity: entity.to_string(),
+            resource: resource.to_string(),
+            version: 0,
+            updated_at: 0,
+            rolling: BTreeMap::new(),
+            holds: BTreeMap::new(),
+            closed: BTreeMap::new(),
+        }
+    }
+
+    /// The last instant anything in the state counts (a hold's or a closed
+    /// reservation's expiry, a window's last counted use leaving it).
+    pub fn last_relevant_ms(&self) -> Option<i64> {
+        let holds = self.holds.values().map(|h| h.expires_at);
+        let closed = self.closed.values().map(|c| c.expires_at);
+        let rolling = self.rolling.values().filter_map(RollingState::all_gone_at);
+        holds.chain(closed).chain(rolling).max()
+    }
+
+    /// The item for namespace `ns`, written at `now_ms`.
+    pub fn to_item(&self, ns: &str, now_ms: i64) -> Item {
+        let mut item = namespaced_item(ns, key(ns, &self.entity, &self.resource));
+        item.insert("kind".into(), AttrValue::s(KIND));
+        item.insert("entity_id".into(), AttrValue::s(&self.entity));
+        item.insert("resource".into(), AttrValue::s(&self.resource));
+        item.insert("version".into(), AttrValue::n(self.version));
+        item.insert("updated_at".into(), AttrValue::n(self.updated_at));
+        let last = self.last_relevant_ms().unwrap_or(now_ms).max(now_ms);
+        let ttl = last.div_euclid(1000) + 1 + TTL_GRACE_SECONDS;
+        item.insert("ttl".into(), AttrValue::n(ttl));
+        for (name, st) in &self.rolling {
+            item.insert(format!("{ROLLING}{name}"), AttrValue::S(rolling_text(st)));
+        }
+        if !self.holds.is_empty() {
+            let holds = self
+                .holds
+                .iter()
+                .map(|(t, h)| (t.clone(), hold_value(h)))
+                .collect();
+            item.insert("holds".into(), AttrValue::M(holds));
+        }
+        if !self.closed.is_empty() {
+            let closed = self
+                .closed
+                .iter()
+                .map(|(t, c)| {
+                    let m = BTreeMap::from([
+                        ("how".to_string(), AttrValue::s(c.how.as_str())),
+                        ("at".to_string(), AttrValue::n(c.at)),
+                        ("exp".to_string(), AttrValue::n(c.expires_at)),
+                    ]);
+                    (t.clone(), AttrValue::M(m))
+                })
+                .collect();
+            item.insert("closed".into(), AttrValue::M(closed));
+        }
+        item
+    }
+
+    /// Reads a stored item strictly: anything missing or mistyped is an error
+    /// (the caller reports the state as unreadable, never as empty).
+    pub fn from_item(item: &Item) -> Result<RuntimeState, String> {
+        let kind = s(item, "kind")?;
+        if kind != KIND {
+            return Err(format!("attribute 'kind' is '{kind}', expected '{KIND}'"));
+        }
+        let mut st = RuntimeState::empty(&s(item, "entity_id")?, &s(item, "resource")?);
+        st.version = n(item, "version")?;
+        st.updated_at = n(item, "updated_at")?;
+        for (attr, value) in item {
+            let Some(name) = attr.strip_prefix(ROLLING) else {
+                continue;
+            };
+            let AttrValue::S(text) = value else {
+                return Err(format!("attribute '{attr}' is not a string"));
+            };
+            let rolling = parse_rolling(text).map_err(|e| format!("attribute '{attr}': {e}"))?;
+            st.rolling.insert(name.to_string(), rolling);
+        }
+        match item.get("holds") {
+            None => {}
+            Some(AttrValue::M(m)) => {
+                for (token, v) in m {
+                    check_token(token)?;
+                    let h = parse_hold(v).map_err(|e| format!("hold '{token}': {e}"))?;
+                    st.holds.insert(token.clone(), h);
+                }
+            }
+            Some(_) => return Err("attribute 'holds' is not a map".into()),
+        }
+        match item.get("closed") {
+            None => {}
+            Some(AttrValue::M(m)) => {
+                for (token, v) in m {
+                    check_token(token)?;
+                    let AttrValue::M(c) = v else {
+                        return Err(format!("closed '{token}' is not a map"));
+                    };
+                    let how = s(c, "how")?;
+                    st.closed.insert(
+                        token.clone(),
+                        Closed {
+                            how: Closing::parse(&how)
+                                .ok_or_else(|| format!("closed '{token}': unknown how '{how}'"))?,
+                            at: n(c, "at")?,
+                            expires_at: n(c, "exp")?,
+                        },
+                    );
+                }
+            }
+            Some(_) => return Err("attribute 'closed' is not a map".into()),
+        }
+        Ok(st)
+    }
+}
+
+/// A hold's key: 16 bytes in URL-safe base64 (what [`super::id`] draws).
+fn check_token(token: &str) -> Result<(), String> {
+    match crate::items::base64url::decode(token) {
+        Some(b) if b.len() == 16 => Ok(()),
+        _ => Err(format!("hold key '{token}' is not a reservation token")),
+    }
+}
+
+fn s(m: &BTreeMap<String, AttrValue>, name: &str) -> Result<String, String> {
+    match m.get(name) {
+        Some(AttrValue::S(v)) => Ok(v.clone()),
+        Some(_) => Err(format!("attribute '{name}' is not a string")),
+        None => Err(format!("attribute '{name}' is missing")),
+    }
+}
+
+fn n<T: std::str::FromStr>(m: &BTreeMap<String, AttrValue>, name: &str) -> Result<T, String> {
+    match m.get(name) {
+        Some(AttrValue::N(v)) => v
+            .parse()
+            .map_err(|_| format!("attribute '{name}' = {v} is not a valid integer here")),
+        Some(_) => Err(format!("attribute '{name}' is not a number")),
+        None => Err(format!("attribute '{name}' is missing")),
+    }
+}
+
+fn window_of(text: &str) -> Result<RollingWindow, String> {
+    Window::parse(text)
+        .and_then(|w| RollingWindow::try_from(w).ok())
+        .ok_or_else(|| format!("'{text}' is not minute, hour or day"))
+}
+
+/// `{window}/{head}/{i}:{count},…` with the non-zero counters, oldest first.
+fn rolling_text(st: &RollingState) -> String {
+    let counters: Vec<String> = st
+        .counters()
+        .iter()
+        .enumerate()
+        .filter(|(_, &c)| c != 0)
+        .map(|(i, c)| format!("{i}:{c}"))
+        .collect();
+    format!("{}/{}/{}", st.window(), st.head_slice(), counters.join(","))
+}
+
+fn parse_rolling(text: &str) -> Result<RollingState, String> {
+    let mut parts = text.splitn(3, '/');
+    let (Some(window), Some(head), Some(list)) = (parts.next(), parts.next(), parts.next()) else {
+        return Err(format!("'{text}' is not window/head/counters"));
+    };
+    let window = window_of(window)?;
+    let head: i64 = head
+        .parse()
+        .map_err(|_| format!("head slice '{head}' is not an integer"))?;
+    let mut counters = [0i128; COUNTERS];
+    let mut last: Option<usize> = None;
+    for pair in list.split(',').filter(|p| !p.is_empty()) {
+        let (i, c) = pair
+            .split_once(':')
+            .ok_or_else(|| format!("counter '{pair}' is not index:count"))?;
+        let i: usize = i
+            .parse()
+            .ok()
+            .filter(|i| *i < COUNTERS && last.is_none_or(|l| *i > l))
+            .ok_or_else(|| format!("counter index '{i}' is out of order or range"))?;
+        let c: i128 = c
+            .parse()
+            .ok()
+            .filter(|c| *c > 0)
+            .ok_or_else(|| format!("counter '{pair}' is not a positive count"))?;
+        counters[i] = c;
+        last = Some(i);
+    }
+    RollingState::from_parts(window, head, &counters).map_err(|e| e.to_string())
+}
+
+fn hold_value(h: &Hold) -> AttrValue {
+    let mut m = BTreeMap::from([
+        ("exp".to_string(), AttrValue::n(h.expires_at)),
+        ("at".to_string(), AttrValue::n(h.created_at)),
+    ]);
+    if let Some(holder) = &h.holder {
+        m.insert("holder".into(), AttrValue::s(holder));
+    }
+    if !h.slots.is_empty() {
+        m.insert("slots".into(), AttrValue::Ss(h.slots.clone()));
+    }
+    if !h.counted.is_empty() {
+        let cost = h
+            .counted
+            .iter()
+            .map(|(name, c)| {
+                let text = format!("{}/{}/{}", c.window, c.slice, c.cost);
+                (name.clone(), AttrValue::S(text))
+            })
+            .collect();
+        m.insert("cost".into(), AttrValue::M(cost));
+    }
+    AttrValue::M(m)
+}
+
+fn parse_hold(v: &AttrValue) -> Result<Hold, String> {
+    let AttrValue::M(m) = v else {
+        return Err("not a map".into());
+    };
+    let holder = match m.get("holder") {
+        None => None,
+        Some(AttrValue::S(h)) => Some(h.clone()),
+        Some(_) => return Err("holder is not a string".into()),
+    };
+    let slots = match m.get("slots") {
+        None => BTreeSet::new(),
+        Some(AttrValue::Ss(set)) => set.clone(),
+        Some(_) => return Err("slots is not a string set".into()),
+    };
+    let mut counted = BTreeMap::new();
+    match m.get("cost") {
+        None => {}
+        Some(AttrValue::M(costs)) => {
+            for (name, v) in costs {
+                let AttrValue::S(text) = v else {
+                    return Err(format!("cost of '{name}' is not a string"));
+                };
+                let parts: Vec<&str> = text.split('/').collect();
+                let [window, slice, cost] = parts[..] else {
+                    return Err(format!("cost of '{name}' is not window/slice/cost"));
+                };
+                let bad = || format!("cost of '{name}' = '{text}' is not window/slice/cost");
+                let c = Counted {
+                    window: window_of(window)?,
+                    slice: slice.parse().map_err(|_| bad())?,
+                    cost: cost.parse().ok().filter(|c| *c >= 0).ok_or_else(bad)?,
+                };
+                counted.insert(name.clone(), c);
+            }
+        }
+        Some(_) => return Err("cost is not a map".into()),
+    }
+    Ok(Hold {
+        expires_at: n(m, "exp")?,
+        created_at: n(m, "at")?,
+        holder,
+        slots,
+        counted,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zae_limiter_engine::rolling::RollingLimit;
+
+    fn sample() -> RuntimeState {
+        let limit = RollingLimit::new(Window::Minute, 30_000).unwrap();
+        let mut rpm = limit.empty_state();
+        limit.consume(&mut rpm, 3_000, 1_796_205_600_500).unwrap();
+        limit.consume(&mut rpm, 1_000, 1_796_205_612_000).unwrap();
+        let mut st = RuntimeState::empty("user-1", "openai/gpt-4");
+        st.version = 7;
+        st.updated_at = 1_796_205_612_000;
+        st.rolling.insert("rpm".into(), rpm);
+        st.holds.insert(
+            "AAAAAAAAAAAAAAAAAAAAAA".into(),
+            Hold {
+                expires_at: 1_796_205_900_000,
+                created_at: 1_796_205_600_000,
+                holder: Some("host-1 pid 42".into()),
+                slots: BTreeSet::from(["jobs".to_string()]),
+                counted: BTreeMap::from([(
+                    "rpm".to_string(),
+                    Counted {
+                        window: RollingWindow::Minute,
+                        slice: 1_796_205_600,
+                        cost: 3_000,
+                    },
+                )]),
+            },
+        );
+        st.holds.insert(
+            "BBBBBBBBBBBBBBBBBBBBBA".into(),
+            Hold {
+                expires_at: 1_796_205_700_000,
+                created_at: 1_796_205_600_000,
+                holder: None,
+                slots: BTreeSet::from(["jobs".to_string()]),
+                counted: BTreeMap::new(),
+            },
+        );
+        st.closed.insert(
+            "CCCCCCCCCCCCCCCCCCCCCA".into(),
+            Closed {
+                how: Closing::Committed,
+                at: 1_796_205_610_000,
+                expires_at: 1_796_205_950_000,
+            },
+        );
+        st
+    }
+
+    #[test]
+    fn round_trips_through_the_documented_layout() {
+        let st = sample();
+        let item = st.to_item("lum6SW9LwCI", 1_796_205_612_000);
+        assert_eq!(
+            item["PK"],
+            AttrValue::s("lum6SW9LwCI/RUNTIME#user-1#openai/gpt-4")
+        );
+        assert_eq!(item["SK"], AttrValue::s("#STATE"));
+        assert_eq!(item["GSI4PK"], AttrValue::s("lum6SW9LwCI"));
+        assert_eq!(item["GSI4SK"], item["PK"]);
+        assert!(!item
+            .keys()
+            .any(|k| k.starts_with("GSI1") || k.starts_with("GSI2") || k.starts_with("GSI3")));
+        assert_eq!(
+            item["rw_rpm"],
+            AttrValue::s("minute/1796205612/48:3000,60:1000")
+        );
+        // The closed reservation is remembered longest: until 1_796_205_950 s.
+        assert_eq!(item["ttl"], AttrValue::n(1_796_205_950 + 1 + 60));
+        assert_eq!(RuntimeState::from_item(&item), Ok(st));
+    }
+
+    #[test]
+    fn idle_state_expires_a_grace_after_now() {
+        let st = RuntimeState::empty("u", "r");
+        let item = st.to_item("ns", 10_500);
+        assert_eq!(item["ttl"], AttrValue::n(10 + 1 + 60));
+        assert_eq!(st.last_relevant_ms(), None);
+    }
+
+    #[test]
+    fn a_damaged_item_is_an_error_not_an_empty_state() {
+        let good = sample().to_item("n", 0);
+        let damage: Vec<(&str, Option<AttrValue>)> = vec![
+            ("version", None),
+            ("version", Some(AttrValue::s("7"))),
+            ("kind", Some(AttrValue::s("cooldown"))),
+            ("rw_rpm", Some(AttrValue::s("month/1/0:1"))),
+            ("rw_rpm", Some(AttrValue::s("minute/x/0:1"))),
+            ("rw_rpm", Some(AttrValue::s("minute/1/61:1"))),
+            ("rw_rpm", Some(AttrValue::s("minute/1/5:1,5:2"))),
+            ("rw_rpm", Some(AttrValue::s("minute/1/5:-1"))),
+            ("rw_rpm", Some(AttrValue::n(3))),
+            ("holds", Some(AttrValue::s("x"))),
+            (
+                "closed",
+                Some(AttrValue::M(BTreeMap::from([(
+                    "t".to_string(),
+                    AttrValue::M(BTreeMap::from([("how".to_string(), AttrValue::s("lost"))])),
+                )]))),
+            ),
+        ];
+        for (attr, value) in damage {
+            let mut bad = good.clone();
+            match &value {
+                Some(v) => bad.insert(attr.to_string(), v.clone()),
+                None => bad.remove(attr),
+            };
+            assert!(
+                RuntimeState::from_item(&bad).is_err(),
+                "{attr} = {value:?} was accepted"
+            );
+        }
+        let AttrValue::M(mut holds) = good["holds"].clone() else {
+            panic!()
+        };
+        let AttrValue::M(mut h) = holds["AAAAAAAAAAAAAAAAAAAAAA"].clone() else {
+            panic!()
+        };
+        h.insert(
+            "cost".into(),
+            AttrValue::M(BTreeMap::from([(
+                "rpm".to_string(),
+                AttrValue::s("minute/1"),
+            )])),
+        );
+        holds.insert("AAAAAAAAAAAAAAAAAAAAAA".into(), AttrValue::M(h));
+        let mut bad = good;
+        bad.insert("holds".into(), AttrValue::M(holds));
+        assert!(RuntimeState::from_item(&bad)
+            .unwrap_err()
+            .contains("window/slice/cost"));
+    }
+}

@@ -1,0 +1,528 @@
+//! What a newcomer meets first: where `--local` may stand, read-only commands
+//! on a read-only directory, and errors that say what is wrong in one line
+//! (DynamoDB setup, manifests with huge lines or a NUL byte, bad traces).
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::{outcome, zae_limiter};
+
+fn quickstart() -> String {
+    std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/manifests/valid/quickstart.yaml"),
+    )
+    .unwrap()
+}
+
+fn run_in(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let mut cmd = zae_limiter();
+    cmd.current_dir(dir).args(args).envs(env.iter().copied());
+    outcome(cmd.output().unwrap())
+}
+
+/// `--local` takes a path only as `--local=PATH`, so it may stand before or
+/// after positionals without swallowing one; ZAEL_LOCAL_STORE is the default
+/// for a bare `--local` and selects the local store alone; `--local=PATH` wins.
+#[test]
+fn local_may_stand_anywhere_and_never_swallows_an_argument() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("a.yaml"), quickstart()).unwrap();
+    std::fs::write(
+        d.join("b.yaml"),
+        quickstart().replace("capacity: 2000", "capacity: 3000"),
+    )
+    .unwrap();
+    // The default store gets b.yaml (burst 3,000), a.sqlite gets a.yaml (2,000).
+    for args in [
+        &["limits", "apply", "-n", "demo", "-f", "b.yaml", "--local"][..],
+        &[
+            "limits",
+            "apply",
+            "-n",
+            "demo",
+            "-f",
+            "a.yaml",
+            "--local=a.sqlite",
+        ],
+    ] {
+        let (code, _, err) = run_in(d, args, &[]);
+        assert_eq!(code, 0, "{args:?}: {err}");
+    }
+    assert!(d.join(".zae-limiter/local.sqlite").exists() && d.join("a.sqlite").exists());
+    let default_store = "rpm: 1,000/min (burst: 3,000)";
+    let a_store = "rpm: 1,000/min (burst: 2,000)";
+    /// Arguments, environment, and the store the output must come from.
+    type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
+    let cases: &[Case<'_>] = &[
+        (
+            &[
+                "entity",
+                "get-limits",
+                "--local",
+                "user-premium",
+                "-r",
+                "gpt-4",
+                "-n",
+                "demo",
+            ],
+            &[],
+            default_store,
+        ),
+        (
+            &[
+                "entity",
+                "get-limits",
+                "user-premium",
+                "--local",
+                "-r",
+                "gpt-4",
+                "-n",
+                "demo",
+            ],
+            &[],
+            default_store,
+        ),
+        (
+            &[
+                "entity",
+                "get-limits",
+                "user-premium",
+                "-r",
+                "gpt-4",
+                "-n",
+                "demo",
+                "--local",
+            ],
+            &[],
+            default_store,
+        ),
+        (
+            &[
+                "entity",
+                "get-limits",
+                "--local=a.sqlite",
+                "user-premium",
+                "-r",
+                "gpt-4",
+                "-n",
+                "demo",
+            ],
+            &[],
+            a_store,
+        ),
+        (
+            &[
+                "entity",
+                "get-limits",
+                "user-premium",
+                "-r",
+                "gpt-4",
+                "-n",
+                "demo",
+                "--local=a.sqlite",
+            ],
+            &[],
+            a_store,
+        ),
+        (
+            &[
+                "entity",
+                "get-limits",
+                "user-premium",
+                "-r",
+                "gpt-4",
+                "-n",
+                "demo",
+            ],
+            &[("ZAEL_LOCAL_STORE", "a.sqlite")],
+            a_store,
+        ),
+        (
+            &[
+                "entity",
+                "get-limits",
+                "--local",
+                "user-premium",
+                "-r",
+                "gpt-4",
+                "-n",
+                "demo",
+            ],
+            &[("ZAEL_LOCAL_STORE", "a.sqlite")],
+            a_store,
+        ),
+        (
+            &[
+                "entity",
+                "get-limits",
+                "--local=.zae-limiter/local.sqlite",
+                "user-premium",
+                "-r",
+                "gpt-4",
+                "-n",
+                "demo",
+            ],
+            &[("ZAEL_LOCAL_STORE", "a.sqlite")],
+            default_store,
+        ),
+    ];
+    for (args, env, want) in cases {
+        let (code, out, err) = run_in(d, args, env);
+        assert_eq!(code, 0, "{args:?} {env:?}: {err}");
+        assert!(
+            out.contains(want),
+            "{args:?} {env:?}: read the wrong store:\n{out}"
+        );
+    }
+    // A scope right after --local is the scope, not a store path.
+    let (code, out, err) = run_in(
+        d,
+        &[
+            "cooldown",
+            "check",
+            "--local",
+            "openai/acct-42",
+            "-n",
+            "demo",
+        ],
+        &[],
+    );
+    assert_eq!((code, err.as_str()), (0, ""), "{out}");
+    assert_eq!(out, "go: no cooldown recorded for openai/acct-42\n");
+    // The spaced form is refused as a usage error, never read as a path.
+    let (code, _, err) = run_in(
+        d,
+        &[
+            "entity",
+            "get-limits",
+            "user-premium",
+            "-n",
+            "demo",
+            "--local",
+            "a.sqlite",
+        ],
+        &[],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("unexpected argument 'a.sqlite'"), "{err}");
+    assert!(!d.join("user-premium").exists());
+}
+
+/// A store in a directory this process may not write: every read-only
+/// command still reads it (SQLite opens it read-only, immutable when it cannot
+/// create its -shm file), and nothing is written there. As root, whom
+/// permissions do not stop, the commands run as `nobody` through setpriv.
+#[test]
+fn read_only_commands_work_on_a_store_in_a_read_only_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let store_dir = dir.path().join("ro");
+    std::fs::create_dir(&store_dir).unwrap();
+    let store = store_dir.join("limits.sqlite");
+    let manifest = dir.path().join("limits.yaml");
+    std::fs::write(&manifest, quickstart()).unwrap();
+    let local = format!("--local={}", store.display());
+    let m = manifest.to_str().unwrap();
+    let (code, _, err) = run_in(
+        dir.path(),
+        &["limits", "apply", "-n", "demo", "-f", m, &local],
+        &[],
+    );
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = run_in(
+        dir.path(),
+        &[
+            "cooldown",
+            "record",
+            "p/a",
+            "--resets-in-seconds",
+            "60",
+            "-n",
+            "demo",
+            &local,
+        ],
+        &[],
+    );
+    assert_eq!(code, 0, "{err}");
+    // Read-only for the commands below.
+    use std::os::unix::fs::PermissionsExt;
+    let root = running_as_root();
+    let as_reader = |args: &[&str]| -> Command {
+        let mut cmd = if root {
+            let mut c = Command::new("setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+                .arg(env!("CARGO_BIN_EXE_zae-limiter"));
+            c
+        } else {
+            Command::new(env!("CARGO_BIN_EXE_zae-limiter"))
+        };
+        cmd.args(args)
+            .arg(&local)
+            .current_dir("/")
+            .env_remove("ZAEL_LOCAL_STORE")
+            .env_remove("ZAEL_STACK");
+        cmd
+    };
+    if root {
+        if Command::new("setpriv").arg("--version").output().is_err() {
+            assert!(
+                std::env::var("ZAEL_REQUIRE_INTEROP").as_deref() != Ok("1"),
+                "setpriv (util-linux) is needed to run as nobody"
+            );
+            eprintln!("skipped: running as root without setpriv");
+            return;
+        }
+        // nobody may enter and read, not write.
+        for p in [dir.path(), &store_dir] {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        std::fs::set_permissions(&store, std::fs::Permissions::from_mode(0o644)).unwrap();
+    } else {
+        std::fs::set_permissions(&store_dir, std::fs::Permissions::from_mode(0o555)).unwrap();
+    }
+    let before: Vec<_> = std::fs::read_dir(&store_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    let checks: &[(&[&str], i32, &str)] = &[
+        (
+            &[
+                "entity",
+                "get-limits",
+                "user-premium",
+                "-r",
+                "gpt-4",
+                "-n",
+                "demo",
+            ],
+            0,
+            "burst: 2,000",
+        ),
+        (
+            &["resource", "get-defaults", "gpt-4", "-n", "demo"],
+            0,
+            "rpm",
+        ),
+        (&["system", "get-defaults", "-n", "demo"], 0, "rpm"),
+        (&["namespace", "list", "-n", "demo"], 0, "default"),
+        (&["limits", "plan", "-n", "demo", "-f", m], 0, "No changes."),
+        (
+            &["limits", "diff", "-n", "demo", "-f", m],
+            0,
+            "No drift detected.",
+        ),
+        (&["cooldown", "check", "p/a", "-n", "demo"], 75, "wait"),
+        (&["cooldown", "list", "-n", "demo"], 0, "p/a"),
+    ];
+    for (args, want_code, want) in checks {
+        let (code, out, err) = outcome(as_reader(args).output().unwrap());
+        assert_eq!(code, *want_code, "{args:?}: {err}");
+        assert!(out.contains(want), "{args:?}: {out}");
+    }
+    // A write is refused with an error, not a panic or a partial write.
+    let (code, _, err) = outcome(
+        as_reader(&[
+            "cooldown",
+            "record",
+            "p/b",
+            "--resets-in-seconds",
+            "60",
+            "-n",
+            "demo",
+        ])
+        .output()
+        .unwrap(),
+    );
+    assert_eq!(code, 1, "{err}");
+    let after: Vec<_> = std::fs::read_dir(&store_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(before, after);
+    std::fs::set_permissions(&store_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+fn running_as_root() -> bool {
+    // `id -u` rather than libc: the test crate has no libc dependency.
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+/// Misconfigured DynamoDB access is one line that says what to set, and for
+/// a local server that it needs a region and credentials too.
+#[cfg(feature = "dynamodb")]
+#[test]
+fn dynamodb_setup_errors_are_one_clear_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = |cmd: &mut Command| {
+        cmd.current_dir(dir.path())
+            .env_remove("AWS_REGION")
+            .env_remove("AWS_DEFAULT_REGION")
+            .env_remove("AWS_ACCESS_KEY_ID")
+            .env_remove("AWS_SECRET_ACCESS_KEY")
+            .env_remove("AWS_SESSION_TOKEN")
+            .env_remove("AWS_PROFILE")
+            .env("AWS_CONFIG_FILE", "/dev/null")
+            .env("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
+            .env("AWS_EC2_METADATA_DISABLED", "true");
+    };
+    let run = |args: &[&str], env: &[(&str, &str)]| {
+        let mut cmd = zae_limiter();
+        base(&mut cmd);
+        cmd.args(args).envs(env.iter().copied());
+        outcome(cmd.output().unwrap())
+    };
+    let endpoint = ["--endpoint-url", "http://127.0.0.1:9"];
+    let create = ["table", "create", "-n", "dev", endpoint[0], endpoint[1]];
+    let (code, _, err) = run(&create, &[]);
+    assert_eq!(code, 1);
+    assert!(err.starts_with("Error: no AWS region configured"), "{err}");
+    assert!(
+        err.contains("local DynamoDB server") && err.contains("AWS_ACCESS_KEY_ID=x"),
+        "{err}"
+    );
+    let (code, _, err) = run(&create, &[("AWS_REGION", "us-east-1")]);
+    assert_eq!(code, 1);
+    assert!(
+        err.starts_with("Error: no AWS credentials found for CreateTable"),
+        "{err}"
+    );
+    assert!(err.contains("AWS_SECRET_ACCESS_KEY=x"), "{err}");
+    for (url, why) in [
+        ("not a url", "http:// or https://"),
+        ("http://h:99999", "port"),
+    ] {
+        let (code, _, err) = run(
+            &["entity", "get-limits", "u", "--endpoint-url", url],
+            &[
+                ("AWS_REGION", "us-east-1"),
+                ("AWS_ACCESS_KEY_ID", "x"),
+                ("AWS_SECRET_ACCESS_KEY", "x"),
+            ],
+        );
+        assert_eq!(code, 1, "{err}");
+        assert!(
+            err.starts_with("Error: invalid --endpoint-url") && err.contains(why),
+            "{err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+    for (_, _, err) in [
+        run(&create, &[]),
+        run(&create, &[("AWS_REGION", "us-east-1")]),
+    ] {
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+}
+
+/// A 5 MB line is shown around the error, not echoed whole; a NUL byte is
+/// named as a control character (no advice about tabs) and shown visibly.
+#[test]
+fn manifest_errors_stay_readable_on_huge_lines_and_control_characters() {
+    let dir = tempfile::tempdir().unwrap();
+    let huge = dir.path().join("huge.yaml");
+    std::fs::write(
+        &huge,
+        format!(
+            "namespace: default\nresources:\n  gpt-4:\n    limits:\n      rpm: {{capacity: 0, x: \"{}\"}}\n",
+            "a".repeat(5_000_000)
+        ),
+    )
+    .unwrap();
+    let (code, out, _) = run_in(dir.path(), &["limits", "validate", "huge.yaml"], &[]);
+    assert_eq!(code, 1);
+    assert!(out.len() < 4_000, "{} bytes of output", out.len());
+    assert!(
+        out.contains("unknown key `x`") && out.contains('…'),
+        "{out}"
+    );
+
+    std::fs::write(
+        dir.path().join("nul.yaml"),
+        b"namespace: default\nresources:\n  gp\0t: {}\n",
+    )
+    .unwrap();
+    let (code, out, _) = run_in(dir.path(), &["limits", "validate", "nul.yaml"], &[]);
+    assert_eq!(code, 1);
+    assert!(!out.contains("indentation"), "{out}");
+    assert!(
+        out.contains("control character") && out.contains("gp\u{2400}t"),
+        "{out}"
+    );
+}
+
+/// Trace errors in the trace's own terms.
+#[test]
+fn trace_errors_name_the_problem_not_the_parser() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("limits.yaml"), quickstart()).unwrap();
+    std::fs::write(
+        d.join("frac.jsonl"),
+        "{\"timestamp\": 1796292556430.5, \"cost\": {\"rpm\": 1}}\n",
+    )
+    .unwrap();
+    std::fs::write(d.join("empty.csv"), "").unwrap();
+    let sim = |trace: &str| {
+        run_in(
+            d,
+            &[
+                "limits",
+                "simulate",
+                "-f",
+                "limits.yaml",
+                "-e",
+                "u",
+                "-r",
+                "gpt-4",
+                "--trace",
+                trace,
+            ],
+            &[],
+        )
+    };
+    let (code, _, err) = sim("frac.jsonl");
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("line 1: timestamp 1796292556430.5 is not a whole number of milliseconds"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("untagged") && !err.contains("variant"),
+        "{err}"
+    );
+    let (code, _, err) = sim("empty.csv");
+    assert_eq!(code, 1);
+    assert_eq!(
+        err,
+        "Error: empty.csv: the CSV trace is empty (no header, no request): start it with a header line such as `timestamp,op,hold,rpm,tpm`, then one line per request\n"
+    );
+}
+
+/// Every command that takes --detailed-exitcode documents its 2 in the
+/// exit status of its --help.
+#[test]
+fn detailed_exitcode_2_is_documented_where_it_applies() {
+    for cmd in ["plan", "diff", "apply"] {
+        let (code, help, _) = outcome(
+            zae_limiter()
+                .args(["limits", cmd, "--help"])
+                .output()
+                .unwrap(),
+        );
+        assert_eq!(code, 0);
+        let status = help
+            .split("Exit status:")
+            .nth(1)
+            .unwrap_or_else(|| panic!("limits {cmd} --help has no exit status:\n{help}"));
+        let status = status.split("\n\n").next().unwrap().replace('\n', " ");
+        assert!(
+            status.contains("--detailed-exitcode") && status.contains(" 2 "),
+            "limits {cmd}: {status}"
+        );
+    }
+}

@@ -1,0 +1,664 @@
+//! `zae-limiter acquire` and `reservation release|commit|extend` across real
+//! processes on every store available (the local store always, DynamoDB on
+//! moto when `ZAEL_TEST_DYNAMODB_ENDPOINT` is set): many processes at once
+//! against concurrency and rolling limits, a holder killed with `kill -9`,
+//! heartbeats, retry-after, limits changed by `limits apply`, errors and
+//! `on_unavailable`. "Now" is `ZAEL_NOW` in every process.
+
+mod backends;
+
+use std::process::{Child, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use backends::{backends, describe, Backend};
+use serde_json::Value;
+use zae_limiter::clock::rfc3339;
+use zae_limiter::store::{AttrValue, Key, WriteOp};
+
+/// The scenarios' epoch: 2026-12-02T10:00:00Z.
+const T0_MS: i64 = 1_796_205_600_000;
+
+/// `ZAEL_NOW` at `offset_ms` after the epoch.
+fn at(offset_ms: i64) -> String {
+    rfc3339(T0_MS + offset_ms)
+}
+
+fn code(out: &Output) -> i32 {
+    out.status.code().unwrap_or(-1)
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The runtime commands on a [`Backend`].
+impl Backend {
+    /// `limits apply` of a manifest text to this store.
+    fn apply(&self, manifest: &str) {
+        let path = self.dir.path().join("limits.yaml");
+        std::fs::write(&path, manifest).expect("write manifest");
+        let path = path.display().to_string();
+        let mut args = self.with_flags(&["limits", "apply", "-f", &path]);
+        if self.endpoint.is_none() {
+            args.extend(["-n", &self.table]);
+        }
+        let out = self.run(&at(0), &args);
+        assert_eq!(code(&out), 0, "[{}] apply:\n{}", self.label, describe(&out));
+    }
+
+    /// `ARGS… <store flags>` at `now_ms` after the epoch.
+    fn zl(&self, now_ms: i64, args: &[&str]) -> Output {
+        self.run(&at(now_ms), &self.with_flags(args))
+    }
+
+    /// Like [`Backend::zl`], asserting the exit code.
+    fn expect(&self, want: i32, now_ms: i64, args: &[&str]) -> Output {
+        let out = self.zl(now_ms, args);
+        assert_eq!(
+            code(&out),
+            want,
+            "[{}] {args:?} at {}:\n{}",
+            self.label,
+            at(now_ms),
+            describe(&out)
+        );
+        out
+    }
+
+    /// `acquire ENTITY -r RESOURCE EXTRA… --format json`, asserting the exit code.
+    fn acquire(
+        &self,
+        want: i32,
+        now_ms: i64,
+        entity: &str,
+        resource: &str,
+        extra: &[&str],
+    ) -> Value {
+        let mut args = vec!["acquire", entity, "-r", resource, "--format", "json"];
+        args.extend_from_slice(extra);
+        let out = self.expect(want, now_ms, &args);
+        serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("[{}] not JSON ({e}):\n{}", self.label, describe(&out)))
+    }
+
+    /// `n` processes of `ARGS… <store flags>` started together at `now_ms`.
+    fn at_once(&self, n: usize, now_ms: i64, args: &[&str]) -> Vec<Output> {
+        let now = at(now_ms);
+        let children: Vec<Child> = (0..n)
+            .map(|_| {
+                self.command(&now, &self.with_flags(args))
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .expect("spawn zae-limiter")
+            })
+            .collect();
+        children
+            .into_iter()
+            .map(|c| c.wait_with_output().expect("wait for zae-limiter"))
+            .collect()
+    }
+
+    /// The state item of (entity, resource), as stored.
+    fn state_item(&self, entity: &str, resource: &str) -> Option<zae_limiter::store::Item> {
+        let ns = self.namespace_id("default");
+        let key = Key::new(format!("{ns}/RUNTIME#{entity}#{resource}"), "#STATE");
+        self.store().get(&key, true).expect("read state")
+    }
+}
+
+/// The reservation ids of the processes that got one (exit 0, the id alone on stdout).
+fn granted(b: &Backend, outs: &[Output]) -> Vec<String> {
+    for o in outs {
+        assert!(
+            matches!(code(o), 0 | 75),
+            "[{}] a reservation neither granted nor refused:\n{}",
+            b.label,
+            describe(o)
+        );
+    }
+    outs.iter()
+        .filter(|o| code(o) == 0)
+        .map(|o| stdout(o).trim().to_string())
+        .collect()
+}
+
+/// `n` slots held `ttl` seconds on `resource`.
+fn slots_level(resource: &str, n: u64, ttl: u64) -> String {
+    format!(
+        "namespace: default\nresources:\n  {resource}:\n    limits:\n      in_flight: {{concurrency: {n}, hold_ttl_seconds: {ttl}}}\n"
+    )
+}
+
+#[test]
+fn sixteen_processes_reserving_three_slots_get_exactly_three() {
+    for b in backends("rt-slots") {
+        b.apply(&slots_level("batch", 3, 60));
+        let reserve = ["acquire", "worker", "-r", "batch", "--mode", "reserve"];
+        let outs = b.at_once(16, 0, &reserve);
+        let mut ids = granted(&b, &outs);
+        assert_eq!(ids.len(), 3, "[{}] ids {ids:?}", b.label);
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), 3, "[{}] the ids are distinct", b.label);
+        for o in outs.iter().filter(|o| code(o) == 75) {
+            let why = stderr(o);
+            assert!(
+                why.contains(
+                    "in_flight (concurrency): 0 of 3 slots free: REFUSED, admits it again in 60 s"
+                ),
+                "[{}] {why}",
+                b.label
+            );
+            assert!(stdout(o).is_empty(), "a refusal prints no id");
+        }
+        // One release: exactly one more of eight.
+        let out = b.expect(0, 1_000, &["reservation", "release", &ids[0]]);
+        assert!(
+            stdout(&out).starts_with("released z1."),
+            "{}",
+            describe(&out)
+        );
+        let more = granted(&b, &b.at_once(8, 2_000, &reserve));
+        assert_eq!(more.len(), 1, "[{}] after one release: {more:?}", b.label);
+        // Releasing twice is harmless and says so.
+        let again = b.expect(0, 3_000, &["reservation", "release", &ids[0]]);
+        assert!(
+            stdout(&again).contains("already released at 2026-12-02T10:00:01Z"),
+            "{}",
+            describe(&again)
+        );
+    }
+}
+
+#[test]
+fn a_holder_killed_with_kill_9_frees_its_slot_at_its_ttl_and_not_before() {
+    use std::os::unix::process::CommandExt;
+    for b in backends("rt-kill") {
+        b.apply(&slots_level("job", 1, 30));
+        let id_file = b.dir.path().join("id");
+        // The README's recipe: reserve, release in a trap, work. kill -9 skips the trap.
+        let script = format!(
+            "id=$(\"$ZL\" acquire worker -r job --mode reserve $FLAGS) || exit 75\n\
+             trap '\"$ZL\" reservation release \"$id\" $FLAGS' EXIT\n\
+             echo \"$id\" > {}\n\
+             sleep 600\n",
+            id_file.display()
+        );
+        let mut holder = b
+            .shell(&at(0), &script)
+            .process_group(0)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start the holder");
+        let started = Instant::now();
+        let id = loop {
+            let text = std::fs::read_to_string(&id_file).unwrap_or_default();
+            if text.ends_with('\n') {
+                break text.trim().to_string();
+            }
+            if let Ok(Some(status)) = holder.try_wait() {
+                panic!("[{}] the holder exited early: {status}", b.label);
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "no reservation"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let pgid = holder.id().to_string();
+        let killed = std::process::Command::new("kill")
+            .args(["-9", "--", &format!("-{pgid}")])
+            .status()
+            .expect("kill");
+        assert!(killed.success());
+        let status = holder.wait().expect("reap the holder");
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(9)
+        );
+        // The trap never ran: the slot stays held until the hold's TTL, and not longer.
+        let d = b.acquire(75, 1, "worker", "job", &["--mode", "reserve"]);
+        assert_eq!(d["retry_after_ms"], 29_999, "[{}] {d}", b.label);
+        b.acquire(75, 29_999, "worker", "job", &["--mode", "reserve"]);
+        b.acquire(0, 30_000, "worker", "job", &["--mode", "reserve"]);
+        // The dead holder's reservation is gone: releasing it is an error, not a success.
+        let out = b.expect(1, 30_001, &["reservation", "release", &id]);
+        assert!(stderr(&out).contains("is not open"), "{}", describe(&out));
+    }
+}
+
+#[test]
+fn extend_keeps_a_slot_past_its_first_ttl() {
+    for b in backends("rt-extend") {
+        b.apply(&slots_level("job", 1, 30));
+        let d = b.acquire(
+            0,
+            0,
+            "worker",
+            "job",
+            &["--mode", "reserve", "--ttl", "10s"],
+        );
+        let id = d["reservation"]["id"].as_str().expect("an id").to_string();
+        assert_eq!(d["reservation"]["expires_at"], at(10_000));
+        let out = b.expect(
+            0,
+            8_000,
+            &[
+                "reservation",
+                "extend",
+                &id,
+                "--ttl",
+                "10s",
+                "--format",
+                "json",
+            ],
+        );
+        let x: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        assert_eq!(x["expires_at"], at(18_000), "{x}");
+        // Past its first TTL the slot is still held, until the heartbeat's.
+        let refused = b.acquire(75, 12_000, "worker", "job", &["--mode", "reserve"]);
+        assert_eq!(refused["retry_after_ms"], 6_000);
+        b.expect(0, 17_000, &["reservation", "extend", &id, "--ttl", "5s"]);
+        b.acquire(75, 18_000, "worker", "job", &["--mode", "reserve"]);
+        b.acquire(0, 22_000, "worker", "job", &["--mode", "reserve"]);
+        // A heartbeat cannot revive an expired hold; a TTL over an hour is refused.
+        let out = b.expect(1, 22_001, &["reservation", "extend", &id, "--ttl", "10s"]);
+        assert!(stderr(&out).contains("expired"), "{}", describe(&out));
+        b.expect(2, 22_001, &["reservation", "extend", &id, "--ttl", "61m"]);
+    }
+}
+
+const ROLLING: &str = "\
+namespace: default
+resources:
+  api:
+    limits:
+      rpm: {capacity: 30, window: minute, rolling: true}
+";
+
+#[test]
+fn a_rolling_window_under_eight_processes_never_admits_more_than_its_amount() {
+    for b in backends("rt-rolling") {
+        b.apply(ROLLING);
+        let mut calls: Vec<(i64, bool)> = Vec::new();
+        // Two minutes in steps that land all over the one-second slices.
+        for k in 0..=40i64 {
+            let t = k * 3_000 + (k % 3) * 370;
+            for o in b.at_once(8, t, &["acquire", "client", "-r", "api"]) {
+                assert!(matches!(code(&o), 0 | 75), "[{}] {}", b.label, describe(&o));
+                calls.push((t, code(&o) == 0));
+            }
+        }
+        let admitted: Vec<i64> = calls.iter().filter(|c| c.1).map(|c| c.0).collect();
+        let in_span = |from_excl: i64, to: i64| {
+            admitted
+                .iter()
+                .filter(|&&a| a > from_excl && a <= to)
+                .count()
+        };
+        // No 60-second window holds more than 30 (the fullest ends at an admission).
+        for &t in &admitted {
+            assert!(
+                in_span(t - 60_000, t) <= 30,
+                "[{}] {} in the minute to {t}",
+                b.label,
+                in_span(t - 60_000, t)
+            );
+        }
+        // No refusal comes more than one slice early: exact counting over the
+        // last 61 s (the window plus the oldest slice, counted whole) is full.
+        for &(t, ok) in &calls {
+            if !ok {
+                assert!(
+                    in_span(t - 61_000, t) >= 30,
+                    "[{}] refused at {t} with {} counted",
+                    b.label,
+                    in_span(t - 61_000, t)
+                );
+            }
+        }
+        // The window rolled: more than one minute's worth over two minutes.
+        assert!(
+            admitted.len() > 30 && admitted.len() <= 90,
+            "[{}] {} admitted",
+            b.label,
+            admitted.len()
+        );
+    }
+}
+
+const RETRY: &str = "\
+namespace: default
+resources:
+  api:
+    limits:
+      rpm: {capacity: 5, window: minute, rolling: true}
+  job:
+    limits:
+      in_flight: {concurrency: 1, hold_ttl_seconds: 30}
+";
+
+#[test]
+fn retrying_at_the_retry_after_instant_succeeds() {
+    for b in backends("rt-retry") {
+        b.apply(RETRY);
+        for i in 0..5 {
+            b.acquire(0, i * 10_300, "client", "api", &[]);
+        }
+        let d = b.acquire(75, 45_500, "client", "api", &[]);
+        let ra = d["retry_after_ms"].as_i64().expect("a retry-after");
+        assert_eq!(d["retry_after_seconds"], (ra + 999) / 1000);
+        assert_eq!(d["limits"][0]["name"], "rpm");
+        assert_eq!(d["limits"][0]["allowed"], false);
+        // The use at 0 leaves when slice 61 begins: 61 s.
+        assert_eq!(45_500 + ra, 61_000, "[{}] {d}", b.label);
+        b.acquire(75, 45_500 + ra - 1, "client", "api", &["--mode", "preview"]);
+        let ok = b.acquire(0, 45_500 + ra, "client", "api", &[]);
+        assert_eq!(ok["limits"][0]["remaining"], 0);
+        // The same for a slot: the earliest hold's expiry.
+        b.acquire(0, 0, "worker", "job", &["--mode", "reserve"]);
+        let d = b.acquire(75, 5_500, "worker", "job", &["--mode", "reserve"]);
+        let ra = d["retry_after_ms"].as_i64().expect("a retry-after");
+        assert_eq!((ra, d["retry_after_seconds"].as_i64()), (24_500, Some(25)));
+        b.acquire(75, 5_500 + ra - 1, "worker", "job", &[]);
+        b.acquire(0, 5_500 + ra, "worker", "job", &["--mode", "reserve"]);
+    }
+}
+
+/// A rolling minute of `rpm` and `slots` concurrent on resource `api`.
+fn api_level(rpm: u64, slots: u64) -> String {
+    format!(
+        "namespace: default\nresources:\n  api:\n    limits:\n      rpm: {{capacity: {rpm}, window: minute, rolling: true}}\n      in_flight: {{concurrency: {slots}}}\n"
+    )
+}
+
+const REPLACED: &str = "\
+namespace: default
+resources:
+  api:
+    limits:
+      rph: {capacity: 100, window: hour, rolling: true}
+";
+
+#[test]
+fn a_limit_lowered_by_apply_is_enforced_by_the_next_acquire() {
+    for b in backends("rt-lower") {
+        b.apply(&api_level(10, 3));
+        for i in 0..4 {
+            b.acquire(0, i * 100, "client", "api", &[]);
+        }
+        let r1 = b.acquire(0, 1_000, "client", "api", &["--mode", "reserve"]);
+        b.acquire(0, 1_000, "client", "api", &["--mode", "reserve"]);
+        // 6 counted of 10, 2 of 3 slots held: one more of each would fit.
+        b.apply(&api_level(5, 2));
+        let d = b.acquire(75, 2_000, "client", "api", &[]);
+        let refused: Vec<&str> = d["limits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|l| l["allowed"] == false)
+            .map(|l| l["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(refused, ["in_flight", "rpm"], "[{}] {d}", b.label);
+        assert_eq!(d["limits"][1]["amount"], 5);
+        // A limit removed stops mattering, and its state is cleaned up on the next write.
+        b.apply(REPLACED);
+        let d = b.acquire(0, 3_000, "client", "api", &[]);
+        assert_eq!(d["limits"][0]["name"], "rph");
+        let item = b.state_item("client", "api").expect("state");
+        assert!(
+            item.contains_key("rw_rph") && !item.contains_key("rw_rpm"),
+            "[{}] {item:?}",
+            b.label
+        );
+        // A reservation whose limit was removed still releases (it holds no slot now).
+        let id = r1["reservation"]["id"].as_str().unwrap();
+        let out = b.expect(0, 4_000, &["reservation", "release", id]);
+        assert!(stdout(&out).contains("held no slot"), "{}", describe(&out));
+    }
+}
+
+#[test]
+fn commit_corrects_the_counted_cost_within_its_window() {
+    for b in backends("rt-commit") {
+        b.apply(
+            "namespace: default\nresources:\n  llm:\n    limits:\n      tokens: {capacity: 1000, window: minute, rolling: true}\n      in_flight: {concurrency: 2}\n",
+        );
+        let r = b.acquire(
+            0,
+            0,
+            "svc",
+            "llm",
+            &["--mode", "reserve", "--cost", "tokens=800"],
+        );
+        let id = r["reservation"]["id"].as_str().unwrap().to_string();
+        b.acquire(75, 1_000, "svc", "llm", &["--cost", "tokens=300"]);
+        let out = b.expect(
+            0,
+            2_000,
+            &[
+                "reservation",
+                "commit",
+                &id,
+                "--cost",
+                "tokens=250",
+                "--format",
+                "json",
+            ],
+        );
+        let c: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(c["result"], "committed");
+        assert_eq!(
+            c["corrections"][0],
+            serde_json::json!({"name": "tokens", "counted": 800, "actual": 250, "applied": true})
+        );
+        let d = b.acquire(0, 3_000, "svc", "llm", &["--cost", "tokens=750"]);
+        assert_eq!(d["limits"][1]["remaining"], 0, "[{}] {d}", b.label);
+        // Committing again is harmless; a cost for a limit it did not count is an error.
+        let again = b.expect(0, 4_000, &["reservation", "commit", &id]);
+        assert!(
+            stdout(&again).contains("already committed"),
+            "{}",
+            describe(&again)
+        );
+        let r = b.acquire(
+            0,
+            5_000,
+            "svc",
+            "llm",
+            &["--mode", "reserve", "--cost", "tokens=0"],
+        );
+        let id = r["reservation"]["id"].as_str().unwrap();
+        let out = b.expect(
+            1,
+            6_000,
+            &["reservation", "commit", id, "--cost", "in_flight=1"],
+        );
+        assert!(
+            stderr(&out).contains("did not count limit 'in_flight'"),
+            "{}",
+            describe(&out)
+        );
+    }
+}
+
+#[test]
+fn bad_requests_are_errors_and_never_an_allow() {
+    for b in backends("rt-errors") {
+        b.apply(ROLLING);
+        let cases: [(&[&str], i32, &str); 8] = [
+            (
+                &["acquire", "c", "-r", "api", "-N", "nope"],
+                1,
+                "namespace 'nope' is not registered",
+            ),
+            (
+                &["acquire", "c", "-r", "nothing-here"],
+                1,
+                "no limits are defined for entity 'c' on resource 'nothing-here'",
+            ),
+            (
+                &["acquire", "c", "-r", "api", "--cost", "rmp=1"],
+                1,
+                "'rmp' is not a limit of the resource level (its limits: rpm)",
+            ),
+            (
+                &["acquire", "c", "-r", "api", "--mode", "reserve"],
+                1,
+                "has no concurrency limit",
+            ),
+            (
+                &["acquire", "c", "-r", "api", "--ttl", "5m"],
+                2,
+                "--ttl and --holder go with --mode reserve",
+            ),
+            (&["acquire", "bad#id", "-r", "api"], 1, "invalid entity id"),
+            (
+                &[
+                    "reservation",
+                    "release",
+                    "z1.Yw.YXBp.AAAAAAAAAAAAAAAAAAAAAA",
+                ],
+                1,
+                "is not open",
+            ),
+            (
+                &["reservation", "release", "not-an-id"],
+                1,
+                "is not a reservation id",
+            ),
+        ];
+        for (args, want, says) in cases {
+            let out = b.expect(want, 0, args);
+            assert!(
+                stderr(&out).contains(says),
+                "[{}] {args:?}:\n{}",
+                b.label,
+                describe(&out)
+            );
+            assert!(stdout(&out).is_empty(), "[{}] {args:?}", b.label);
+        }
+        assert!(
+            b.state_item("c", "api").is_none(),
+            "[{}] nothing was written",
+            b.label
+        );
+    }
+}
+
+#[test]
+fn unreadable_state_follows_on_unavailable_and_says_so() {
+    for b in backends("rt-unavail") {
+        let manifest = |policy: &str| {
+            format!("namespace: default\nsystem:\n  on_unavailable: {policy}\nresources:\n  api:\n    limits:\n      rpm: {{capacity: 5, window: minute, rolling: true}}\n")
+        };
+        b.apply(&manifest("block"));
+        b.acquire(0, 0, "c", "api", &[]);
+        let mut item = b.state_item("c", "api").expect("state");
+        item.insert("rw_rpm".into(), AttrValue::s("fortnight/1/0:1"));
+        b.store()
+            .write(WriteOp::Put {
+                item: item.clone(),
+                condition: None,
+            })
+            .expect("damage the state");
+        let out = b.expect(
+            75,
+            1_000,
+            &["acquire", "c", "-r", "api", "--format", "json"],
+        );
+        let d: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(
+            (d["allowed"].as_bool(), d["level"].as_str()),
+            (Some(false), Some("resource")),
+            "{d}"
+        );
+        assert!(
+            d["unavailable"].as_str().unwrap().contains("unreadable"),
+            "{d}"
+        );
+        assert!(
+            stderr(&out).contains("on_unavailable blocks it"),
+            "{}",
+            describe(&out)
+        );
+        b.apply(&manifest("allow"));
+        let out = b.expect(0, 2_000, &["acquire", "c", "-r", "api"]);
+        assert!(
+            stderr(&out).contains("on_unavailable allows the call unchecked"),
+            "{}",
+            describe(&out)
+        );
+        // Nothing was written over the damaged state.
+        assert_eq!(b.state_item("c", "api"), Some(item), "[{}]", b.label);
+    }
+}
+
+#[test]
+fn an_unreachable_store_blocks() {
+    // Nothing listens on port 9: the SDK's retries fail, the answer is block.
+    let b = backends::local();
+    let out = b.run(
+        &at(0),
+        &[
+            "acquire",
+            "c",
+            "-r",
+            "api",
+            "-n",
+            "unreachable",
+            "--endpoint-url",
+            "http://127.0.0.1:9",
+        ],
+    );
+    assert_eq!(code(&out), 75, "{}", describe(&out));
+    assert!(
+        stderr(&out).contains("on_unavailable blocks it"),
+        "{}",
+        describe(&out)
+    );
+    assert!(stdout(&out).is_empty(), "{}", describe(&out));
+}
+
+#[test]
+fn an_unreadable_local_store_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.sqlite");
+    std::fs::write(&path, "this is not a database, just some bytes of text").unwrap();
+    let b = backends::local();
+    let out = b.run(
+        &at(0),
+        &[
+            "acquire",
+            "c",
+            "-r",
+            "api",
+            &format!("--local={}", path.display()),
+        ],
+    );
+    assert_eq!(code(&out), 75, "{}", describe(&out));
+    assert!(
+        stderr(&out).contains("on_unavailable blocks it"),
+        "{}",
+        describe(&out)
+    );
+    // A store that does not exist is an error, not an outage.
+    let missing = dir.path().join("missing.sqlite");
+    let out = b.run(
+        &at(0),
+        &[
+            "acquire",
+            "c",
+            "-r",
+            "api",
+            &format!("--local={}", missing.display()),
+        ],
+    );
+    assert_eq!(code(&out), 1, "{}", describe(&out));
+}
