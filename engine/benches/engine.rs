@@ -93,25 +93,20 @@ fn benches(c: &mut Criterion) {
         b.iter(|| leap_ny.prev_reset_edge(black_box(NOW)))
     });
 
-    let inputs = RetryInputs {
+    // One bucket's retry inputs at NOW: single shard, the limiter's window cap.
+    let retry = |base, sched, reset_sched| RetryInputs {
         base,
-        sched: &sched,
-        reset_sched: &none,
+        sched,
+        reset_sched,
         now_ms: NOW,
         shard_count: 1,
         max_windows: 8,
     };
+    let inputs = retry(base, &sched, &none);
     c.bench_function("retry_after_with_schedule (3 entries)", |b| {
         b.iter(|| retry_after_with_schedule(black_box(5_000_000), &inputs))
     });
-    let quota = RetryInputs {
-        base: Params::new(1_000_000, 0, 1000),
-        sched: &none,
-        reset_sched: &daily,
-        now_ms: NOW,
-        shard_count: 1,
-        max_windows: 8,
-    };
+    let quota = retry(Params::new(1_000_000, 0, 1000), &none, &daily);
     c.bench_function("retry_after_with_schedule quota `0 0 * * *`", |b| {
         b.iter(|| retry_after_with_schedule(black_box(5_000), &quota))
     });

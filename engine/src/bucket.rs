@@ -79,6 +79,31 @@ pub struct Consume {
 }
 
 impl BucketState {
+    /// An empty single-shard bucket of `base`, last refilled at `now_ms`: no
+    /// schedules, no window, no consumption count, hard. Callers override
+    /// what differs with struct-update syntax (`..BucketState::empty(..)`).
+    pub fn empty(base: Params, now_ms: i64) -> BucketState {
+        BucketState {
+            tokens_milli: 0,
+            last_refill_ms: now_ms,
+            capacity_milli: base.capacity_milli,
+            refill_amount_milli: base.refill_amount_milli,
+            refill_period_ms: base.refill_period_ms,
+            total_consumed_milli: None,
+            shard_count: 1,
+            sched: Schedule::empty(),
+            reset_sched: Schedule::empty(),
+            window_start_ms: None,
+            reset_after_seconds: None,
+            window_applied_ms: None,
+            window_consumed_mark_milli: None,
+            grant_count: None,
+            topped_up_milli: None,
+            soft: false,
+            bypass: false,
+        }
+    }
+
     fn base(&self) -> Params {
         Params::new(
             self.capacity_milli,

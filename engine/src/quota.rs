@@ -168,27 +168,16 @@ pub fn slow_pass(
 mod tests {
     use super::*;
     use crate::cron::CronSpec;
+    use crate::params::Params;
     use crate::schedule::Entry;
 
     fn state(reset_sched: Schedule, rsa: Option<i64>) -> BucketState {
         BucketState {
-            tokens_milli: 0,
-            last_refill_ms: 0,
-            capacity_milli: 10_000,
-            refill_amount_milli: 0,
-            refill_period_ms: 1000,
             total_consumed_milli: Some(10_000),
-            shard_count: 1,
-            sched: Schedule::empty(),
             reset_sched,
-            window_start_ms: None,
             reset_after_seconds: rsa,
-            window_applied_ms: None,
-            window_consumed_mark_milli: None,
             grant_count: Some(1),
-            topped_up_milli: None,
-            soft: false,
-            bypass: false,
+            ..BucketState::empty(Params::new(10_000, 0, 1000), 0)
         }
     }
 

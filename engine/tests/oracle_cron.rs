@@ -10,6 +10,10 @@
 //!   replaced by one that does;
 //! * B7: names that need Unicode upper-casing (`ſep`) encode instead of failing.
 
+mod oracle_fixture;
+
+use oracle_fixture::section;
+
 use serde_json::Value;
 use zae_limiter_engine::cron::CronSpec;
 use zae_limiter_engine::encoding::{
@@ -18,19 +22,14 @@ use zae_limiter_engine::encoding::{
 use zae_limiter_engine::render::to_cron;
 use zae_limiter_engine::zone::{matches, zone};
 
-fn vectors() -> Value {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../fixtures/oracle/vectors.json"
-    );
-    let text = std::fs::read_to_string(path).expect("fixtures/oracle/vectors.json is readable");
-    serde_json::from_str(&text).expect("vectors.json is JSON")
+/// `fixtures/oracle/NAME`, parsed.
+fn json(name: &str) -> Value {
+    serde_json::from_str(&oracle_fixture::read(name))
+        .unwrap_or_else(|e| panic!("{name} is not JSON: {e}"))
 }
 
-fn section<'a>(v: &'a Value, name: &str) -> &'a Vec<Value> {
-    v[name]
-        .as_array()
-        .unwrap_or_else(|| panic!("section {name} is an array"))
+fn vectors() -> Value {
+    json("vectors.json")
 }
 
 fn list(v: &Value) -> Vec<u32> {
@@ -41,6 +40,16 @@ fn list(v: &Value) -> Vec<u32> {
         .collect()
 }
 
+/// Fails with every disagreement collected by a section's test, one a line.
+fn assert_agrees(failures: &[String]) {
+    assert!(
+        failures.is_empty(),
+        "{} disagreements:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
 fn same_meaning(a: &CronSpec, b: &CronSpec) -> bool {
     a == b
 }
@@ -48,12 +57,7 @@ fn same_meaning(a: &CronSpec, b: &CronSpec) -> bool {
 #[test]
 fn parse_section_agrees() {
     let v = vectors();
-    let cases = section(&v, "parse");
-    assert!(
-        cases.len() >= 400,
-        "parse section has {} cases",
-        cases.len()
-    );
+    let cases = section(&v, "parse", 400);
     let (mut b5, mut b6, mut b7) = (0, 0, 0);
     let mut failures = Vec::new();
     for c in cases {
@@ -191,12 +195,7 @@ fn parse_section_agrees() {
             }
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} disagreements:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    assert_agrees(&failures);
     assert!(
         b5 > 0 && b6 > 0 && b7 > 0,
         "documented-fix cases exercised: B5 {b5}, B6 {b6}, B7 {b7}"
@@ -206,8 +205,7 @@ fn parse_section_agrees() {
 #[test]
 fn match_section_agrees() {
     let v = vectors();
-    let cases = section(&v, "match");
-    assert!(cases.len() >= 2000);
+    let cases = section(&v, "match", 2000);
     let mut failures = Vec::new();
     for c in cases {
         let cron = c["cron"].as_str().expect("cron");
@@ -222,12 +220,7 @@ fn match_section_agrees() {
             ));
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} disagreements:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    assert_agrees(&failures);
 }
 
 /// A reference `ScheduleEntry` as JSON → (cron, modifier).
@@ -324,8 +317,7 @@ fn check_render(compact: &str, reference: &str) -> Result<(), String> {
 #[test]
 fn encoding_section_agrees() {
     let v = vectors();
-    let cases = section(&v, "encoding");
-    assert!(cases.len() >= 100);
+    let cases = section(&v, "encoding", 100);
     let mut failures = Vec::new();
     let mut b5 = 0;
     for c in cases {
@@ -435,19 +427,14 @@ fn encoding_section_agrees() {
             other => failures.push(format!("unknown fn {other}")),
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} disagreements:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    assert_agrees(&failures);
     assert!(b5 > 0, "B5 encode_reset case exercised");
 }
 
 #[test]
 fn entries_section_agrees() {
     let v = vectors();
-    let cases = section(&v, "entries");
+    let cases = section(&v, "entries", 1);
     let mut checked = 0;
     let mut failures = Vec::new();
     for c in cases {
@@ -505,12 +492,7 @@ fn entries_section_agrees() {
         }
     }
     assert!(checked >= 20, "checked {checked} entry cases");
-    assert!(
-        failures.is_empty(),
-        "{} disagreements:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    assert_agrees(&failures);
 }
 
 /// Every zone name the reference accepts is accepted, and its UTC offset
@@ -543,13 +525,7 @@ const VECTOR_ZONES: [&str; 14] = [
 
 #[test]
 fn zone_offsets_agree() {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../fixtures/oracle/zone_offsets.json"
-    );
-    let text =
-        std::fs::read_to_string(path).expect("fixtures/oracle/zone_offsets.json is readable");
-    let v: Value = serde_json::from_str(&text).expect("zone_offsets.json is JSON");
+    let v = json("zone_offsets.json");
     let zones = v["zones"].as_object().expect("zones");
     assert!(zones.len() > 500, "{} zones", zones.len());
     let mut failures = Vec::new();
@@ -579,21 +555,11 @@ fn zone_offsets_agree() {
             }
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} disagreements:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    assert_agrees(&failures);
 }
 
 fn extra() -> Value {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../fixtures/oracle/cron_extra.json"
-    );
-    let text = std::fs::read_to_string(path).expect("fixtures/oracle/cron_extra.json is readable");
-    serde_json::from_str(&text).expect("cron_extra.json is JSON")
+    json("cron_extra.json")
 }
 
 /// Random patterns from a wider grammar (`scripts/oracle/gen_cron_extra.py`):
@@ -601,7 +567,7 @@ fn extra() -> Value {
 #[test]
 fn extra_parse_agrees() {
     let v = extra();
-    let cases = section(&v, "parse");
+    let cases = section(&v, "parse", 1);
     let mut failures = Vec::new();
     let mut valid = 0;
     for c in cases {
@@ -689,19 +655,14 @@ fn extra_parse_agrees() {
         }
     }
     assert!(valid > 1000, "{valid} valid patterns");
-    assert!(
-        failures.is_empty(),
-        "{} disagreements:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    assert_agrees(&failures);
 }
 
 /// Random stored strings: decode, decode_reset and to_cron agree (B6 aside).
 #[test]
 fn extra_decode_agrees() {
     let v = extra();
-    let cases = section(&v, "decode");
+    let cases = section(&v, "decode", 1);
     let mut failures = Vec::new();
     for c in cases {
         let s = c["compact"].as_str().expect("compact");
@@ -734,10 +695,5 @@ fn extra_decode_agrees() {
             }
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} disagreements:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    assert_agrees(&failures);
 }

@@ -11,6 +11,7 @@
 use proptest::prelude::*;
 use zae_limiter_engine::bucket::BucketState;
 use zae_limiter_engine::cron::CronSpec;
+use zae_limiter_engine::params::Params;
 use zae_limiter_engine::quota::{slow_pass, QuotaConfig};
 use zae_limiter_engine::scan;
 use zae_limiter_engine::schedule::{Entry, Schedule};
@@ -156,22 +157,8 @@ proptest! {
         let ra = ra + shards;
         let st = BucketState {
             tokens_milli: debt,
-            last_refill_ms: now,
-            capacity_milli: cap,
-            refill_amount_milli: ra,
-            refill_period_ms: rp,
-            total_consumed_milli: None,
             shard_count: shards,
-            sched: Schedule::empty(),
-            reset_sched: Schedule::empty(),
-            window_start_ms: None,
-            reset_after_seconds: None,
-            window_applied_ms: None,
-            window_consumed_mark_milli: None,
-            grant_count: None,
-            topped_up_milli: None,
-            soft: false,
-            bypass: false,
+            ..BucketState::empty(Params::new(cap, ra, rp), now)
         };
         let first = st.try_consume(want, now);
         prop_assert!(!first.success);
@@ -197,23 +184,10 @@ proptest! {
             entries: vec![Entry { cron: cron.clone(), spec: CronSpec::parse(&cron).expect("valid"), modifier: None }],
         };
         let st = BucketState {
-            tokens_milli: 0,
-            last_refill_ms: now,
-            capacity_milli: amount * 1000,
-            refill_amount_milli: 0,
-            refill_period_ms: 1000,
             total_consumed_milli: Some(amount * 1000),
-            shard_count: 1,
-            sched: Schedule::empty(),
             reset_sched: resets.clone(),
-            window_start_ms: None,
-            reset_after_seconds: None,
-            window_applied_ms: None,
-            window_consumed_mark_milli: None,
             grant_count: Some(1),
-            topped_up_milli: None,
-            soft: false,
-            bypass: false,
+            ..BucketState::empty(Params::new(amount * 1000, 0, 1000), now)
         };
         let config = QuotaConfig { schedule: Schedule::empty(), reset_schedule: resets, reset_after_seconds: None };
         let first = slow_pass(&st, &config, want, now);

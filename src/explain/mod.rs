@@ -424,25 +424,14 @@ fn empty_bucket_wait(
     at: i64,
 ) -> f64 {
     let state = BucketState {
-        tokens_milli: 0,
-        last_refill_ms: at,
-        capacity_milli: base.capacity_milli,
-        refill_amount_milli: base.refill_amount_milli,
-        refill_period_ms: base.refill_period_ms,
         total_consumed_milli: Some(0),
-        shard_count: 1,
         sched: sched.clone(),
         reset_sched: resets.clone(),
         window_start_ms: l.reset_after_seconds.map(|_| at),
         reset_after_seconds: l
             .reset_after_seconds
             .map(|s| i64::try_from(s).unwrap_or(i64::MAX)),
-        window_applied_ms: None,
-        window_consumed_mark_milli: None,
-        grant_count: None,
-        topped_up_milli: None,
-        soft: false,
-        bypass: false,
+        ..BucketState::empty(base, at)
     };
     state.try_consume(i128::from(cost), at).retry_after_seconds
 }

@@ -14,7 +14,7 @@ use zae_limiter_engine::bucket::BucketState;
 use zae_limiter_engine::concurrency::{ConcurrencyError, ConcurrencyLimit, Holds};
 use zae_limiter_engine::cron::CronSpec;
 use zae_limiter_engine::limit::one_zone;
-use zae_limiter_engine::params::Modifier;
+use zae_limiter_engine::params::{Modifier, Params};
 use zae_limiter_engine::quota::{apply_reset_edge, apply_window_roll, open_window_if_elapsed};
 use zae_limiter_engine::retry::floor_div;
 use zae_limiter_engine::rolling::{RollingLimit, RollingState};
@@ -157,23 +157,20 @@ impl Counter {
                     .map_err(|_| err("reset_after_seconds is out of range".into()))?;
                 State::Bucket {
                     state: BucketState {
-                        tokens_milli: 0,
-                        last_refill_ms: 0,
-                        capacity_milli: i128::from(spec.capacity) * 1000,
-                        refill_amount_milli: i128::from(spec.refill_amount) * 1000,
-                        refill_period_ms: i128::from(spec.refill_period) * 1000,
                         total_consumed_milli: Some(0),
-                        shard_count: 1,
                         sched,
                         reset_sched,
-                        window_start_ms: None,
                         reset_after_seconds: rsa,
-                        window_applied_ms: None,
-                        window_consumed_mark_milli: None,
-                        grant_count: None,
-                        topped_up_milli: None,
                         soft: spec.soft,
                         bypass,
+                        ..BucketState::empty(
+                            Params::new(
+                                i128::from(spec.capacity) * 1000,
+                                i128::from(spec.refill_amount) * 1000,
+                                i128::from(spec.refill_period) * 1000,
+                            ),
+                            0,
+                        )
                     },
                     started: false,
                     saved: None,
