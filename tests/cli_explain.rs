@@ -26,173 +26,57 @@ fn json(dir: &Path, args: &[&str]) -> Value {
     serde_json::from_str(&ok(dir, &a)).expect("json")
 }
 
-/// (golden name, arguments after `limits explain`).
-const CASES: &[(&str, &[&str])] = &[
+/// (golden name, arguments after `limits explain`, split at spaces).
+const CASES: &[(&str, &str)] = &[
     // New York's DST ends on 2026-11-01: business hours move from 13:00Z to
     // 14:00Z, the midnight quota reset from 04:00Z to 05:00Z.
     (
         "quickstart-resource-dst-end",
-        &[
-            "-f",
-            "fixtures/manifests/valid/quickstart.yaml",
-            "-e",
-            "somebody",
-            "-r",
-            "gpt-4",
-            "--at",
-            "2026-10-30T12:00:00Z",
-            "--until",
-            "2026-11-03T00:00:00Z",
-        ],
+        "-f fixtures/manifests/valid/quickstart.yaml -e somebody -r gpt-4 --at 2026-10-30T12:00:00Z --until 2026-11-03T00:00:00Z",
     ),
     // The entity's own level shadows the resource's; a session quota.
     (
         "quickstart-entity-session",
-        &[
-            "-f",
-            "fixtures/manifests/valid/quickstart.yaml",
-            "-e",
-            "user-premium",
-            "-r",
-            "gpt-4",
-            "--at",
-            "2026-10-30T12:00:00Z",
-            "--until",
-            "2026-11-03T00:00:00Z",
-            "--cost",
-            "rpm=1500",
-            "--cost",
-            "session=600",
-        ],
+        "-f fixtures/manifests/valid/quickstart.yaml -e user-premium -r gpt-4 --at 2026-10-30T12:00:00Z --until 2026-11-03T00:00:00Z --cost rpm=1500 --cost session=600",
     ),
     // New York's DST starts on 2027-03-14; a rolling hour and slots beside.
     (
         "gateway-dst-start",
-        &[
-            "-f",
-            "fixtures/simulate/gateway.yaml",
-            "-e",
-            "acme",
-            "-r",
-            "gpt-4",
-            "--at",
-            "2027-03-12T12:00:00Z",
-            "--until",
-            "2027-03-16T00:00:00Z",
-            "--cost",
-            "tpm=5000",
-        ],
+        "-f fixtures/simulate/gateway.yaml -e acme -r gpt-4 --at 2027-03-12T12:00:00Z --until 2027-03-16T00:00:00Z --cost tpm=5000",
     ),
     // A monthly quota that resets as its December window opens.
     (
         "reference-example-2-month-end",
-        &[
-            "-f",
-            "fixtures/manifests/valid/reference-example-2.yaml",
-            "-e",
-            "team-a",
-            "-r",
-            "gpt-4",
-            "--at",
-            "2026-11-30T12:00:00Z",
-            "--until",
-            "2026-12-02T00:00:00Z",
-        ],
+        "-f fixtures/manifests/valid/reference-example-2.yaml -e team-a -r gpt-4 --at 2026-11-30T12:00:00Z --until 2026-12-02T00:00:00Z",
     ),
     // Berlin's DST ends on 2026-10-25; a tier through an anchor, `_default_`.
     (
         "llm-gateway-default-dst-end",
-        &[
-            "-f",
-            "fixtures/manifests/valid/llm-gateway.yaml",
-            "-e",
-            "user-7",
-            "-r",
-            "anthropic/claude-3.5",
-            "--at",
-            "2026-10-24T12:00:00Z",
-            "--until",
-            "2026-10-27T00:00:00Z",
-        ],
+        "-f fixtures/manifests/valid/llm-gateway.yaml -e user-7 -r anthropic/claude-3.5 --at 2026-10-24T12:00:00Z --until 2026-10-27T00:00:00Z",
     ),
     // A nightly quota with a night-time scale, weekday resets at 22:00 UTC.
     (
         "llm-gateway-nightly",
-        &[
-            "-f",
-            "fixtures/manifests/valid/llm-gateway.yaml",
-            "-e",
-            "svc:batch-worker",
-            "-r",
-            "anthropic/claude-3.5",
-            "--at",
-            "2026-12-04T12:00:00Z",
-            "--until",
-            "2026-12-08T00:00:00Z",
-        ],
+        "-f fixtures/manifests/valid/llm-gateway.yaml -e svc:batch-worker -r anthropic/claude-3.5 --at 2026-12-04T12:00:00Z --until 2026-12-08T00:00:00Z",
     ),
     // Three windows on one limit (first match wins) and a bypassed resource.
     (
         "llm-gateway-windows",
-        &[
-            "-f",
-            "fixtures/manifests/valid/llm-gateway.yaml",
-            "-e",
-            "anyone",
-            "-r",
-            "openai/gpt-4o",
-            "--at",
-            "2026-12-05T00:00:00Z",
-            "--until",
-            "36h",
-        ],
+        "-f fixtures/manifests/valid/llm-gateway.yaml -e anyone -r openai/gpt-4o --at 2026-12-05T00:00:00Z --until 36h",
     ),
     (
         "llm-gateway-bypass",
-        &[
-            "-f",
-            "fixtures/manifests/valid/llm-gateway.yaml",
-            "-e",
-            "anyone",
-            "-r",
-            "mistral:large",
-            "--at",
-            "2026-12-05T00:00:00Z",
-            "--until",
-            "1d",
-        ],
+        "-f fixtures/manifests/valid/llm-gateway.yaml -e anyone -r mistral:large --at 2026-12-05T00:00:00Z --until 1d",
     ),
     // A level with a flag and no limits: skipped for limits, not for `disabled`.
     (
         "llm-gateway-carve-out",
-        &[
-            "-f",
-            "fixtures/manifests/valid/llm-gateway.yaml",
-            "-e",
-            "internal-monitor",
-            "-r",
-            "anthropic/claude-3.5",
-            "--at",
-            "2026-12-05T00:00:00Z",
-            "--until",
-            "1d",
-        ],
+        "-f fixtures/manifests/valid/llm-gateway.yaml -e internal-monitor -r anthropic/claude-3.5 --at 2026-12-05T00:00:00Z --until 1d",
     ),
     // A level of rolling windows and slots only: Python resolves the one below.
     (
         "python-sees-empty",
-        &[
-            "-f",
-            "fixtures/manifests/lint/ZL104-python-sees-empty.yaml",
-            "-e",
-            "user-1",
-            "-r",
-            "gpt-4",
-            "--at",
-            "2026-12-05T00:00:00Z",
-            "--until",
-            "1d",
-        ],
+        "-f fixtures/manifests/lint/ZL104-python-sees-empty.yaml -e user-1 -r gpt-4 --at 2026-12-05T00:00:00Z --until 1d",
     ),
 ];
 
@@ -202,7 +86,7 @@ fn shipped_manifests_explain_as_their_goldens() {
     for (name, args) in CASES {
         for (suffix, format) in [("txt", "text"), ("json", "json")] {
             let mut a = vec!["limits", "explain"];
-            a.extend_from_slice(args);
+            a.extend(args.split(' '));
             a.extend(["--format", format]);
             let out = ok(&root(), &a);
             let path = root()
@@ -298,6 +182,13 @@ fn edges_agree_with_cron_check() {
                 until,
             ],
         );
+        // `cron check CRON` of the manifest's zone from `at`.
+        let cron_check = |cron: &str| {
+            let next = ["--tz", "America/New_York", "--from", at, "--next", "20"];
+            let mut args = vec!["cron", "check", cron];
+            args.extend(next);
+            json(&r, &args)
+        };
         let limit = |name: &str| {
             x["limits"]
                 .as_array()
@@ -311,20 +202,7 @@ fn edges_agree_with_cron_check() {
         let rpm = limit("rpm");
         let starts: Vec<&str> = changes(&rpm, |c| c["window"]["to"] == 0);
         let ends: Vec<&str> = changes(&rpm, |c| c["window"]["from"] == 0);
-        let check = json(
-            &r,
-            &[
-                "cron",
-                "check",
-                "* 9-17 * * MON-FRI",
-                "--tz",
-                "America/New_York",
-                "--from",
-                at,
-                "--next",
-                "20",
-            ],
-        );
+        let check = cron_check("* 9-17 * * MON-FRI");
         let windows: Vec<(&str, &str)> = check["windows"]
             .as_array()
             .unwrap()
@@ -345,20 +223,7 @@ fn edges_agree_with_cron_check() {
         // tpd's resets are cron check's reset edges.
         let tpd = limit("tpd");
         let resets: Vec<&str> = changes(&tpd, |c| c["reset"] == true);
-        let check = json(
-            &r,
-            &[
-                "cron",
-                "check",
-                "0 0 * * *",
-                "--tz",
-                "America/New_York",
-                "--from",
-                at,
-                "--next",
-                "20",
-            ],
-        );
+        let check = cron_check("0 0 * * *");
         let edges: Vec<&str> = check["edges"]
             .as_array()
             .unwrap()
@@ -535,45 +400,49 @@ fn bad_input_is_refused_with_the_reason() {
         run_in(&r, &a)
     };
     let q = "fixtures/manifests/valid/quickstart.yaml";
-    let (code, _, err) = explain(
-        "fixtures/manifests/valid/reference-example-2.yaml",
-        "claude",
-        &[],
-    );
-    assert_eq!(code, 1);
-    assert!(
-        err.contains("no limits apply to entity 'u' on resource 'claude'"),
-        "{err}"
-    );
-    let (code, _, err) = explain(
-        q,
-        "gpt-4",
-        &[
-            "--at",
-            "2026-12-01T00:00:00Z",
-            "--until",
-            "2026-11-01T00:00:00Z",
-        ],
-    );
-    assert_eq!(code, 2);
-    assert!(err.contains("is not after --at"), "{err}");
-    for bad in ["soon", "400d"] {
-        let (code, _, err) = explain(q, "gpt-4", &["--until", bad]);
-        assert_eq!(code, 2, "{bad}: {err}");
+    // (manifest, resource, extra arguments, exit code, in stderr)
+    let cases: [(&str, &str, &[&str], i32, &str); 6] = [
+        (
+            "fixtures/manifests/valid/reference-example-2.yaml",
+            "claude",
+            &[],
+            1,
+            "no limits apply to entity 'u' on resource 'claude'",
+        ),
+        (
+            q,
+            "gpt-4",
+            &[
+                "--at",
+                "2026-12-01T00:00:00Z",
+                "--until",
+                "2026-11-01T00:00:00Z",
+            ],
+            2,
+            "is not after --at",
+        ),
+        (q, "gpt-4", &["--until", "soon"], 2, "--until"),
+        (q, "gpt-4", &["--until", "400d"], 2, "--until"),
+        (
+            q,
+            "gpt-4",
+            &["--cost", "rpx=5"],
+            0,
+            "Warning: --cost for rpx: no limit of that name applies",
+        ),
+        (
+            "fixtures/manifests/invalid/row-12-capacity-zero.yaml",
+            "gpt-4",
+            &[],
+            1,
+            "capacity must be positive",
+        ),
+    ];
+    for (manifest, resource, extra, want_code, want_err) in cases {
+        let (code, _, err) = explain(manifest, resource, extra);
+        assert_eq!(code, want_code, "{manifest} {resource} {extra:?}: {err}");
+        assert!(err.contains(want_err), "{extra:?}: {err}");
     }
-    let (code, _, err) = explain(q, "gpt-4", &["--cost", "rpx=5"]);
-    assert_eq!(code, 0);
-    assert!(
-        err.contains("Warning: --cost for rpx: no limit of that name applies"),
-        "{err}"
-    );
-    let (code, _, err) = explain(
-        "fixtures/manifests/invalid/row-12-capacity-zero.yaml",
-        "gpt-4",
-        &[],
-    );
-    assert_eq!(code, 1);
-    assert!(err.contains("capacity must be positive"), "{err}");
     // "Now" is ZAEL_NOW when set.
     let out = common::outcome(
         common::zae_limiter()

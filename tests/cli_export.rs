@@ -42,20 +42,8 @@ fn golden(name: &str, actual: &str) {
 /// validates (without a warning when `silent`) and that a plan of it reports
 /// no change; returns its text.
 fn export_and_plan(dir: &Path, namespace: &str, silent: bool) -> String {
-    ok(
-        dir,
-        &[
-            "limits",
-            "export",
-            "--local=s.sqlite",
-            "-n",
-            "tbl",
-            "-N",
-            namespace,
-            "-o",
-            "out.yaml",
-        ],
-    );
+    let (code, _, err) = export(dir, &["-N", namespace, "-o", "out.yaml"]);
+    assert_eq!(code, 0, "{err}");
     let text = std::fs::read_to_string(dir.join("out.yaml")).unwrap();
     let deny = if silent {
         "--deny-warnings"
@@ -76,8 +64,8 @@ fn export_and_plan(dir: &Path, namespace: &str, silent: bool) -> String {
     text
 }
 
-/// `limits apply` of `out.yaml` to table `tbl`, which must succeed; its stdout.
-fn apply_export(dir: &Path) -> String {
+/// `limits apply` of `manifest` to table `tbl`, which must succeed; its stdout.
+fn apply(dir: &Path, manifest: &str) -> String {
     ok(
         dir,
         &[
@@ -87,9 +75,21 @@ fn apply_export(dir: &Path) -> String {
             "-n",
             "tbl",
             "-f",
-            "out.yaml",
+            manifest,
         ],
     )
+}
+
+/// `limits apply` of `out.yaml` to table `tbl`, which must succeed; its stdout.
+fn apply_export(dir: &Path) -> String {
+    apply(dir, "out.yaml")
+}
+
+/// `limits export` of table `tbl` with `extra` arguments.
+fn export(dir: &Path, extra: &[&str]) -> (i32, String, String) {
+    let mut args = vec!["limits", "export", "--local=s.sqlite", "-n", "tbl"];
+    args.extend_from_slice(extra);
+    run(dir, &args)
 }
 
 /// `limits plan --detailed-exitcode` of `out.yaml` against table `tbl`.
@@ -123,10 +123,7 @@ fn every_valid_fixture_round_trips_apply_export_plan() {
         let tmp = tempfile::tempdir().unwrap();
         let m = zae_limiter::manifest::load_file(&fixture).unwrap().manifest;
         let f = fixture.to_str().unwrap();
-        ok(
-            tmp.path(),
-            &["limits", "apply", "--local=s.sqlite", "-n", "tbl", "-f", f],
-        );
+        apply(tmp.path(), f);
         // An export warns exactly when its source does (the cascade warning).
         let silent = run(tmp.path(), &["limits", "validate", f, "--deny-warnings"]).0 == 0;
         let text = export_and_plan(tmp.path(), &m.namespace, silent);
@@ -213,21 +210,8 @@ fn a_table_the_python_client_wrote_exports_and_plans_clean() {
 fn levels_a_manifest_cannot_express_are_named_and_left_out() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    ok(
-        dir,
-        &[
-            "limits",
-            "apply",
-            "--local=s.sqlite",
-            "-n",
-            "tbl",
-            "-f",
-            root()
-                .join("fixtures/manifests/valid/quickstart.yaml")
-                .to_str()
-                .unwrap(),
-        ],
-    );
+    let quickstart = root().join("fixtures/manifests/valid/quickstart.yaml");
+    apply(dir, quickstart.to_str().unwrap());
     let store = LocalStore::open(&dir.join("s.sqlite"), "tbl").unwrap();
     let ns = zae_limiter::items::namespace::resolve(&store, "default")
         .unwrap()
@@ -243,18 +227,7 @@ fn levels_a_manifest_cannot_express_are_named_and_left_out() {
 "##
     );
     load_items(dir, &items);
-    let (code, out, err) = run(
-        dir,
-        &[
-            "limits",
-            "export",
-            "--local=s.sqlite",
-            "-n",
-            "tbl",
-            "-o",
-            "out.yaml",
-        ],
-    );
+    let (code, out, err) = export(dir, &["-o", "out.yaml"]);
     assert_eq!(code, 1, "{out}\n{err}");
     assert!(
         err.contains("7 of 10 levels of namespace 'default' cannot be written as a manifest"),
@@ -307,26 +280,16 @@ fn export_is_read_only_and_refuses_what_the_readers_refuse() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     // No store file: nothing is created.
-    let (code, _, err) = run(dir, &["limits", "export", "--local=s.sqlite", "-n", "tbl"]);
+    let (code, _, err) = export(dir, &[]);
     assert_eq!(code, 1, "{err}");
     assert!(!dir.join("s.sqlite").exists());
     ok(dir, &["table", "create", "-n", "tbl", "--local=s.sqlite"]);
-    let (code, _, err) = run(
-        dir,
-        &[
-            "limits",
-            "export",
-            "--local=s.sqlite",
-            "-n",
-            "tbl",
-            "-N",
-            "nope",
-        ],
-    );
+    let (code, _, err) = export(dir, &["-N", "nope"]);
     assert_eq!(code, 1);
     assert!(err.contains("Namespace 'nope' not found"), "{err}");
     // An empty namespace exports as just its name.
-    let out = ok(dir, &["limits", "export", "--local=s.sqlite", "-n", "tbl"]);
+    let (code, out, err) = export(dir, &[]);
+    assert_eq!(code, 0, "{err}");
     assert!(out.ends_with("namespace: default\n"), "{out}");
     assert!(out.starts_with("# Exported by `zae-limiter limits export` from namespace 'default' of table 'tbl' (local store s.sqlite).\n"), "{out}");
 }

@@ -135,13 +135,7 @@ pub fn journal(
     let stamp = read_stamp(store, ns)?;
     let items = encode(ns, token, lease, &resources);
     let keys: Vec<Key> = items.iter().filter_map(Key::of).collect();
-    let ops = items
-        .into_iter()
-        .map(|item| WriteOp::Put {
-            item,
-            condition: None,
-        })
-        .collect();
+    let ops = super::record::puts(items);
     Ok((
         Journal {
             keys,

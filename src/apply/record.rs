@@ -168,15 +168,19 @@ pub fn record_size(ns: &str, managed: &ManagedSet) -> (bool, usize) {
     (size <= managed::record_limit(), size)
 }
 
-fn put_all(store: &dyn Store, items: Vec<crate::store::Item>) -> Result<(), StoreError> {
-    let ops = items
+/// One unconditional put per item, for a batch write.
+pub(super) fn puts(items: Vec<crate::store::Item>) -> Vec<WriteOp> {
+    items
         .into_iter()
         .map(|item| WriteOp::Put {
             item,
             condition: None,
         })
-        .collect();
-    store.batch_write(ops).into_iter().collect()
+        .collect()
+}
+
+fn put_all(store: &dyn Store, items: Vec<crate::store::Item>) -> Result<(), StoreError> {
+    store.batch_write(puts(items)).into_iter().collect()
 }
 
 fn delete_except(store: &dyn Store, stale: &[Key], kept: &[Key]) -> Result<(), StoreError> {

@@ -53,6 +53,16 @@ fn seconds(description: &str) -> Value {
     })
 }
 
+/// An object whose keys follow definition `key` and whose values are `value`s.
+fn map_of(description: &str, key: &str, value: &str) -> Value {
+    json!({
+        "type": "object",
+        "description": description,
+        "propertyNames": {"$ref": format!("#/$defs/{key}")},
+        "additionalProperties": {"$ref": format!("#/$defs/{value}")},
+    })
+}
+
 /// The windows that can roll.
 const ROLLING_WINDOWS: [&str; 3] = ["minute", "hour", "day"];
 
@@ -135,18 +145,12 @@ pub fn json_schema() -> Value {
                 "description": "Namespace name (not the opaque id). Required. Applying a manifest manages exactly the levels it declares in this namespace.",
             },
             "system": {"$ref": "#/$defs/system"},
-            "resources": {
-                "type": "object",
-                "description": "Resource defaults by resource name: the limits every entity gets on that resource unless it has its own.",
-                "propertyNames": {"$ref": "#/$defs/resourceName"},
-                "additionalProperties": {"$ref": "#/$defs/level"},
-            },
-            "entities": {
-                "type": "object",
-                "description": "Per-entity limits by entity id.",
-                "propertyNames": {"$ref": "#/$defs/entityId"},
-                "additionalProperties": {"$ref": "#/$defs/entity"},
-            },
+            "resources": map_of(
+                "Resource defaults by resource name: the limits every entity gets on that resource unless it has its own.",
+                "resourceName",
+                "level",
+            ),
+            "entities": map_of("Per-entity limits by entity id.", "entityId", "entity"),
         },
         "patternProperties": {
             "^x-": {"description": "Ignored: a place to keep YAML anchors (`x-tiers: {pro: &pro {...}}`)."},
@@ -201,12 +205,11 @@ pub fn json_schema() -> Value {
                 },
                 "additionalProperties": false,
             },
-            "limits": {
-                "type": "object",
-                "description": "Limits by name, e.g. `rpm: {capacity: 500}`.",
-                "propertyNames": {"$ref": "#/$defs/limitName"},
-                "additionalProperties": {"$ref": "#/$defs/limit"},
-            },
+            "limits": map_of(
+                "Limits by name, e.g. `rpm: {capacity: 500}`.",
+                "limitName",
+                "limit",
+            ),
             "limit": {
                 "type": "object",
                 "description": "A token bucket: `capacity` tokens, refilled by `refill_amount` every `refill_period` seconds; or a quota that resets on a calendar (`reset_schedule`) or a session window (`reset_after_seconds`); or a rolling window (`capacity` + `window` + `rolling: true`); or a concurrency limit (`concurrency` + optional `hold_ttl_seconds`).",
