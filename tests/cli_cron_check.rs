@@ -30,6 +30,19 @@ fn json(args: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).expect("JSON on stdout")
 }
 
+/// `cron check CRON --tz TZ --from FROM --next N` as JSON.
+fn next_edges(cron: &str, tz: &str, from: &str, n: u32) -> Value {
+    json(&[cron, "--tz", tz, "--from", from, "--next", &n.to_string()])
+}
+
+/// Windows with an end, as [`windows`] returns them.
+fn closed(windows: &[(&str, &str)]) -> Vec<(String, Option<String>)> {
+    windows
+        .iter()
+        .map(|(start, end)| (start.to_string(), Some(end.to_string())))
+        .collect()
+}
+
 fn strings(v: &Value) -> Vec<String> {
     v.as_array()
         .expect("array")
@@ -174,31 +187,17 @@ fn new_york_spring_forward_skips_the_missing_half_hour() {
     );
     assert_eq!(
         windows(&v),
-        [
-            (
-                "2024-03-11T06:30:00Z".into(),
-                Some("2024-03-11T06:31:00Z".into())
-            ),
-            (
-                "2024-03-12T06:30:00Z".into(),
-                Some("2024-03-12T06:31:00Z".into())
-            ),
-        ]
+        closed(&[
+            ("2024-03-11T06:30:00Z", "2024-03-11T06:31:00Z"),
+            ("2024-03-12T06:30:00Z", "2024-03-12T06:31:00Z"),
+        ])
     );
 }
 
 #[test]
 fn new_york_fall_back_repeats_the_hour() {
     // 01:30 happens twice on 2024-11-03: two edges an hour apart.
-    let v = json(&[
-        "30 1 * * *",
-        "--tz",
-        "America/New_York",
-        "--from",
-        "2024-11-03T00:00:00Z",
-        "--next",
-        "3",
-    ]);
+    let v = next_edges("30 1 * * *", "America/New_York", "2024-11-03T00:00:00Z", 3);
     assert_eq!(
         strings(&v["edges"]),
         [
@@ -208,36 +207,22 @@ fn new_york_fall_back_repeats_the_hour() {
         ]
     );
     // A whole-hour pattern stays one window across the repeat.
-    let v = json(&[
-        "* 1 * * *",
-        "--tz",
-        "America/New_York",
-        "--from",
-        "2024-11-03T00:00:00Z",
-        "--next",
-        "1",
-    ]);
+    let v = next_edges("* 1 * * *", "America/New_York", "2024-11-03T00:00:00Z", 1);
     assert_eq!(
         windows(&v),
-        [(
-            "2024-11-03T05:00:00Z".into(),
-            Some("2024-11-03T07:00:00Z".into())
-        )]
+        closed(&[("2024-11-03T05:00:00Z", "2024-11-03T07:00:00Z")])
     );
 }
 
 #[test]
 fn lord_howe_half_hour_shift() {
     // 2024-10-06: 02:00 +10:30 becomes 02:30 +11:00, so 02:15 is skipped.
-    let v = json(&[
+    let v = next_edges(
         "15 2 * * *",
-        "--tz",
         "Australia/Lord_Howe",
-        "--from",
         "2024-10-04T00:00:00Z",
-        "--next",
-        "3",
-    ]);
+        3,
+    );
     assert_eq!(
         strings(&v["edges"]),
         [
@@ -251,55 +236,24 @@ fn lord_howe_half_hour_shift() {
 #[test]
 fn chatham_short_hour_and_repeated_hour() {
     // 2024-09-29: 02:45 +12:45 becomes 03:45 +13:45; local hour 3 lasts 15 minutes.
-    let v = json(&[
-        "* 3 * * *",
-        "--tz",
-        "Pacific/Chatham",
-        "--from",
-        "2024-09-28T00:00:00Z",
-        "--next",
-        "2",
-    ]);
+    let v = next_edges("* 3 * * *", "Pacific/Chatham", "2024-09-28T00:00:00Z", 2);
     assert_eq!(
         windows(&v),
-        [
-            (
-                "2024-09-28T14:00:00Z".into(),
-                Some("2024-09-28T14:15:00Z".into())
-            ),
-            (
-                "2024-09-29T13:15:00Z".into(),
-                Some("2024-09-29T14:15:00Z".into())
-            ),
-        ]
+        closed(&[
+            ("2024-09-28T14:00:00Z", "2024-09-28T14:15:00Z"),
+            ("2024-09-29T13:15:00Z", "2024-09-29T14:15:00Z"),
+        ])
     );
     // 2024-04-07: 03:45 +13:45 becomes 02:45 +12:45, so hour 2 comes back for
     // 15 minutes (the reference's forward scan misses this window: B3).
-    let v = json(&[
-        "* 2 * * *",
-        "--tz",
-        "Pacific/Chatham",
-        "--from",
-        "2024-04-06T00:00:00Z",
-        "--next",
-        "3",
-    ]);
+    let v = next_edges("* 2 * * *", "Pacific/Chatham", "2024-04-06T00:00:00Z", 3);
     assert_eq!(
         windows(&v),
-        [
-            (
-                "2024-04-06T12:15:00Z".into(),
-                Some("2024-04-06T13:15:00Z".into())
-            ),
-            (
-                "2024-04-06T14:00:00Z".into(),
-                Some("2024-04-06T14:15:00Z".into())
-            ),
-            (
-                "2024-04-07T13:15:00Z".into(),
-                Some("2024-04-07T14:15:00Z".into())
-            ),
-        ]
+        closed(&[
+            ("2024-04-06T12:15:00Z", "2024-04-06T13:15:00Z"),
+            ("2024-04-06T14:00:00Z", "2024-04-06T14:15:00Z"),
+            ("2024-04-07T13:15:00Z", "2024-04-07T14:15:00Z"),
+        ])
     );
 }
 

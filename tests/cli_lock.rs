@@ -80,6 +80,21 @@ impl Env {
         (stdout, stderr)
     }
 
+    /// `limits apply -q -f MANIFEST`, which must succeed; (stdout, stderr).
+    fn apply(&self, manifest: &str) -> (String, String) {
+        self.expect(&["limits", "apply", "-q", "-f", manifest], 0)
+    }
+
+    /// A new [`Env`] with `m1.yaml` (M1) and `m2.yaml` (M2) written and M1
+    /// applied; returns it and the two manifests' paths.
+    fn with_m1_applied(name: &str) -> (Env, String, String) {
+        let env = Env::new(name);
+        let m1 = env.file("m1.yaml", M1);
+        let m2 = env.file("m2.yaml", M2);
+        env.apply(&m1);
+        (env, m1, m2)
+    }
+
     /// An apply paused at `step`, holding the lock.
     fn paused(&self, args: &[&str], step: &str) -> Running {
         let r = spawn(self.cmd(args, &[("ZAEL_TEST_PAUSE_AT", step)]));
@@ -168,7 +183,7 @@ const M2: &str = "namespace: default\nresources:\n  gpt-4:\n    limits:\n      r
 fn concurrent_applies_end_as_exactly_one_manifest() {
     let env = Env::new("rounds");
     let a0 = env.file("init.yaml", &side_a(99).yaml);
-    env.expect(&["limits", "apply", "-q", "-f", &a0], 0);
+    env.apply(&a0);
     assert!(concurrent_rounds(&env, 20) > 0, "the applies never met");
 }
 
@@ -178,10 +193,7 @@ fn concurrent_applies_end_as_exactly_one_manifest() {
 /// either way. show-plan prints it as plan did.
 #[test]
 fn a_saved_plan_applies_exactly_or_is_refused_as_stale() {
-    let env = Env::new("saved");
-    let m1 = env.file("m1.yaml", M1);
-    let m2 = env.file("m2.yaml", M2);
-    env.expect(&["limits", "apply", "-q", "-f", &m1], 0);
+    let (env, m1, m2) = Env::with_m1_applied("saved");
     let plan = env.dir.path().join("next.plan").display().to_string();
     let (planned, _) = env.expect(&["limits", "plan", "-f", &m2, "-o", &plan], 0);
     assert!(planned.ends_with(&format!(
@@ -227,23 +239,24 @@ fn a_saved_plan_applies_exactly_or_is_refused_as_stale() {
             })
             .collect()
     };
+    // Applying the saved plan is refused as stale for `why` and writes nothing.
+    let refused_as_stale = |why: &str| {
+        let before = snapshot(&env);
+        let (_, err) = env.expect(&["limits", "apply", &plan], 1);
+        let want = format!("Error: saved plan is stale: {why}");
+        assert!(err.starts_with(&want), "{err}");
+        assert_eq!(snapshot(&env), before, "a stale plan writes nothing");
+        err
+    };
     let m1b = env.file("m1b.yaml", &M1.replace("capacity: 3", "capacity: 2"));
-    env.expect(&["limits", "apply", "-q", "-f", &m1b], 0);
-    let before = snapshot(&env);
-    let (_, err) = env.expect(&["limits", "apply", &plan], 1);
-    assert!(
-        err.starts_with(
-            "Error: saved plan is stale: it was made against the #PROVISIONER record written at "
-        ),
-        "{err}"
-    );
+    env.apply(&m1b);
+    let err = refused_as_stale("it was made against the #PROVISIONER record written at ");
     assert!(
         err.contains("(another apply ran since); nothing was written."),
         "{err}"
     );
-    assert_eq!(snapshot(&env), before, "a stale plan writes nothing");
     // The lock was released: an apply right after does not wait.
-    env.expect(&["limits", "apply", "-q", "-f", &m1], 0);
+    env.apply(&m1);
 
     // A level the plan changes, changed behind its back (the record did not move).
     let (_, _) = env.expect(&["limits", "plan", "-q", "-f", &m2, "-o", &plan], 0);
@@ -256,18 +269,10 @@ fn a_saved_plan_applies_exactly_or_is_refused_as_stale() {
         condition: None,
     })
     .unwrap();
-    let before = snapshot(&env);
-    let (_, err) = env.expect(&["limits", "apply", &plan], 1);
-    assert!(
-        err.starts_with(
-            "Error: saved plan is stale: resource gpt-4 changed since the plan was made"
-        ),
-        "{err}"
-    );
-    assert_eq!(snapshot(&env), before);
+    refused_as_stale("resource gpt-4 changed since the plan was made");
 
     // Unchanged since: exactly the planned changes, the same store as applying m2.
-    env.expect(&["limits", "apply", "-q", "-f", &m1], 0);
+    env.apply(&m1);
     let (_, _) = env.expect(&["limits", "plan", "-q", "-f", &m2, "-o", &plan], 0);
     let (applied, _) = env.expect(&["limits", "apply", &plan, "--format", "json"], 0);
     let applied: serde_json::Value = serde_json::from_str(&applied).unwrap();
@@ -279,8 +284,8 @@ fn a_saved_plan_applies_exactly_or_is_refused_as_stale() {
     let by_plan = comparable(snapshot(&env));
     let direct = Env::new("saved-direct");
     let (d1, d2) = (direct.file("m1.yaml", M1), direct.file("m2.yaml", M2));
-    direct.expect(&["limits", "apply", "-q", "-f", &d1], 0);
-    direct.expect(&["limits", "apply", "-q", "-f", &d2], 0);
+    direct.apply(&d1);
+    direct.apply(&d2);
     let mut want = comparable(snapshot(&direct));
     let ids = (direct.ns(), env.ns());
     for (k, item) in want.iter_mut() {
@@ -299,8 +304,7 @@ fn a_saved_plan_applies_exactly_or_is_refused_as_stale() {
     );
 
     // Applying it again: the record moved (this plan's own apply), so stale.
-    let (_, err) = env.expect(&["limits", "apply", &plan], 1);
-    assert!(err.contains("saved plan is stale"), "{err}");
+    refused_as_stale("it was made against the #PROVISIONER record");
     // Not a plan file, another table: refused before anything is opened.
     let (_, err) = env.expect(&["limits", "apply", &m2], 1);
     assert!(err.contains("is not a saved plan"), "{err}");
@@ -342,9 +346,7 @@ fn comparable(items: Vec<(Key, zae_limiter::store::Item)>) -> Vec<(String, Strin
 /// Each is followed by an apply that must not wait.
 #[test]
 fn every_failure_path_releases_the_lock() {
-    let env = Env::new("failures");
-    let m1 = env.file("m1.yaml", M1);
-    env.expect(&["limits", "apply", "-q", "-f", &m1], 0);
+    let (env, m1, _) = Env::with_m1_applied("failures");
     let ok_again = |why: &str| {
         assert!(env.lock().is_none(), "{why}: the lock is left");
         let out = env.run(&["limits", "apply", "-q", "-f", &m1], &[]);
@@ -418,10 +420,7 @@ fn every_failure_path_releases_the_lock() {
 /// its next safe point.
 #[test]
 fn a_held_lock_names_its_holder_and_only_its_id_removes_it() {
-    let env = Env::new("held");
-    let m1 = env.file("m1.yaml", M1);
-    let m2 = env.file("m2.yaml", M2);
-    env.expect(&["limits", "apply", "-q", "-f", &m1], 0);
+    let (env, m1, m2) = Env::with_m1_applied("held");
     let holder = env.paused(&["limits", "apply", "-q", "-f", &m2], "write_levels");
     let lock = env.lock().expect("the lock item");
     let id = lock["lock_id"].as_s().unwrap().to_string();
@@ -512,10 +511,7 @@ fn a_held_lock_names_its_holder_and_only_its_id_removes_it() {
 /// already in the managed set, so an apply of another manifest removes them.
 #[test]
 fn a_killed_holders_lock_expires_with_its_lease() {
-    let env = Env::new("kill9");
-    let m1 = env.file("m1.yaml", M1);
-    let m2 = env.file("m2.yaml", M2);
-    env.expect(&["limits", "apply", "-q", "-f", &m1], 0);
+    let (env, m1, m2) = Env::with_m1_applied("kill9");
     let mut holder = env.paused(&["limits", "apply", "-q", "-f", &m2], "fan_out");
     let pid = holder.pid;
     holder.kill9();
@@ -558,7 +554,7 @@ fn a_killed_holders_lock_expires_with_its_lease() {
 fn unlocked_concurrent_applies_leave_nothing_unmanaged() {
     let env = Env::new("unlocked");
     let a0 = env.file("init.yaml", &side_a(99).yaml);
-    env.expect(&["limits", "apply", "-q", "-f", &a0], 0);
+    env.apply(&a0);
     let mut conflicts = 0;
     for i in 0..8 {
         let (sides, files) = round_files(&env, i, "u");
@@ -576,7 +572,7 @@ fn unlocked_concurrent_applies_leave_nothing_unmanaged() {
         }
         env.nothing_unmanaged();
         let last = &files[i % 2];
-        env.expect(&["limits", "apply", "-q", "-f", last], 0);
+        env.apply(last);
         assert_eq!(env.config_items(), sides[i % 2].levels, "round {i}");
     }
     eprintln!("{conflicts} applies of 8 rounds found the record changed");
@@ -586,10 +582,7 @@ fn unlocked_concurrent_applies_leave_nothing_unmanaged() {
 /// handle; the test shortens the 15 s period) and releases it at the end.
 #[test]
 fn the_lease_is_renewed_while_the_apply_works() {
-    let env = Env::new("renew");
-    let m1 = env.file("m1.yaml", M1);
-    let m2 = env.file("m2.yaml", M2);
-    env.expect(&["limits", "apply", "-q", "-f", &m1], 0);
+    let (env, _, m2) = Env::with_m1_applied("renew");
     let lease = |env: &Env| {
         env.lock().expect("held")["lease_until_ms"]
             .as_n()
@@ -624,10 +617,7 @@ fn the_lease_is_renewed_while_the_apply_works() {
 /// record is written and the fan-outs are left for the next apply.
 #[test]
 fn signals_stop_at_a_safe_point_and_release_the_lock() {
-    let env = Env::new("signals");
-    let m1 = env.file("m1.yaml", M1);
-    let m2 = env.file("m2.yaml", M2);
-    env.expect(&["limits", "apply", "-q", "-f", &m1], 0);
+    let (env, m1, m2) = Env::with_m1_applied("signals");
     for (signal, step) in [("TERM", "write_levels"), ("INT", "plan")] {
         let p = env.paused(&["limits", "apply", "-q", "-f", &m2], step);
         p.signal(signal);
@@ -660,7 +650,7 @@ fn signals_stop_at_a_safe_point_and_release_the_lock() {
     assert!(err.contains("interrupted by SIGTERM: stopped after the config writes; the #PROVISIONER record is written"), "{err}");
     assert!(env.lock().is_none());
     env.nothing_unmanaged();
-    let (out, _) = env.expect(&["limits", "apply", "-q", "-f", &m2], 0);
+    let (out, _) = env.apply(&m2);
     assert!(out.starts_with("No c"), "{out}");
 }
 
@@ -670,10 +660,7 @@ fn signals_stop_at_a_safe_point_and_release_the_lock() {
 /// managed set; the next apply of either manifest converges.
 #[test]
 fn a_record_changed_under_an_apply_leaves_nothing_outside_the_managed_set() {
-    let env = Env::new("bypass");
-    let m1 = env.file("m1.yaml", M1);
-    let m2 = env.file("m2.yaml", M2);
-    env.expect(&["limits", "apply", "-q", "-f", &m1], 0);
+    let (env, _, m2) = Env::with_m1_applied("bypass");
     let first = env.paused(&["limits", "apply", "-q", "-f", &m2], "record");
     // A writer without the lock: it warns what it risks, and applies m1 + a new level.
     let m3 = env.file(
@@ -699,7 +686,7 @@ fn a_record_changed_under_an_apply_leaves_nothing_outside_the_managed_set() {
     );
     env.nothing_unmanaged();
     // m2's levels are managed now, so applying m3 again removes them.
-    env.expect(&["limits", "apply", "-q", "-f", &m3], 0);
+    env.apply(&m3);
     env.holds_only(&[
         ("/ENTITY#u1", "#CONFIG#gpt-4"),
         ("/ENTITY#u3", "#CONFIG#gpt-4"),
@@ -710,9 +697,7 @@ fn a_record_changed_under_an_apply_leaves_nothing_outside_the_managed_set() {
 /// The namespace id in a plan file must still be the namespace's.
 #[test]
 fn a_plan_for_a_namespace_registered_again_is_stale() {
-    let env = Env::new("reregistered");
-    let m1 = env.file("m1.yaml", M1);
-    env.expect(&["limits", "apply", "-q", "-f", &m1], 0);
+    let (env, m1, _) = Env::with_m1_applied("reregistered");
     let plan = env.dir.path().join("p.plan").display().to_string();
     env.expect(&["limits", "plan", "-q", "-f", &m1, "-o", &plan], 0);
     let text = std::fs::read_to_string(&plan).unwrap();
