@@ -42,31 +42,7 @@ fn limit_node(l: &LimitSpec) -> Node {
         let entries = l
             .schedule
             .iter()
-            .map(|e| {
-                let mut em = vec![("Cron", s(&e.cron))];
-                if e.tz != DEFAULT_TZ {
-                    em.push(("Tz", s(&e.tz)));
-                }
-                match &e.modifier {
-                    Modifier::Scale(v) => em.push(("Scale", Node::Float(*v))),
-                    Modifier::Absolute {
-                        capacity,
-                        refill_amount,
-                        refill_period_seconds,
-                    } => {
-                        for (k, v) in [
-                            ("Capacity", capacity),
-                            ("RefillAmount", refill_amount),
-                            ("RefillPeriodSeconds", refill_period_seconds),
-                        ] {
-                            if let Some(v) = v {
-                                em.push((k, Node::Int(*v)));
-                            }
-                        }
-                    }
-                }
-                map(em)
-            })
+            .map(|e| entry_node(&e.cron, &e.tz, modifier_fields(&e.modifier)))
             .collect();
         m.push(("Schedule", Node::List(entries)));
     }
@@ -74,17 +50,40 @@ fn limit_node(l: &LimitSpec) -> Node {
         let entries = l
             .reset_schedule
             .iter()
-            .map(|e| {
-                let mut em = vec![("Cron", s(&e.cron))];
-                if e.tz != DEFAULT_TZ {
-                    em.push(("Tz", s(&e.tz)));
-                }
-                map(em)
-            })
+            .map(|e| entry_node(&e.cron, &e.tz, Vec::new()))
             .collect();
         m.push(("ResetSchedule", Node::List(entries)));
     }
     map(m)
+}
+
+/// A schedule entry: its cron, its zone unless UTC, then `rest`.
+fn entry_node(cron: &str, tz: &str, rest: Vec<(&'static str, Node)>) -> Node {
+    let mut m = vec![("Cron", s(cron))];
+    if tz != DEFAULT_TZ {
+        m.push(("Tz", s(tz)));
+    }
+    m.extend(rest);
+    map(m)
+}
+
+/// A parameter entry's modifier: its scale, or the values it sets.
+fn modifier_fields(modifier: &Modifier) -> Vec<(&'static str, Node)> {
+    match modifier {
+        Modifier::Scale(v) => vec![("Scale", Node::Float(*v))],
+        Modifier::Absolute {
+            capacity,
+            refill_amount,
+            refill_period_seconds,
+        } => [
+            ("Capacity", capacity),
+            ("RefillAmount", refill_amount),
+            ("RefillPeriodSeconds", refill_period_seconds),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| v.map(|v| (k, Node::Int(v))))
+        .collect(),
+    }
 }
 
 fn limits_node(limits: &indexmap::IndexMap<String, LimitSpec>) -> Node {

@@ -360,12 +360,11 @@ mod tests {
     #[test]
     fn only_minute_hour_and_day_roll() {
         for w in ["month", "total"] {
-            let e = errors(&format!("{{capacity: 10, window: {w}, rolling: true}}"));
-            assert_eq!(e.len(), 1, "{e:?}");
-            assert_eq!(e[0].0, "resources.r.limits.x.window");
+            let body = format!("{{capacity: 10, window: {w}, rolling: true}}");
+            let m = one_error(&body, "window");
             assert!(
-                e[0].1.contains(&format!("a {w} window cannot be rolling")),
-                "{e:?}"
+                m.contains(&format!("a {w} window cannot be rolling")),
+                "{m}"
             );
         }
         // The reference API's spelling of a concurrency limit: told ours.
@@ -373,13 +372,10 @@ mod tests {
             "{capacity: 10, window: concurrent, rolling: true}",
             "{capacity: 10, window: concurrent}",
         ] {
-            let e = errors(text);
-            assert_eq!(e.len(), 1, "{e:?}");
-            assert_eq!(e[0].0, "resources.r.limits.x.window");
+            let m = one_error(text, "window");
             assert!(
-                e[0].1
-                    .contains("a concurrency limit is written `concurrency: N`"),
-                "{e:?}"
+                m.contains("a concurrency limit is written `concurrency: N`"),
+                "{m}"
             );
         }
         let e = errors("{capacity: 10, window: Day, rolling: true}");
@@ -404,13 +400,27 @@ mod tests {
             "{capacity: 10, window: day}",
             "{capacity: 10, window: day, rolling: false}",
         ] {
-            let e = errors(body);
-            assert_eq!(e.len(), 1, "{e:?}");
-            assert_eq!(e[0].0, "resources.r.limits.x.window");
-            assert!(e[0].1.contains("is not rolling"), "{e:?}");
+            let m = one_error(body, "window");
+            assert!(m.contains("is not rolling"), "{m}");
         }
         let e = errors("{capacity: 10, window: day, rolling: yes}");
         assert_eq!(e.len(), 1, "only the YAML 1.1 boolean: {e:?}");
+    }
+
+    /// Limit `body` has exactly one error, at its key `field`; its message.
+    fn one_error(body: &str, field: &str) -> String {
+        let e = errors(body);
+        assert_eq!(e.len(), 1, "{body}: {e:?}");
+        assert_eq!(e[0].0, format!("resources.r.limits.x.{field}"), "{body}");
+        e[0].1.clone()
+    }
+
+    /// Limit `body` has one error: at `key`'s name (`key` is `name: value`),
+    /// saying "`name` <why>".
+    fn refuses_only(body: &str, key: &str, why: &str) {
+        let k = key.split(':').next().unwrap_or_default();
+        let m = one_error(body, k);
+        assert!(m.starts_with(&format!("`{k}` {why}")), "{m}");
     }
 
     #[test]
@@ -423,16 +433,10 @@ mod tests {
             "schedule: [{cron: \"* 9 * * *\", scale: 2}]",
             "reset_schedule: [{cron: \"0 0 * * *\"}]",
         ] {
-            let e = errors(&format!(
-                "{{capacity: 10, window: hour, rolling: true, {key}}}"
-            ));
-            let k = key.split(':').next().unwrap_or_default();
-            assert_eq!(e.len(), 1, "{key}: {e:?}");
-            assert_eq!(e[0].0, format!("resources.r.limits.x.{k}"));
-            assert!(
-                e[0].1
-                    .starts_with(&format!("`{k}` cannot be used on a rolling window")),
-                "{e:?}"
+            refuses_only(
+                &format!("{{capacity: 10, window: hour, rolling: true, {key}}}"),
+                key,
+                "cannot be used on a rolling window",
             );
         }
         let e = errors("{window: hour, rolling: true}");
@@ -452,14 +456,10 @@ mod tests {
             "schedule: []",
             "reset_schedule: []",
         ] {
-            let e = errors(&format!("{{concurrency: 3, {key}}}"));
-            let k = key.split(':').next().unwrap_or_default();
-            assert_eq!(e.len(), 1, "{key}: {e:?}");
-            assert_eq!(e[0].0, format!("resources.r.limits.x.{k}"));
-            assert!(
-                e[0].1
-                    .starts_with(&format!("`{k}` cannot be used with `concurrency`")),
-                "{e:?}"
+            refuses_only(
+                &format!("{{concurrency: 3, {key}}}"),
+                key,
+                "cannot be used with `concurrency`",
             );
         }
         let e = errors("{concurrency: 3, capacity: 5, window: day, rolling: true}");

@@ -118,9 +118,7 @@ fn limit_json(spec: &LimitSpec) -> Value {
             .schedule
             .iter()
             .map(|e| {
-                let mut m = Map::new();
-                m.insert("cron".into(), Value::String(e.cron.clone()));
-                m.insert("tz".into(), Value::String(e.tz.clone()));
+                let mut m = entry_json(&e.cron, &e.tz);
                 match &e.modifier {
                     Modifier::Scale(s) => {
                         m.insert("scale".into(), scale_json(*s));
@@ -150,12 +148,7 @@ fn limit_json(spec: &LimitSpec) -> Value {
         let entries = spec
             .reset_schedule
             .iter()
-            .map(|e| {
-                let mut m = Map::new();
-                m.insert("cron".into(), Value::String(e.cron.clone()));
-                m.insert("tz".into(), Value::String(e.tz.clone()));
-                Value::Object(m)
-            })
+            .map(|e| Value::Object(entry_json(&e.cron, &e.tz)))
             .collect();
         l.insert("reset_schedule".into(), Value::Array(entries));
     }
@@ -166,6 +159,14 @@ fn limit_json(spec: &LimitSpec) -> Value {
         l.insert("soft".into(), Value::Bool(true));
     }
     Value::Object(l)
+}
+
+/// A schedule entry's cron and zone (a parameter entry adds its modifier).
+fn entry_json(cron: &str, tz: &str) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("cron".into(), Value::String(cron.to_string()));
+    m.insert("tz".into(), Value::String(tz.to_string()));
+    m
 }
 
 fn scale_json(s: f64) -> Value {

@@ -90,6 +90,24 @@ impl ApiError {
         }
     }
 
+    /// Stored state that cannot be read: `e` (which says where) is logged,
+    /// the client gets `message`; retrying does not help.
+    fn unreadable(e: &dyn std::fmt::Display, message: &str) -> ApiError {
+        log(&e.to_string());
+        ApiError::Unavailable {
+            message: message.into(),
+            retry_after_seconds: None,
+        }
+    }
+
+    /// Other writers kept winning the conditional write: try again in a second.
+    fn contended(e: &dyn std::fmt::Display) -> ApiError {
+        ApiError::Unavailable {
+            message: e.to_string(),
+            retry_after_seconds: Some(1),
+        }
+    }
+
     /// A store failure: logged in full, answered without its details.
     fn store(e: &StoreError, what: &str) -> ApiError {
         log(&format!("{what}: {e}"));
@@ -142,17 +160,11 @@ impl From<RuntimeError> for ApiError {
         use RuntimeError as R;
         match e {
             R::Store(s) => ApiError::store(&s, "the runtime state"),
-            R::StateUnreadable { .. } => {
-                log(&e.to_string());
-                ApiError::Unavailable {
-                    message: "the runtime state of this entity and resource is unreadable (the server's log says where); an operator must look at it".into(),
-                    retry_after_seconds: None,
-                }
-            }
-            R::Contended { .. } => ApiError::Unavailable {
-                message: e.to_string(),
-                retry_after_seconds: Some(1),
-            },
+            R::StateUnreadable { .. } => ApiError::unreadable(
+                &e,
+                "the runtime state of this entity and resource is unreadable (the server's log says where); an operator must look at it",
+            ),
+            R::Contended { .. } => ApiError::contended(&e),
             R::NamespaceNotFound(_) | R::Table(_) => {
                 log(&e.to_string());
                 ApiError::Unavailable {
@@ -197,17 +209,11 @@ impl From<CooldownError> for ApiError {
         use CooldownError as C;
         match e {
             C::Store(s) => ApiError::store(&s, "the cooldown state"),
-            C::Corrupt { .. } => {
-                log(&e.to_string());
-                ApiError::Unavailable {
-                    message: "the cooldown state of this scope is unreadable (the server's log says where); an operator must clear it".into(),
-                    retry_after_seconds: None,
-                }
-            }
-            C::Contended { .. } => ApiError::Unavailable {
-                message: e.to_string(),
-                retry_after_seconds: Some(1),
-            },
+            C::Corrupt { .. } => ApiError::unreadable(
+                &e,
+                "the cooldown state of this scope is unreadable (the server's log says where); an operator must clear it",
+            ),
+            C::Contended { .. } => ApiError::contended(&e),
             C::NotHolder { .. } => ApiError::Conflict(e.to_string()),
             C::Scope(_) | C::Hint(_) => ApiError::BadRequest(e.to_string()),
         }

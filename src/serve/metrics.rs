@@ -122,53 +122,27 @@ impl Metrics {
     /// The Prometheus text.
     pub fn render(&self) -> String {
         let mut out = String::new();
-        let head = |out: &mut String, name: &str, kind: &str, help: &str| {
-            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
-        };
-        head(
+        counter(
             &mut out,
             "zael_decisions_total",
-            "counter",
             "Checks answered, by mode and outcome.",
+            &self.decisions,
+            |(mode, outcome)| format!("mode=\"{mode}\",outcome=\"{outcome}\""),
         );
-        if let Ok(m) = self.decisions.lock() {
-            for ((mode, outcome), n) in m.iter() {
-                let _ = writeln!(
-                    out,
-                    "zael_decisions_total{{mode=\"{mode}\",outcome=\"{outcome}\"}} {n}"
-                );
-            }
-        }
-        head(
+        counter(
             &mut out,
             "zael_refusals_total",
-            "counter",
             "Refused checks, by refusing limit.",
+            &self.refusals,
+            |limit| format!("limit=\"{}\"", escape(limit)),
         );
-        if let Ok(m) = self.refusals.lock() {
-            for (limit, n) in m.iter() {
-                let _ = writeln!(
-                    out,
-                    "zael_refusals_total{{limit=\"{}\"}} {n}",
-                    escape(limit)
-                );
-            }
-        }
-        head(
+        counter(
             &mut out,
             "zael_http_requests_total",
-            "counter",
             "HTTP requests, by route and status.",
+            &self.http,
+            |(route, status)| format!("route=\"{}\",status=\"{status}\"", escape(route)),
         );
-        if let Ok(m) = self.http.lock() {
-            for ((route, status), n) in m.iter() {
-                let _ = writeln!(
-                    out,
-                    "zael_http_requests_total{{route=\"{}\",status=\"{status}\"}} {n}",
-                    escape(route)
-                );
-            }
-        }
         head(
             &mut out,
             "zael_http_request_duration_seconds",
@@ -196,17 +170,13 @@ impl Metrics {
                 );
             }
         }
-        head(
+        counter(
             &mut out,
             "zael_store_requests_total",
-            "counter",
             "Store calls, by operation.",
+            &self.store_requests,
+            |op| format!("op=\"{op}\""),
         );
-        if let Ok(m) = self.store_requests.lock() {
-            for (op, n) in m.iter() {
-                let _ = writeln!(out, "zael_store_requests_total{{op=\"{op}\"}} {n}");
-            }
-        }
         for (name, help, value) in [
             (
                 "zael_store_errors_total",
@@ -234,6 +204,28 @@ impl Metrics {
         }
         out
     }
+}
+
+/// A counter family: its `# HELP` and `# TYPE` lines, then one sample per
+/// key of `map`, labelled by `labels` (`a="x",b="y"`).
+fn counter<K>(
+    out: &mut String,
+    name: &str,
+    help: &str,
+    map: &Mutex<BTreeMap<K, u64>>,
+    labels: impl Fn(&K) -> String,
+) {
+    head(out, name, "counter", help);
+    if let Ok(m) = map.lock() {
+        for (k, n) in m.iter() {
+            let _ = writeln!(out, "{name}{{{}}} {n}", labels(k));
+        }
+    }
+}
+
+/// The `# HELP` and `# TYPE` lines of a metric family.
+fn head(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
 }
 
 /// A label value as Prometheus reads it.
