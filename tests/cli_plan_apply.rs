@@ -96,6 +96,13 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// `out` exited with `code` and its stderr says `says`.
+fn assert_failed(out: &Output, code: i32, says: &str) {
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(code), "{err}");
+    assert!(err.contains(says), "{err}");
+}
+
 fn level_key(ns: &str, level: &str, target: &str) -> Key {
     match level {
         "system" => keys::system_config_key(ns),
@@ -532,12 +539,7 @@ fn no_refresh_trusts_the_last_apply_and_says_when_it_cannot() {
         &["limits", "apply", "-f", "m1.yaml", "--no-refresh", "--full"],
         &[],
     );
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        text(&out.stderr).contains("cannot be used with"),
-        "{}",
-        text(&out.stderr)
-    );
+    assert_failed(&out, 2, "cannot be used with");
 }
 
 #[test]
@@ -598,12 +600,7 @@ fn json_output_is_a_versioned_document() {
 fn namespace_flag_must_agree_with_the_manifest() {
     let env = Env::new("ns-flag");
     let out = env.run(&["limits", "apply", "-f", "m1.yaml", "-N", "other"], &[]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        text(&out.stderr).contains("-N/--namespace is 'other' but the manifest"),
-        "{}",
-        text(&out.stderr)
-    );
+    assert_failed(&out, 1, "-N/--namespace is 'other' but the manifest");
     assert!(
         !env.store_path().exists(),
         "a refused apply must write nothing"
@@ -725,11 +722,10 @@ fn read_only_commands_refuse_missing_tables_and_namespaces() {
     }
     // cooldown check refuses (76: state it cannot read is never permission).
     let out = env.run(&["cooldown", "check", "p/a"], &[]);
-    assert_eq!(out.status.code(), Some(76));
-    assert!(
-        text(&out.stderr).contains("Create it with 'zae-limiter table create -n mystack"),
-        "{}",
-        text(&out.stderr)
+    assert_failed(
+        &out,
+        76,
+        "Create it with 'zae-limiter table create -n mystack",
     );
     assert!(
         !env.store_path().exists(),

@@ -28,8 +28,13 @@ fn run(store: &Path, args: &[&str]) -> (i32, String, String) {
     common::outcome(out)
 }
 
-/// A fresh local store with the version record and the `default` namespace;
-/// returns (tempdir guard, store path, store, namespace id).
+/// [`run`], which must exit 0; its stdout.
+fn ok(store: &Path, args: &[&str]) -> String {
+    let (code, out, err) = run(store, args);
+    assert_eq!(code, 0, "{args:?}: {err}");
+    out
+}
+
 /// Writes `entity` as team-a's level on gpt-4.
 fn put_team_a(store: &dyn zae_limiter::store::Store, ns: &str, entity: &LevelConfig) {
     let item = config::build_entity(ns, "team-a", "gpt-4", entity).unwrap();
@@ -37,6 +42,8 @@ fn put_team_a(store: &dyn zae_limiter::store::Store, ns: &str, entity: &LevelCon
     writes::put_level(store, ns, &level, item, false).unwrap();
 }
 
+/// A fresh local store with the version record and the `default` namespace;
+/// returns (tempdir guard, store path, store, namespace id).
 fn setup() -> (tempfile::TempDir, PathBuf, LocalStore, String) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("local.sqlite");
@@ -156,8 +163,7 @@ fn example_2_round_trip_matches_the_verified_display() {
       \"* * * * SAT,SUN\" America/New_York  → capacity 2,000, refill_amount 2,000, refill_period_seconds 60
   rpd: 10,000 quota (resets \"0 0 * * *\" America/New_York)
 ";
-    let (code, out, err) = run(&path, &["resource", "get-defaults", "gpt-4"]);
-    assert_eq!(code, 0, "{err}");
+    let out = ok(&path, &["resource", "get-defaults", "gpt-4"]);
     assert_eq!(
         out,
         format!(
@@ -172,8 +178,7 @@ fn example_2_round_trip_matches_the_verified_display() {
     Schedule:
       \"* * * DEC *\" UTC  → scale 200%
 ";
-    let (code, out, err) = run(&path, &["entity", "get-limits", "team-a", "-r", "gpt-4"]);
-    assert_eq!(code, 0, "{err}");
+    let out = ok(&path, &["entity", "get-limits", "team-a", "-r", "gpt-4"]);
     assert_eq!(
         out,
         format!(
@@ -236,8 +241,7 @@ fn the_verified_limit_lines_for_every_kind_of_limit() {
   softy: 10/min (soft)
   tworeset: 50 quota (resets \"0 0 * * MON-FRI\" America/New_York, \"0 12 * * SAT\" America/New_York)
 ";
-    let (code, out, err) = run(&path, &["entity", "get-limits", "user-1", "-r", "gpt-4"]);
-    assert_eq!(code, 0, "{err}");
+    let out = ok(&path, &["entity", "get-limits", "user-1", "-r", "gpt-4"]);
     assert_eq!(
         out,
         format!(
@@ -260,8 +264,7 @@ fn the_verified_limit_lines_for_every_kind_of_limit() {
       \"* * * JAN,JUL *\" UTC  → scale 50%
   softq: 10 quota (resets \"0 0 * * *\" UTC) (soft)
 ";
-    let (code, out, err) = run(&path, &["entity", "get-limits", "user-1", "-r", "claude-3"]);
-    assert_eq!(code, 0, "{err}");
+    let out = ok(&path, &["entity", "get-limits", "user-1", "-r", "claude-3"]);
     assert_eq!(
         out,
         format!(
@@ -337,8 +340,7 @@ fn system_defaults_with_limits() {
         \"* 9-17 * * MON-FRI\" America/New_York  → scale 50%
     rpd: 10,000 quota (resets \"0 0 * * *\" America/New_York)
 ";
-    let (code, out, err) = run(&path, &["system", "get-defaults"]);
-    assert_eq!(code, 0, "{err}");
+    let out = ok(&path, &["system", "get-defaults"]);
     assert_eq!(
         out,
         format!(

@@ -14,6 +14,17 @@ fn root() -> &'static Path {
 }
 
 /// The first fenced block of `lang` in the README's acquire section.
+/// `$PATH` with the directory of the binary under test first, so the docs'
+/// `zae-limiter` commands run it.
+fn path_with_the_binary() -> String {
+    let bin = Path::new(env!("CARGO_BIN_EXE_zae-limiter"));
+    format!(
+        "{}:{}",
+        bin.parent().expect("bin dir").display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
 fn readme_block(lang: &str) -> String {
     let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
     let section = &readme[readme.find(HEADING).expect("the acquire section")..];
@@ -61,12 +72,7 @@ fn the_shell_recipe_runs_three_of_four_jobs_and_releases_every_slot() {
         recipe.replace(store_line, &format!("STORE=\"{store}\"")),
     )
     .expect("write the recipe");
-    let bin = Path::new(env!("CARGO_BIN_EXE_zae-limiter"));
-    let path = format!(
-        "{}:{}",
-        bin.parent().expect("bin dir").display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    let path = path_with_the_binary();
     let zl = |args: &str| {
         let out = Command::new("sh")
             .args(["-c", &format!("zae-limiter {args} {store}")])
@@ -183,12 +189,7 @@ fn every_help_example_of_acquire_and_reservation_runs() {
     let dir = tempfile::tempdir().expect("temp dir");
     std::os::unix::fs::symlink(root().join("fixtures"), dir.path().join("fixtures"))
         .expect("link fixtures");
-    let bin = Path::new(env!("CARGO_BIN_EXE_zae-limiter"));
-    let path = format!(
-        "{}:{}",
-        bin.parent().expect("bin dir").display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    let path = path_with_the_binary();
     let mut ran = 0;
     for cmd in [
         &["acquire"][..],

@@ -86,41 +86,46 @@ fn limit(l: &StoredLimit) -> Result<Node, String> {
     if l.soft {
         out.push(pair("soft", Node::Bool(true)));
     }
-    if !l.schedule.is_empty() {
-        let entries = l
-            .schedule
-            .iter()
-            .enumerate()
-            .map(|(i, e)| schedule_entry(e).map_err(|m| format!("schedule[{i}]: {m}")))
-            .collect::<Result<Vec<_>, _>>()?;
-        out.push(pair("schedule", Node::List(entries)));
-    }
-    if !l.reset_schedule.is_empty() {
-        let entries = l
-            .reset_schedule
-            .iter()
-            .enumerate()
-            .map(|(i, e)| {
-                let cron = cron(e, None).map_err(|m| format!("reset_schedule[{i}]: {m}"))?;
-                Ok(Node::Map(vec![
-                    pair("cron", Node::Quoted(cron)),
-                    pair("tz", Node::Str(e.tz.clone())),
-                ]))
-            })
-            .collect::<Result<Vec<_>, String>>()?;
-        out.push(pair("reset_schedule", Node::List(entries)));
-    }
+    entry_list(&mut out, "schedule", &l.schedule, schedule_entry)?;
+    entry_list(&mut out, "reset_schedule", &l.reset_schedule, |e| {
+        Ok(Node::Map(cron_and_tz(e, None)?))
+    })?;
     Ok(Node::Map(out))
+}
+
+/// `key: [...]`, each entry as `node` writes it, unless there are none; an
+/// entry that cannot be written is named by its index.
+fn entry_list(
+    out: &mut Vec<(String, Node)>,
+    key: &str,
+    entries: &[StoredEntry],
+    node: impl Fn(&StoredEntry) -> Result<Node, String>,
+) -> Result<(), String> {
+    if entries.is_empty() {
+        return Ok(());
+    }
+    let list = entries
+        .iter()
+        .enumerate()
+        .map(|(i, e)| node(e).map_err(|m| format!("{key}[{i}]: {m}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    out.push(pair(key, Node::List(list)));
+    Ok(())
+}
+
+/// An entry's `cron` and `tz` keys (see [`cron`] for `modifier`).
+fn cron_and_tz(e: &StoredEntry, modifier: Option<Modifier>) -> Result<Vec<(String, Node)>, String> {
+    Ok(vec![
+        pair("cron", Node::Quoted(cron(e, modifier)?)),
+        pair("tz", Node::Str(e.tz.clone())),
+    ])
 }
 
 fn schedule_entry(e: &StoredEntry) -> Result<Node, String> {
     let modifier = e
         .modifier
         .ok_or_else(|| "a parameter entry without a modifier".to_string())?;
-    let mut out = vec![
-        pair("cron", Node::Quoted(cron(e, Some(modifier))?)),
-        pair("tz", Node::Str(e.tz.clone())),
-    ];
+    let mut out = cron_and_tz(e, Some(modifier))?;
     match modifier {
         Modifier::Scale { permille } => out.push(pair("scale", scale(permille))),
         Modifier::Absolute {

@@ -165,6 +165,18 @@ fn change_lines(out: &mut String, r: &Report<'_>) {
     }
 }
 
+/// After a plan's or diff's summary line: the note on pending fan-outs, then
+/// (unless `quiet`) a blank line and the changes.
+fn note_then_changes(out: &mut String, r: &Report<'_>, quiet: bool) {
+    if r.pending > 0 {
+        out.push_str(&note_line(r));
+    }
+    if !quiet {
+        out.push('\n');
+        change_lines(out, r);
+    }
+}
+
 /// The text form. `quiet` (`-q`) prints only the summary lines.
 pub fn text(r: &Report<'_>, quiet: bool) -> Rendered {
     let mut out = String::new();
@@ -183,13 +195,7 @@ pub fn text(r: &Report<'_>, quiet: bool) -> Rendered {
                 }
             } else {
                 out.push_str(&format!("Plan: {n} change(s){}\n", suffix(r.unchanged)));
-                if r.pending > 0 {
-                    out.push_str(&note_line(r));
-                }
-                if !quiet {
-                    out.push('\n');
-                    change_lines(&mut out, r);
-                }
+                note_then_changes(&mut out, r, quiet);
             }
         }
         Command::Diff => {
@@ -203,13 +209,7 @@ pub fn text(r: &Report<'_>, quiet: bool) -> Rendered {
                     "Drift detected: {n} difference(s){}\n",
                     suffix(r.unchanged)
                 ));
-                if r.pending > 0 {
-                    out.push_str(&note_line(r));
-                }
-                if !quiet {
-                    out.push('\n');
-                    change_lines(&mut out, r);
-                }
+                note_then_changes(&mut out, r, quiet);
             }
         }
         Command::Apply => {
