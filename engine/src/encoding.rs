@@ -517,15 +517,26 @@ fn parse_cron(cron: String) -> Result<(String, CronSpec), DecodeError> {
     }
 }
 
-/// Decode a stored parameter schedule. `""` is the empty schedule.
-pub fn decode_schedule(s: &str) -> Result<Vec<Entry>, DecodeError> {
+/// Decodes each `;`-separated entry of the stored `kind` schedule `s` with
+/// `entry` (given the entry's text and tokens), stopping at the first error.
+/// `""` is the empty schedule.
+fn decode_entries(
+    s: &str,
+    kind: &'static str,
+    entry: impl Fn(&str, Vec<(char, &str)>) -> Result<Entry, DecodeError>,
+) -> Result<Vec<Entry>, DecodeError> {
     if s.is_empty() {
         return Ok(Vec::new());
     }
-    let rest = strip_version(s, SCHEDULE)?;
-    let mut out = Vec::new();
-    for part in rest.split(';') {
-        let tokens = tokenize(part)?;
+    let rest = strip_version(s, kind)?;
+    rest.split(';')
+        .map(|part| entry(part, tokenize(part)?))
+        .collect()
+}
+
+/// Decode a stored parameter schedule. `""` is the empty schedule.
+pub fn decode_schedule(s: &str) -> Result<Vec<Entry>, DecodeError> {
+    decode_entries(s, SCHEDULE, |part, tokens| {
         let num = |tag: char| -> Result<Option<i128>, DecodeError> {
             match tokens.iter().find(|(c, _)| *c == tag) {
                 None => Ok(None),
@@ -570,24 +581,17 @@ pub fn decode_schedule(s: &str) -> Result<Vec<Entry>, DecodeError> {
                 }
             }
         };
-        out.push(Entry {
+        Ok(Entry {
             cron,
             spec,
             modifier: Some(modifier),
-        });
-    }
-    Ok(out)
+        })
+    })
 }
 
 /// Decode a stored reset schedule; any modifier tag is an error. `""` is empty.
 pub fn decode_reset(s: &str) -> Result<Vec<Entry>, DecodeError> {
-    if s.is_empty() {
-        return Ok(Vec::new());
-    }
-    let rest = strip_version(s, RESET)?;
-    let mut out = Vec::new();
-    for part in rest.split(';') {
-        let tokens = tokenize(part)?;
+    decode_entries(s, RESET, |part, tokens| {
         let mut mods: Vec<char> = tokens
             .iter()
             .map(|(c, _)| *c)
@@ -601,13 +605,12 @@ pub fn decode_reset(s: &str) -> Result<Vec<Entry>, DecodeError> {
             });
         }
         let (cron, spec) = parse_cron(rebuild_cron(&tokens))?;
-        out.push(Entry {
+        Ok(Entry {
             cron,
             spec,
             modifier: None,
-        });
-    }
-    Ok(out)
+        })
+    })
 }
 
 /// Unicode decimal digit zeros (Python 3.11, Unicode 14): each starts a run of ten.

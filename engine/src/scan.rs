@@ -244,6 +244,20 @@ fn cached_transitions(tz: Tz) -> &'static Transitions {
     }
 }
 
+/// Narrows `[a, b]`, where `keeps(a)` holds and `keeps(b)` does not, to two
+/// adjacent minutes: the last that keeps and the first that does not.
+fn bisect(mut a: i64, mut b: i64, keeps: impl Fn(i64) -> bool) -> (i64, i64) {
+    while b - a > 1 {
+        let mid = a + (b - a) / 2;
+        if keeps(mid) {
+            a = mid;
+        } else {
+            b = mid;
+        }
+    }
+    (a, b)
+}
+
 /// First UTC minute in `(u, limit]` whose offset differs from `q`, by probing.
 fn probe_first_change(tz: Tz, u: i64, q: i64, limit: i64) -> Option<i64> {
     let mut lo = u;
@@ -253,17 +267,8 @@ fn probe_first_change(tz: Tz, u: i64, q: i64, limit: i64) -> Option<i64> {
         }
         let hi = (lo + PROBE).min(limit);
         if offset_minutes(tz, hi) != q {
-            // Invariant: offset(lo) == q, offset(hi) != q.
-            let (mut a, mut b) = (lo, hi);
-            while b - a > 1 {
-                let mid = a + (b - a) / 2;
-                if offset_minutes(tz, mid) == q {
-                    a = mid;
-                } else {
-                    b = mid;
-                }
-            }
-            return Some(b);
+            // offset(lo) == q, offset(hi) != q: the first minute that differs.
+            return Some(bisect(lo, hi, |m| offset_minutes(tz, m) == q).1);
         }
         lo = hi;
     }
@@ -278,16 +283,8 @@ fn probe_last_change(tz: Tz, u: i64, q: i64, limit: i64) -> Option<i64> {
         }
         let lo = (hi - PROBE).max(limit);
         if offset_minutes(tz, lo) != q {
-            let (mut a, mut b) = (lo, hi);
-            while b - a > 1 {
-                let mid = a + (b - a) / 2;
-                if offset_minutes(tz, mid) == q {
-                    b = mid;
-                } else {
-                    a = mid;
-                }
-            }
-            return Some(a);
+            // offset(lo) != q, offset(hi) == q: the last minute that differs.
+            return Some(bisect(lo, hi, |m| offset_minutes(tz, m) != q).0);
         }
         hi = lo;
     }

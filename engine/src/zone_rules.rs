@@ -85,23 +85,23 @@ fn days_in_month(year: i32, month: u32) -> u32 {
 mod tests {
     use super::*;
 
+    /// Epoch seconds of `y-m-d h:00:00Z`.
+    fn utc(y: i32, m: u32, d: u32, h: u32) -> i64 {
+        NaiveDate::from_ymd_opt(y, m, d)
+            .unwrap()
+            .and_hms_opt(h, 0, 0)
+            .unwrap()
+            .and_utc()
+            .timestamp()
+    }
+
     /// The rule, applied where chrono-tz's tables still answer (2030–2036),
     /// must agree with them hour by hour for every zone in the table.
     #[test]
     fn rules_agree_with_tables_before_the_cutoff() {
         use chrono::{Offset, TimeZone};
-        let from = NaiveDate::from_ymd_opt(2030, 1, 1)
-            .unwrap()
-            .and_hms_opt(0, 0, 0)
-            .unwrap()
-            .and_utc()
-            .timestamp();
-        let to = NaiveDate::from_ymd_opt(2036, 12, 31)
-            .unwrap()
-            .and_hms_opt(0, 0, 0)
-            .unwrap()
-            .and_utc()
-            .timestamp();
+        let from = utc(2030, 1, 1, 0);
+        let to = utc(2036, 12, 31, 0);
         let mut checked = 0;
         for r in table::RULES {
             // Zones with explicit transitions past 2038 (Gaza, Casablanca: Ramadan
@@ -132,19 +132,9 @@ mod tests {
     #[test]
     fn new_york_2150() {
         // 2150-07-01T12:00Z is summer: EDT.
-        let july = NaiveDate::from_ymd_opt(2150, 7, 1)
-            .unwrap()
-            .and_hms_opt(12, 0, 0)
-            .unwrap()
-            .and_utc()
-            .timestamp();
+        let july = utc(2150, 7, 1, 12);
         assert_eq!(rule_offset("America/New_York", july), Some(-4 * 3600));
-        let jan = NaiveDate::from_ymd_opt(2150, 1, 1)
-            .unwrap()
-            .and_hms_opt(12, 0, 0)
-            .unwrap()
-            .and_utc()
-            .timestamp();
+        let jan = utc(2150, 1, 1, 12);
         assert_eq!(rule_offset("America/New_York", jan), Some(-5 * 3600));
         // Before the last listed transition the tables answer.
         assert_eq!(rule_offset("America/New_York", 0), None);
@@ -153,12 +143,7 @@ mod tests {
 
     #[test]
     fn dublin_negative_dst_and_lord_howe() {
-        let july = NaiveDate::from_ymd_opt(2150, 7, 2)
-            .unwrap()
-            .and_hms_opt(0, 0, 0)
-            .unwrap()
-            .and_utc()
-            .timestamp();
+        let july = utc(2150, 7, 2, 0);
         assert_eq!(rule_offset("Europe/Dublin", july), Some(3600));
         assert_eq!(rule_offset("Australia/Lord_Howe", july), Some(37800));
     }
