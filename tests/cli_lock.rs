@@ -354,13 +354,19 @@ fn every_failure_path_releases_the_lock() {
         assert_eq!(code, 0, "{why}: the next apply failed:\n{err}");
     };
 
+    // Applying manifest `text` (written as `name`) fails saying `says`.
+    let refused = |name: &str, text: &str, says: &str| {
+        let f = env.file(name, text);
+        let (_, err) = env.expect(&["limits", "apply", "-f", &f], 1);
+        assert!(err.contains(says), "{err}");
+    };
+
     // A refused plan: rpm would change from a bucket to a concurrency limit.
-    let kind = env.file(
+    refused(
         "kind.yaml",
         &M1.replace("rpm:\n        capacity: 5", "rpm:\n        concurrency: 3"),
+        "limit 'rpm' cannot change from",
     );
-    let (_, err) = env.expect(&["limits", "apply", "-f", &kind], 1);
-    assert!(err.contains("limit 'rpm' cannot change from"), "{err}");
     ok_again("a refused plan");
 
     // A refused version gate: a soft limit on a table whose Lambdas are 0.16.
@@ -374,12 +380,11 @@ fn every_failure_path_releases_the_lock() {
         .unwrap();
     };
     set_lambda("0.16.0");
-    let soft = env.file(
+    refused(
         "soft.yaml",
         &M1.replace("capacity: 3", "capacity: 3\n            soft: true"),
+        "Version mismatch",
     );
-    let (_, err) = env.expect(&["limits", "apply", "-f", &soft], 1);
-    assert!(err.contains("Version mismatch"), "{err}");
     ok_again("a refused version gate");
     set_lambda("0.17.0");
 

@@ -60,6 +60,13 @@ impl Env {
         cmd.output().unwrap()
     }
 
+    /// [`Env::run`] without extra environment, which must exit 0.
+    fn ok(&self, args: &[&str]) -> Output {
+        let out = self.run(args, &[]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        out
+    }
+
     fn ns_id(&self, name: &str) -> String {
         namespace::resolve(&self.store(), name)
             .unwrap()
@@ -358,8 +365,7 @@ fn copy_store(from: &Env, to: &Env) {
 #[test]
 fn a_kill_after_any_write_is_repaired_by_the_next_apply() {
     let base = Env::new("crash-base");
-    let out = base.run(&["limits", "apply", "-f", "crash-a.yaml"], &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    base.ok(&["limits", "apply", "-f", "crash-a.yaml"]);
     let ns = base.ns_id("default");
     // Unmanaged items: an API-written resource and entity level.
     put_resource(&base.store(), &ns, "legacy", 7);
@@ -382,8 +388,7 @@ fn a_kill_after_any_write_is_repaired_by_the_next_apply() {
 
     let clean = Env::new("crash-clean");
     copy_store(&base, &clean);
-    let out = clean.run(&["limits", "apply", "-f", "crash-b.yaml"], &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    clean.ok(&["limits", "apply", "-f", "crash-b.yaml"]);
     let want = common::comparable(clean.dump(&ns));
     assert_ne!(
         want,
@@ -467,16 +472,14 @@ fn a_kill_after_any_write_is_repaired_by_the_next_apply() {
 #[test]
 fn no_refresh_trusts_the_last_apply_and_says_when_it_cannot() {
     let env = Env::new("no-refresh");
-    let out = env.run(&["limits", "apply", "-f", "m1.yaml"], &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    env.ok(&["limits", "apply", "-f", "m1.yaml"]);
     let ns = env.ns_id("default");
     put_resource(&env.store(), &ns, "gpt-4", 7);
 
     let plan = |flags: &[&str]| {
         let mut args = vec!["limits", "plan", "-q", "-f", "m1.yaml"];
         args.extend(flags);
-        let out = env.run(&args, &[]);
-        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let out = env.ok(&args);
         (text(&out.stdout), text(&out.stderr))
     };
     assert_eq!(plan(&[]).0, "Plan: 1 change(s) (3 unchanged)\n");
@@ -488,8 +491,7 @@ fn no_refresh_trusts_the_last_apply_and_says_when_it_cannot() {
         )
     );
     // A manifest change is seen (and read) with --no-refresh.
-    let out = env.run(&["limits", "plan", "-f", "m2.yaml", "--no-refresh"], &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = env.ok(&["limits", "plan", "-f", "m2.yaml", "--no-refresh"]);
     assert!(
         text(&out.stdout).starts_with("Plan: "),
         "{}",
@@ -792,8 +794,7 @@ fn version_gates_refuse_old_lambdas_and_ratchet_the_minimum() {
     assert!(s.get(&keys::provisioner_key(&ns), true).unwrap().is_none());
 
     set_lambda("0.17.0");
-    let out = env.run(&["limits", "apply", "-f", "sched.yaml", "-q"], &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    env.ok(&["limits", "apply", "-f", "sched.yaml", "-q"]);
     let min = version::read(&s).unwrap().unwrap().client_min_version;
     assert_eq!(min.as_deref(), Some("0.17.0"));
     // A manifest without gated features never lowers it.
@@ -838,8 +839,7 @@ fn plan_warns_when_a_scale_is_rounded() {
         .display()
         .to_string();
     env.run(&["limits", "apply", "-f", "m3.yaml"], &[]);
-    let out = env.run(&["limits", "plan", "-f", &file, "-q"], &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = env.ok(&["limits", "plan", "-f", &file, "-q"]);
     assert_eq!(
         text(&out.stderr),
         "Warning: scale 0.5004 is stored in thousandths: it is applied as 0.5\n\
