@@ -34,6 +34,27 @@ pub enum Modifier {
 }
 
 impl Modifier {
+    /// The values an absolute modifier sets, in stored order, each with its
+    /// compact tag and its manifest key; none for a scale.
+    pub fn absolute_values(&self) -> impl Iterator<Item = (char, &'static str, u64)> {
+        let fields = match *self {
+            Modifier::Scale { .. } => [None; 3],
+            Modifier::Absolute {
+                capacity,
+                refill_amount,
+                refill_period_seconds,
+            } => [capacity, refill_amount, refill_period_seconds],
+        };
+        [
+            ('c', "capacity"),
+            ('a', "refill_amount"),
+            ('p', "refill_period_seconds"),
+        ]
+        .into_iter()
+        .zip(fields)
+        .filter_map(|((tag, key), v)| Some((tag, key, v?)))
+    }
+
     /// A scale modifier from the user's float, validated as the reference's
     /// `ScheduleEntry` does (finite, > 0, ≤ 10^6) and stored as per-mille.
     pub fn scale(scale: f64) -> Result<Modifier, EntryError> {
@@ -358,20 +379,10 @@ fn encode_modifier(m: &Modifier, out: &mut String) {
             out.push('s');
             out.push_str(&permille.to_string());
         }
-        Modifier::Absolute {
-            capacity,
-            refill_amount,
-            refill_period_seconds,
-        } => {
-            for (tag, v) in [
-                ('c', capacity),
-                ('a', refill_amount),
-                ('p', refill_period_seconds),
-            ] {
-                if let Some(v) = v {
-                    out.push(tag);
-                    out.push_str(&v.to_string());
-                }
+        Modifier::Absolute { .. } => {
+            for (tag, _, v) in m.absolute_values() {
+                out.push(tag);
+                out.push_str(&v.to_string());
             }
         }
     }

@@ -128,21 +128,11 @@ fn schedule_entry(e: &StoredEntry) -> Result<Node, String> {
     let mut out = cron_and_tz(e, Some(modifier))?;
     match modifier {
         Modifier::Scale { permille } => out.push(pair("scale", scale(permille))),
-        Modifier::Absolute {
-            capacity,
-            refill_amount,
-            refill_period_seconds,
-        } => {
-            for (k, v) in [
-                ("capacity", capacity),
-                ("refill_amount", refill_amount),
-                ("refill_period_seconds", refill_period_seconds),
-            ] {
-                if let Some(v) = v {
-                    out.push(pair(k, Node::Int(v)));
-                }
-            }
-        }
+        Modifier::Absolute { .. } => out.extend(
+            modifier
+                .absolute_values()
+                .map(|(_, key, v)| pair(key, Node::Int(v))),
+        ),
     }
     Ok(Node::Map(out))
 }

@@ -257,6 +257,12 @@ fn unreadable(scope: &Scope, e: &ApiError, now: EpochMs) -> Response {
         .into_response()
 }
 
+/// `doc` with the `warnings` about what of the request could not be used.
+fn warned(mut doc: Value, warnings: Vec<String>) -> Value {
+    doc["warnings"] = json!(warnings);
+    doc
+}
+
 /// `POST /v1/cooldowns/{scope}/record`: the state after the refusal, and the
 /// warnings about what could not be used.
 pub async fn record(
@@ -285,9 +291,7 @@ pub async fn record(
             let (refusal, more) = evidence.refusal(received_at);
             warnings.extend(more.iter().map(ToString::to_string));
             let st = cooldowns(app, store, &policy)?.record(&scope, &refusal, now)?;
-            let mut doc = answer::record_json(&st, now);
-            doc["warnings"] = json!(warnings);
-            Ok(doc)
+            Ok(warned(answer::record_json(&st, now), warnings))
         })
         .await?;
     Ok(answer(doc))
@@ -380,9 +384,7 @@ pub async fn settle(
                 }
             };
             let r = cooldowns(app, store, &policy)?.settle(&scope, &who, &settlement, now)?;
-            let mut doc = answer::settle_json(&scope, &r, now);
-            doc["warnings"] = json!(warnings);
-            Ok(doc)
+            Ok(warned(answer::settle_json(&scope, &r, now), warnings))
         })
         .await?;
     Ok(answer(doc))
