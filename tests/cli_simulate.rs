@@ -63,6 +63,12 @@ fn limit<'a>(doc: &'a Value, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no limit {name} in {doc}"))
 }
 
+/// A run that exits 1 and says `says` on stderr.
+fn assert_fails((code, _, err): (i32, String, String), says: &str) {
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains(says), "{err}");
+}
+
 #[test]
 fn every_kind_report_matches_the_golden() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -309,13 +315,15 @@ fn bad_input_is_a_located_error_and_writes_nothing() {
     assert!(!svg.exists());
 
     std::fs::write(&bad, "timestamp,op,rpm\n2026-12-07T09:00:00Z,reserve,1\n").unwrap();
-    let (code, _, err) = simulate("u1", &bad, &[]);
-    assert_eq!(code, 1);
-    assert!(err.contains("line 2: a reserve needs a hold id"), "{err}");
+    assert_fails(
+        simulate("u1", &bad, &[]),
+        "line 2: a reserve needs a hold id",
+    );
 
-    let (code, _, err) = simulate("u1", &dir.path().join("missing.csv"), &[]);
-    assert_eq!(code, 1);
-    assert!(err.contains("cannot read the trace"), "{err}");
+    assert_fails(
+        simulate("u1", &dir.path().join("missing.csv"), &[]),
+        "cannot read the trace",
+    );
 
     // No level defines limits for this pair.
     let manifest = dir.path().join("m.yaml");
@@ -324,11 +332,9 @@ fn bad_input_is_a_located_error_and_writes_nothing() {
         "namespace: default\nresources:\n  gpt-4:\n    limits:\n      rpm: {capacity: 5}\n",
     )
     .unwrap();
-    let (code, _, err) = simulate_with(&manifest, "u", "claude", &fixture("every-kind.csv"), &[]);
-    assert_eq!(code, 1);
-    assert!(
-        err.contains("no limits apply to entity 'u' on resource 'claude'"),
-        "{err}"
+    assert_fails(
+        simulate_with(&manifest, "u", "claude", &fixture("every-kind.csv"), &[]),
+        "no limits apply to entity 'u' on resource 'claude'",
     );
 
     // An invalid manifest prints its located diagnostics.
@@ -337,9 +343,10 @@ fn bad_input_is_a_located_error_and_writes_nothing() {
         "namespace: default\nresources:\n  gpt-4:\n    limits:\n      rpm: {capacity: -5}\n",
     )
     .unwrap();
-    let (code, _, err) = simulate_with(&manifest, "u", "gpt-4", &fixture("every-kind.csv"), &[]);
-    assert_eq!(code, 1);
-    assert!(err.contains("m.yaml:5:"), "{err}");
+    assert_fails(
+        simulate_with(&manifest, "u", "gpt-4", &fixture("every-kind.csv"), &[]),
+        "m.yaml:5:",
+    );
 }
 
 #[test]
@@ -478,11 +485,9 @@ fn extreme_instants_and_endless_lines_are_errors() {
         "{\"timestamp\": 9223372036854775807, \"cost\": {\"rpm\": 1}}\n",
     )
     .unwrap();
-    let (code, _, err) = simulate("u1", &jsonl, &[]);
-    assert_eq!(code, 1, "{err}");
-    assert!(
-        err.contains("line 1: \"9223372036854775807\" is out of range"),
-        "{err}"
+    assert_fails(
+        simulate("u1", &jsonl, &[]),
+        "line 1: \"9223372036854775807\" is out of range",
     );
     // The edges of the range are fine, chart included.
     std::fs::write(
@@ -502,11 +507,9 @@ fn extreme_instants_and_endless_lines_are_errors() {
     let mut text = String::from("timestamp,rpm\n");
     text.push_str(&"9".repeat(2 * 1024 * 1024));
     std::fs::write(&long, text).unwrap();
-    let (code, _, err) = simulate("u1", &long, &[]);
-    assert_eq!(code, 1, "{err}");
-    assert!(
-        err.contains("line 2: the line is larger than 1 MiB; a trace line that long is refused"),
-        "{err}"
+    assert_fails(
+        simulate("u1", &long, &[]),
+        "line 2: the line is larger than 1 MiB; a trace line that long is refused",
     );
 }
 
