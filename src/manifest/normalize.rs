@@ -253,33 +253,37 @@ fn write_value(out: &mut String, v: &Value) {
             }
         }
         Value::String(s) => write_string(out, s),
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                write_value(out, item);
-            }
-            out.push(']');
-        }
+        Value::Array(items) => write_seq(out, '[', items, ']', write_value),
         Value::Object(map) => {
             let mut keys: Vec<&String> = map.keys().collect();
             keys.sort();
-            out.push('{');
-            for (i, k) in keys.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
+            write_seq(out, '{', keys, '}', |out, k| {
                 write_string(out, k);
                 out.push_str(": ");
-                if let Some(v) = map.get(*k) {
+                if let Some(v) = map.get(k) {
                     write_value(out, v);
                 }
-            }
-            out.push('}');
+            });
         }
     }
+}
+
+/// `open`, the items as `write` writes them with Python's `", "` between, `close`.
+fn write_seq<T>(
+    out: &mut String,
+    open: char,
+    items: impl IntoIterator<Item = T>,
+    close: char,
+    mut write: impl FnMut(&mut String, T),
+) {
+    out.push(open);
+    for (i, item) in items.into_iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        write(out, item);
+    }
+    out.push(close);
 }
 
 fn write_string(out: &mut String, s: &str) {
