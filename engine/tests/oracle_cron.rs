@@ -54,6 +54,15 @@ fn same_meaning(a: &CronSpec, b: &CronSpec) -> bool {
     a == b
 }
 
+/// Whether `rendered` parses back to the same sets as `spec`.
+fn reparses_to<E>(rendered: &Result<String, E>, spec: &CronSpec) -> bool {
+    rendered
+        .as_ref()
+        .ok()
+        .and_then(|r| CronSpec::parse(r).ok())
+        .is_some_and(|s| same_meaning(&s, spec))
+}
+
 #[test]
 fn parse_section_agrees() {
     let v = vectors();
@@ -162,12 +171,7 @@ fn parse_section_agrees() {
             }
             (Some(named), reparse) => {
                 b6 += 1;
-                let ok = rendered
-                    .as_ref()
-                    .ok()
-                    .and_then(|r| CronSpec::parse(r).ok())
-                    .is_some_and(|s| same_meaning(&s, &spec));
-                if !ok {
+                if !reparses_to(&rendered, &spec) {
                     failures.push(format!(
                         "{cron:?}: B6 rendering {rendered:?} (reference {named:?}, {reparse:?}) must re-parse to the same sets"
                     ));
@@ -176,12 +180,7 @@ fn parse_section_agrees() {
             (None, _) if c["encoded"].is_null() => {
                 // B7: the reference could not encode, so it rendered nothing;
                 // ours must mean what was parsed.
-                let ok = rendered
-                    .as_ref()
-                    .ok()
-                    .and_then(|r| CronSpec::parse(r).ok())
-                    .is_some_and(|s| same_meaning(&s, &spec));
-                if !ok {
+                if !reparses_to(&rendered, &spec) {
                     failures.push(format!(
                         "{cron:?}: B7 rendering {rendered:?} must re-parse to the same sets"
                     ));
@@ -629,12 +628,7 @@ fn extra_parse_agrees() {
             other => failures.push(format!("{cron:?}: {enc:?} decodes to {other:?}")),
         }
         let rendered = to_cron(&enc);
-        let rendered_same = rendered
-            .as_ref()
-            .ok()
-            .and_then(|r| CronSpec::parse(r).ok())
-            .as_ref()
-            == Some(&spec);
+        let rendered_same = reparses_to(&rendered, &spec);
         match c["named"].as_str() {
             Some(named) if CronSpec::parse(named).ok().as_ref() == Some(&spec) => {
                 if rendered.as_deref() != Ok(named) {
