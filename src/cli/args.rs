@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::store::open::Target;
+
 const ROOT_AFTER_HELP: &str = "\
 Examples:
   zae-limiter limits validate fixtures/manifests/valid/quickstart.yaml
@@ -121,7 +123,18 @@ pub struct StoreArgs {
     pub local: Option<PathBuf>,
 }
 
-/// `--local` alone yields an empty path, which [`crate::store::open`] reads as
+impl StoreArgs {
+    /// The store these flags (and the environment) select.
+    pub fn target(&self) -> Target {
+        Target::resolve(
+            self.local.as_deref(),
+            self.region.as_deref(),
+            self.endpoint_url.as_deref(),
+        )
+    }
+}
+
+/// `--local` alone yields an empty path, which [`Target::resolve`] reads as
 /// "the default location"; clap's own path parser would reject the empty value.
 /// The value must be attached (`--local=PATH`): an optional value that could be
 /// separate would swallow a positional argument (`--local user-1`).

@@ -43,7 +43,7 @@ pub fn run(a: AcquireArgs) -> Result<i32, CliError> {
     req.holder = a.holder.clone();
     let now = now_ms()?;
     let decision = (|| {
-        let store = crate::store::open::open(&a.store.store, &a.store.name)?;
+        let store = crate::store::open::open(&a.store.store.target(), &a.store.name)?;
         let ns = runtime::namespace_id(store.as_ref(), &a.store.namespace)?;
         runtime::acquire(store.as_ref(), &ns, &a.entity, &a.resource, &req, now)
     })();
@@ -253,7 +253,8 @@ pub(crate) fn now_ms() -> Result<i64, CliError> {
 }
 
 pub(crate) fn open_store(args: &CooldownStoreArgs) -> Result<Box<dyn Store>, CliError> {
-    crate::store::open::open(&args.store, &args.name).map_err(|e| CliError::Failed(e.to_string()))
+    crate::store::open::open(&args.store.target(), &args.name)
+        .map_err(|e| CliError::Failed(e.to_string()))
 }
 
 pub(crate) fn namespace(store: &dyn Store, name: &str) -> Result<Namespace, RuntimeError> {

@@ -722,7 +722,8 @@ fn flag_hints(
 }
 
 fn open_store(args: &CooldownStoreArgs) -> Result<Box<dyn Store>, CliError> {
-    crate::store::open::open(&args.store, &args.name).map_err(|e| CliError::Failed(e.to_string()))
+    crate::store::open::open(&args.store.target(), &args.name)
+        .map_err(|e| CliError::Failed(e.to_string()))
 }
 
 /// The namespace id for reading. A name that is not registered is an error
@@ -752,7 +753,7 @@ fn registered_namespace(store: &dyn Store, name: &str) -> Result<String, CliErro
 /// The store of `check` and `list`, which only read: a local store file is
 /// opened read-only, so they work where the directory is not writable.
 fn open_reader(args: &CooldownStoreArgs) -> Result<Box<dyn Store>, CliError> {
-    crate::store::open::open_read_only(&args.store, &args.name)
+    crate::store::open::open_read_only(&args.store.target(), &args.name)
         .map_err(|e| CliError::Failed(e.to_string()))
 }
 

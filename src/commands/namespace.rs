@@ -13,11 +13,11 @@ use crate::cli::output;
 use crate::cli::args::{NamespaceCommand, StoreArgs, TextOrJson};
 use crate::cli::CliError;
 use crate::items::{namespace, version};
-use crate::store::open::{self, Target};
+use crate::store::open;
 use crate::store::Store;
 
 fn open_store(store: &StoreArgs, table: &str) -> Result<Box<dyn Store>, CliError> {
-    open::open(store, table).map_err(|e| CliError::Failed(e.to_string()))
+    open::open(&store.target(), table).map_err(|e| CliError::Failed(e.to_string()))
 }
 
 pub fn run(cmd: NamespaceCommand) -> Result<i32, CliError> {
@@ -38,7 +38,7 @@ pub fn run(cmd: NamespaceCommand) -> Result<i32, CliError> {
 fn register(ns: &str, table: &str, args: &StoreArgs) -> Result<i32, CliError> {
     crate::items::keys::validate_namespace_name(ns).map_err(|e| CliError::Failed(e.to_string()))?;
     let store = open_store(args, table)?;
-    if matches!(open::target(args), Target::Local(_)) {
+    if args.target().is_local() {
         version::ensure_initialized(store.as_ref()).map_err(|e| CliError::Failed(e.to_string()))?;
     } else {
         // The table must exist; registering never creates one on AWS.
@@ -60,7 +60,8 @@ fn register(ns: &str, table: &str, args: &StoreArgs) -> Result<i32, CliError> {
 }
 
 fn list(table: &str, format: TextOrJson, args: &StoreArgs) -> Result<i32, CliError> {
-    let store = open::open_read_only(args, table).map_err(|e| CliError::Failed(e.to_string()))?;
+    let store =
+        open::open_read_only(&args.target(), table).map_err(|e| CliError::Failed(e.to_string()))?;
     let records = namespace::list(store.as_ref()).map_err(|e| CliError::Failed(e.to_string()))?;
     if format == TextOrJson::Json {
         let doc = serde_json::json!({"version": 1, "namespaces": records});

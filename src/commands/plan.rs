@@ -95,17 +95,17 @@ fn read_only(args: PlanArgs, command: Command, refresh: Refresh) -> Result<i32, 
     // A local store without this table (or without a file at all) is compared
     // as empty: apply would create both, so every level is a create. Nothing is
     // created here.
-    let (store, ns): (Box<dyn Store>, String) = match open::open_for_plan(&args.store, &args.name)?
-    {
-        Some(store) => {
-            let ns = super::read_only::resolve_namespace(store.as_ref(), &name)?;
-            (store, ns)
-        }
-        None => (
-            Box::new(EmptyStore::new(&args.name)),
-            namespace::new_id().map_err(|e| CliError::Failed(e.to_string()))?,
-        ),
-    };
+    let (store, ns): (Box<dyn Store>, String) =
+        match open::open_for_plan(&args.store.target(), &args.name)? {
+            Some(store) => {
+                let ns = super::read_only::resolve_namespace(store.as_ref(), &name)?;
+                (store, ns)
+            }
+            None => (
+                Box::new(EmptyStore::new(&args.name)),
+                namespace::new_id().map_err(|e| CliError::Failed(e.to_string()))?,
+            ),
+        };
     let build = builder(&ns, &m);
     let build: &BuildFn<'_> = &build;
     let prepared = prepare(store.as_ref(), &ns, &m, false, build, refresh)?;
@@ -137,7 +137,7 @@ pub fn apply(args: ApplyArgs) -> Result<i32, CliError> {
     let args = args.plan;
     let (m, _warnings) = load(&args)?;
     let name = namespace_name(&args, &m)?;
-    let store = fault::wrap(open::open(&args.store, &args.name)?);
+    let store = fault::wrap(open::open(&args.store.target(), &args.name)?);
     let store = store.as_ref();
     crate::items::version::ensure_initialized(store)
         .map_err(|e| CliError::Failed(e.to_string()))?;

@@ -18,7 +18,7 @@ use crate::store::{open, Key, Store};
 /// Opens the store and resolves the namespace, refusing like the reference's
 /// read-only `connect()`.
 fn connect(read: &ReadArgs) -> Result<(Box<dyn Store>, String), CliError> {
-    let store = open::open_read_only(&read.store, &read.name)?;
+    let store = open::open_read_only(&read.store.target(), &read.name)?;
     let id = super::read_only::resolve_namespace(store.as_ref(), &read.namespace)?;
     Ok((store, id))
 }

@@ -6,7 +6,7 @@ use crate::cli::args::{StoreArgs, TableCommand};
 use crate::cli::CliError;
 use crate::items::version::{self, Initialized};
 use crate::store::local::LocalStore;
-use crate::store::open::{self, Target};
+use crate::store::open::Target;
 use crate::store::Store;
 
 pub fn run(cmd: TableCommand) -> Result<i32, CliError> {
@@ -33,7 +33,7 @@ pub fn validate_name(name: &str) -> Result<(), String> {
 fn create(name: &str, args: &StoreArgs) -> Result<i32, CliError> {
     validate_name(name).map_err(CliError::Usage)?;
     let mut lines = vec![];
-    let init = match open::target(args) {
+    let init = match args.target() {
         Target::Local(path) => {
             let store = LocalStore::open(&path, name).map_err(failed)?;
             let created = store.create_table().map_err(failed)?;

@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use zae_limiter::cli::args::StoreArgs;
+use zae_limiter::store::open::Target;
 use zae_limiter::store::Store;
 
 pub const REGION: &str = "us-east-1";
@@ -164,12 +164,14 @@ impl Backend {
             std::env::set_var("AWS_SECRET_ACCESS_KEY", "testing");
             std::env::set_var("AWS_EC2_METADATA_DISABLED", "true");
         }
-        let args = StoreArgs {
-            region: Some(REGION.into()),
-            endpoint_url: self.endpoint.clone(),
-            local: self.local.clone(),
+        let target = match &self.local {
+            Some(path) => Target::Local(path.clone()),
+            None => Target::DynamoDb {
+                region: Some(REGION.into()),
+                endpoint_url: self.endpoint.clone(),
+            },
         };
-        zae_limiter::store::open::open(&args, &self.table).expect("open store")
+        zae_limiter::store::open::open(&target, &self.table).expect("open store")
     }
 
     /// The id of namespace `name`.
