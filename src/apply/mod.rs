@@ -9,6 +9,8 @@
 pub const LEASE_MS: i64 = 960_000;
 
 pub mod counts;
+#[cfg(test)]
+mod dump_tests;
 pub mod fanout;
 pub mod fault;
 pub mod gate;

@@ -38,6 +38,15 @@ impl CliError {
     pub fn has_message(&self) -> bool {
         !matches!(self, CliError::Reported(_))
     }
+
+    /// Renders the error once (`Error: …` on stderr, unless the command
+    /// already printed it) and returns the exit code.
+    pub fn report(self) -> i32 {
+        if self.has_message() {
+            super::output::eprintln(format!("Error: {self}"));
+        }
+        self.exit_code()
+    }
 }
 
 impl From<crate::store::StoreError> for CliError {

@@ -31,6 +31,3 @@ pub mod keys;
 pub mod namespace;
 pub mod source;
 pub mod version;
-
-#[cfg(test)]
-mod dump_tests;
