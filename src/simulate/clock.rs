@@ -2,7 +2,7 @@
 //! milliseconds, and `90s` / `15m` / `8h` / `7d` durations. Everything inside
 //! is integer epoch milliseconds.
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::DateTime;
 use zae_limiter_engine::civil::in_range_ms;
 
 /// Why an instant or a duration could not be read.
@@ -53,15 +53,6 @@ pub fn parse_duration(text: &str) -> Result<i64, TimeError> {
         _ => return Err(bad()),
     };
     n.checked_mul(per).filter(|&ms| ms > 0).ok_or_else(bad)
-}
-
-/// RFC 3339 in UTC, with milliseconds only when there are any.
-pub fn format_instant(ms: i64) -> String {
-    match DateTime::<Utc>::from_timestamp_millis(ms) {
-        Some(t) if ms % 1000 == 0 => t.to_rfc3339_opts(SecondsFormat::Secs, true),
-        Some(t) => t.to_rfc3339_opts(SecondsFormat::Millis, true),
-        None => format!("@{ms}ms"),
-    }
 }
 
 /// A span for people: `4m56s`, `2h03m`, `3d04h`, `850ms`.
@@ -124,12 +115,10 @@ mod tests {
     }
 
     #[test]
-    fn spans_and_instants_print_compactly() {
+    fn spans_print_compactly() {
         assert_eq!(format_span(850), "850ms");
         assert_eq!(format_span(296_000), "4m56s");
         assert_eq!(format_span(7_380_000), "2h03m");
         assert_eq!(format_span(273_600_000), "3d04h");
-        assert_eq!(format_instant(0), "1970-01-01T00:00:00Z");
-        assert_eq!(format_instant(1), "1970-01-01T00:00:00.001Z");
     }
 }
