@@ -847,8 +847,10 @@ a holder that dies frees its slot when the TTL ends (default: the limit's hold_t
 Examples:
   zae-limiter limits apply --local -n jobs -f fixtures/runtime/jobs.yaml
   zae-limiter acquire job-7 -r exports --local -n jobs
-  zae-limiter acquire job-7 -r exports --cost rows_per_hour=5000 --mode preview --local -n jobs
-  zae-limiter acquire job-7 -r exports --mode reserve --ttl 10m --format json --local -n jobs
+  zae-limiter acquire job-7 -r exports --cost rows_per_hour=5000 \\
+      --mode preview --local -n jobs
+  zae-limiter acquire job-7 -r exports --mode reserve --ttl 10m \\
+      --format json --local -n jobs
 
 \"Now\" is ZAEL_NOW (RFC 3339) when set. When the store cannot be read or the state is
 unreadable, the system level's on_unavailable (allow | block, default block) answers, and
@@ -907,7 +909,8 @@ was taken for, so these commands need only the id, the store flags and the names
 
 Examples:
   zae-limiter limits apply --local -n jobs -f fixtures/runtime/jobs.yaml
-  id=$(zae-limiter acquire job-7 -r exports --mode reserve --local -n jobs) && \\
+  id=$(zae-limiter acquire job-7 -r exports --mode reserve \\
+      --local -n jobs) && \\
       ",
             $then,
             "
@@ -927,7 +930,8 @@ pub enum ReservationCommand {
     Release(ReservationArgs),
     /// The work is done: give the slots back and, with --cost, correct what it counted
     #[command(after_help = reservation_help!(
-        "zae-limiter reservation commit \"$id\" --cost rows_per_hour=4200 --local -n jobs"
+        "zae-limiter reservation commit \"$id\" --cost rows_per_hour=4200 \\\n      \
+         --local -n jobs"
     ))]
     Commit(ReservationCommitArgs),
     /// Heartbeat: keep the reservation open until --ttl from now
