@@ -13,6 +13,8 @@ pub mod display;
 pub mod exit_codes;
 pub mod input;
 pub mod items;
+#[cfg(test)]
+mod layers;
 pub mod manifest;
 pub mod plan;
 pub mod runtime;
