@@ -5,7 +5,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::store::open::Target;
+use crate::store::open::{self, Target};
+use crate::store::{Store, StoreError};
 
 const ROOT_AFTER_HELP: &str = "\
 Examples:
@@ -131,6 +132,60 @@ impl StoreArgs {
             self.region.as_deref(),
             self.endpoint_url.as_deref(),
         )
+    }
+}
+
+/// The table a command works on and the store it lives in: `-n` and the
+/// store flags, for every command that opens a store (`limits plan`, `diff`
+/// and `apply` spell `-n` without a default: there it names the stack the
+/// manifest is for).
+#[derive(Debug, Clone, Args)]
+pub struct TableArgs {
+    /// Table (stack) name
+    #[arg(
+        short = 'n',
+        long,
+        value_name = "NAME",
+        env = "ZAEL_STACK",
+        default_value = "zae-limiter"
+    )]
+    pub name: String,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+impl TableArgs {
+    /// Opens the table for reading and writing.
+    pub fn open(&self) -> Result<Box<dyn Store>, StoreError> {
+        open::open(&self.store.target(), &self.name)
+    }
+
+    /// Opens the table for a command that only reads (a local store file is
+    /// opened read-only, so it works where the directory is not writable).
+    pub fn open_read_only(&self) -> Result<Box<dyn Store>, StoreError> {
+        open::open_read_only(&self.store.target(), &self.name)
+    }
+}
+
+/// One namespace of a table: [`TableArgs`] and `-N` (default `default`).
+#[derive(Debug, Clone, Args)]
+pub struct NamespacedArgs {
+    #[command(flatten)]
+    pub table: TableArgs,
+    /// Namespace name
+    #[arg(short = 'N', long, value_name = "NAME", default_value = "default")]
+    pub namespace: String,
+}
+
+impl NamespacedArgs {
+    /// [`TableArgs::open`].
+    pub fn open(&self) -> Result<Box<dyn Store>, StoreError> {
+        self.table.open()
+    }
+
+    /// [`TableArgs::open_read_only`].
+    pub fn open_read_only(&self) -> Result<Box<dyn Store>, StoreError> {
+        self.table.open_read_only()
     }
 }
 
@@ -452,26 +507,14 @@ pub struct CfnTemplateArgs {
     pub full: bool,
 }
 
-/// Store and namespace options of the read-only display commands.
+/// Store, namespace and format options of the read-only display commands.
 #[derive(Debug, Args)]
 pub struct ReadArgs {
-    /// Table (stack) name
-    #[arg(
-        short = 'n',
-        long,
-        value_name = "NAME",
-        env = "ZAEL_STACK",
-        default_value = "zae-limiter"
-    )]
-    pub name: String,
-    /// Namespace name
-    #[arg(short = 'N', long, value_name = "NAME", default_value = "default")]
-    pub namespace: String,
+    #[command(flatten)]
+    pub target: NamespacedArgs,
     /// Output format
     #[arg(long, value_enum, default_value_t)]
     pub format: TextOrJson,
-    #[command(flatten)]
-    pub store: StoreArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -522,35 +565,17 @@ pub enum NamespaceCommand {
     Register {
         /// Namespace name
         name_arg: String,
-        /// Table (stack) name
-        #[arg(
-            short = 'n',
-            long,
-            value_name = "NAME",
-            env = "ZAEL_STACK",
-            default_value = "zae-limiter"
-        )]
-        name: String,
         #[command(flatten)]
-        store: StoreArgs,
+        table: TableArgs,
     },
     /// List registered namespaces
     #[command(after_help = "Example:\n  zae-limiter namespace list --local -n demo --format json")]
     List {
-        /// Table (stack) name
-        #[arg(
-            short = 'n',
-            long,
-            value_name = "NAME",
-            env = "ZAEL_STACK",
-            default_value = "zae-limiter"
-        )]
-        name: String,
         /// Output format
         #[arg(long, value_enum, default_value_t)]
         format: TextOrJson,
         #[command(flatten)]
-        store: StoreArgs,
+        table: TableArgs,
     },
 }
 
@@ -587,25 +612,6 @@ pub struct CronCheckArgs {
     /// Output format
     #[arg(long, value_enum, default_value_t)]
     pub format: TextOrJson,
-}
-
-/// Store options of the cooldown commands.
-#[derive(Debug, Args)]
-pub struct CooldownStoreArgs {
-    /// Table (stack) name
-    #[arg(
-        short = 'n',
-        long,
-        value_name = "NAME",
-        env = "ZAEL_STACK",
-        default_value = "zae-limiter"
-    )]
-    pub name: String,
-    /// Namespace name
-    #[arg(short = 'N', long, value_name = "NAME", default_value = "default")]
-    pub namespace: String,
-    #[command(flatten)]
-    pub store: StoreArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -666,7 +672,7 @@ Examples:
         #[arg(long, value_enum, default_value_t)]
         format: TextOrJson,
         #[command(flatten)]
-        store: CooldownStoreArgs,
+        store: NamespacedArgs,
     },
     /// Remove a scope's cooldown
     #[command(after_help = "\
@@ -683,7 +689,7 @@ pub struct CooldownScopeArgs {
     #[arg(long, value_enum, default_value_t)]
     pub format: TextOrJson,
     #[command(flatten)]
-    pub store: CooldownStoreArgs,
+    pub store: NamespacedArgs,
 }
 
 #[derive(Debug, Args)]
@@ -730,7 +736,7 @@ pub struct CooldownRecordArgs {
     #[arg(long, value_enum, default_value_t)]
     pub format: TextOrJson,
     #[command(flatten)]
-    pub store: CooldownStoreArgs,
+    pub store: NamespacedArgs,
 }
 
 #[derive(Debug, Args)]
@@ -747,7 +753,7 @@ pub struct CooldownProbeArgs {
     #[arg(long, value_enum, default_value_t)]
     pub format: TextOrJson,
     #[command(flatten)]
-    pub store: CooldownStoreArgs,
+    pub store: NamespacedArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -795,7 +801,7 @@ pub struct CooldownSettleArgs {
     #[arg(long, value_enum, default_value_t)]
     pub format: TextOrJson,
     #[command(flatten)]
-    pub store: CooldownStoreArgs,
+    pub store: NamespacedArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -813,17 +819,8 @@ Examples:
       zae-limiter table create -n mystack \\
       --endpoint-url http://127.0.0.1:5000")]
     Create {
-        /// Table (stack) name
-        #[arg(
-            short = 'n',
-            long,
-            value_name = "NAME",
-            env = "ZAEL_STACK",
-            default_value = "zae-limiter"
-        )]
-        name: String,
         #[command(flatten)]
-        store: StoreArgs,
+        table: TableArgs,
     },
 }
 
@@ -895,7 +892,7 @@ pub struct AcquireArgs {
     #[arg(long, value_enum, default_value_t)]
     pub format: TextOrJson,
     #[command(flatten)]
-    pub store: CooldownStoreArgs,
+    pub store: NamespacedArgs,
 }
 
 /// The help of one `reservation` subcommand: what ids are, an example
@@ -950,7 +947,7 @@ pub struct ReservationArgs {
     #[arg(long, value_enum, default_value_t)]
     pub format: TextOrJson,
     #[command(flatten)]
-    pub store: CooldownStoreArgs,
+    pub store: NamespacedArgs,
 }
 
 #[derive(Debug, Args)]

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use zae_limiter_engine::cooldown::{human_duration, parse_duration_ms};
 
-use crate::cli::args::{AcquireArgs, AcquireMode, CooldownStoreArgs, TextOrJson};
+use crate::cli::args::{AcquireArgs, AcquireMode, TextOrJson};
 use crate::cli::{output, CliError};
 use crate::clock::rfc3339;
 use crate::exit_codes;
@@ -43,7 +43,7 @@ pub fn run(a: AcquireArgs) -> Result<i32, CliError> {
     req.holder = a.holder.clone();
     let now = now_ms()?;
     let decision = (|| {
-        let store = crate::store::open::open(&a.store.store.target(), &a.store.name)?;
+        let store = a.store.open()?;
         let ns = runtime::namespace_id(store.as_ref(), &a.store.namespace)?;
         runtime::acquire(store.as_ref(), &ns, &a.entity, &a.resource, &req, now)
     })();
@@ -250,11 +250,6 @@ pub(crate) fn ttl_seconds(text: &str, flag: &str) -> Result<i64, CliError> {
 
 pub(crate) fn now_ms() -> Result<i64, CliError> {
     crate::clock::now_ms().map_err(|e| CliError::Usage(e.to_string()))
-}
-
-pub(crate) fn open_store(args: &CooldownStoreArgs) -> Result<Box<dyn Store>, CliError> {
-    crate::store::open::open(&args.store.target(), &args.name)
-        .map_err(|e| CliError::Failed(e.to_string()))
 }
 
 pub(crate) fn namespace(store: &dyn Store, name: &str) -> Result<Namespace, RuntimeError> {

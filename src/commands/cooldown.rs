@@ -46,7 +46,7 @@ use zae_limiter_engine::cooldown::{
 
 use crate::cli::args::{
     CooldownCheckArgs, CooldownCommand, CooldownProbeArgs, CooldownRecordArgs, CooldownScopeArgs,
-    CooldownSettleArgs, CooldownStoreArgs, ProbeOutcome, TextOrJson,
+    CooldownSettleArgs, NamespacedArgs, ProbeOutcome, TextOrJson,
 };
 use crate::cli::{output, CliError};
 use crate::clock::rfc3339;
@@ -104,7 +104,7 @@ fn record(a: CooldownRecordArgs) -> Result<i32, CliError> {
     let received_at = received_at(&mut evidence, a.received_at.as_deref(), now);
     let (refusal, warnings) = evidence.refusal(received_at);
     warn_all(&warnings);
-    let store = open_store(&a.store)?;
+    let store = a.store.open()?;
     let ns = init_namespace(store.as_ref(), &a.store.namespace)?;
     let st = Cooldowns::new(store.as_ref(), ns, policy)
         .record(&scope, &refusal, now)
@@ -221,10 +221,14 @@ fn check(a: CooldownCheckArgs) -> Result<i32, CliError> {
             })
         }
     };
-    let opened = open_reader(&a.store).and_then(|store| {
-        let ns = registered_namespace(store.as_ref(), &a.store.namespace)?;
-        Ok((store, ns))
-    });
+    let opened = a
+        .store
+        .open_read_only()
+        .map_err(CliError::from)
+        .and_then(|store| {
+            let ns = registered_namespace(store.as_ref(), &a.store.namespace)?;
+            Ok((store, ns))
+        });
     let (store, ns) = match opened {
         Ok(o) => o,
         Err(e) => return unreadable(a.format, &scope, &e.to_string(), clock.start),
@@ -413,7 +417,7 @@ fn probe(a: CooldownProbeArgs) -> Result<i32, CliError> {
     let lease_ms = bounded_duration("--lease", &a.lease, 1, MAX_LEASE_MS)?;
     let now = now_ms()?;
     let policy = policy(DEFAULT_MARGIN_MS, Strictness::Refuse)?;
-    let outcome = open_store(&a.store).and_then(|store| {
+    let outcome = a.store.open().map_err(CliError::from).and_then(|store| {
         let ns = registered_namespace(store.as_ref(), &a.store.namespace)?;
         Cooldowns::new(store.as_ref(), ns, policy)
             .probe(&scope, holder, lease_ms, now)
@@ -532,7 +536,7 @@ fn settle(a: CooldownSettleArgs) -> Result<i32, CliError> {
         ProbeOutcome::Auth => Settlement::Auth,
     };
     let policy = policy(margin_ms(a.margin), Strictness::Warn)?;
-    let store = open_store(&a.store)?;
+    let store = a.store.open()?;
     let ns = registered_namespace(store.as_ref(), &a.store.namespace)?;
     let result = Cooldowns::new(store.as_ref(), ns, policy)
         .settle(&scope, holder, &settlement, now)
@@ -575,10 +579,10 @@ fn settle(a: CooldownSettleArgs) -> Result<i32, CliError> {
 
 // ---------------------------------------------------------------- list
 
-fn list(format: TextOrJson, store_args: CooldownStoreArgs) -> Result<i32, CliError> {
+fn list(format: TextOrJson, store_args: NamespacedArgs) -> Result<i32, CliError> {
     let now = now_ms()?;
     let policy = policy(DEFAULT_MARGIN_MS, Strictness::Refuse)?;
-    let store = open_reader(&store_args)?;
+    let store = store_args.open_read_only()?;
     let ns = registered_namespace(store.as_ref(), &store_args.namespace)?;
     let rows = Cooldowns::new(store.as_ref(), ns, policy)
         .list()
@@ -679,7 +683,7 @@ fn status_word(st: &CooldownState, now: EpochMs) -> &'static str {
 
 fn clear(a: CooldownScopeArgs) -> Result<i32, CliError> {
     let scope = parse_scope(&a.scope)?;
-    let store = open_store(&a.store)?;
+    let store = a.store.open()?;
     let ns = registered_namespace(store.as_ref(), &a.store.namespace)?;
     let existed = Cooldowns::new(store.as_ref(), ns, Policy::default())
         .clear(&scope)
@@ -721,11 +725,6 @@ fn flag_hints(
     hints
 }
 
-fn open_store(args: &CooldownStoreArgs) -> Result<Box<dyn Store>, CliError> {
-    crate::store::open::open(&args.store.target(), &args.name)
-        .map_err(|e| CliError::Failed(e.to_string()))
-}
-
 /// The namespace id for reading. A name that is not registered is an error
 /// (a misspelt `-N` must not read as "nothing recorded"), with the nearest
 /// registered name when there is one.
@@ -748,13 +747,6 @@ fn registered_namespace(store: &dyn Store, name: &str) -> Result<String, CliErro
         "namespace '{name}' is not registered in table '{}', so its cooldowns cannot be read ({hint}register it with `zae-limiter namespace register {name}`)",
         store.table_name()
     )))
-}
-
-/// The store of `check` and `list`, which only read: a local store file is
-/// opened read-only, so they work where the directory is not writable.
-fn open_reader(args: &CooldownStoreArgs) -> Result<Box<dyn Store>, CliError> {
-    crate::store::open::open_read_only(&args.store.target(), &args.name)
-        .map_err(|e| CliError::Failed(e.to_string()))
 }
 
 /// The namespace id for `record`: initialises the table (version record,

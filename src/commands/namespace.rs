@@ -10,35 +10,21 @@
 
 use crate::cli::output;
 
-use crate::cli::args::{NamespaceCommand, StoreArgs, TextOrJson};
+use crate::cli::args::{NamespaceCommand, TableArgs, TextOrJson};
 use crate::cli::CliError;
 use crate::items::{namespace, version};
-use crate::store::open;
-use crate::store::Store;
-
-fn open_store(store: &StoreArgs, table: &str) -> Result<Box<dyn Store>, CliError> {
-    open::open(&store.target(), table).map_err(|e| CliError::Failed(e.to_string()))
-}
 
 pub fn run(cmd: NamespaceCommand) -> Result<i32, CliError> {
     match cmd {
-        NamespaceCommand::Register {
-            name_arg,
-            name,
-            store,
-        } => register(&name_arg, &name, &store),
-        NamespaceCommand::List {
-            name,
-            format,
-            store,
-        } => list(&name, format, &store),
+        NamespaceCommand::Register { name_arg, table } => register(&name_arg, &table),
+        NamespaceCommand::List { format, table } => list(format, &table),
     }
 }
 
-fn register(ns: &str, table: &str, args: &StoreArgs) -> Result<i32, CliError> {
+fn register(ns: &str, table: &TableArgs) -> Result<i32, CliError> {
     crate::items::keys::validate_namespace_name(ns).map_err(|e| CliError::Failed(e.to_string()))?;
-    let store = open_store(args, table)?;
-    if args.target().is_local() {
+    let store = table.open()?;
+    if table.store.target().is_local() {
         version::ensure_initialized(store.as_ref()).map_err(|e| CliError::Failed(e.to_string()))?;
     } else {
         // The table must exist; registering never creates one on AWS.
@@ -59,9 +45,8 @@ fn register(ns: &str, table: &str, args: &StoreArgs) -> Result<i32, CliError> {
     Ok(crate::exit_codes::OK)
 }
 
-fn list(table: &str, format: TextOrJson, args: &StoreArgs) -> Result<i32, CliError> {
-    let store =
-        open::open_read_only(&args.target(), table).map_err(|e| CliError::Failed(e.to_string()))?;
+fn list(format: TextOrJson, table: &TableArgs) -> Result<i32, CliError> {
+    let store = table.open_read_only()?;
     let records = namespace::list(store.as_ref()).map_err(|e| CliError::Failed(e.to_string()))?;
     if format == TextOrJson::Json {
         let doc = serde_json::json!({"version": 1, "namespaces": records});

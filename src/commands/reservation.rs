@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use super::acquire::{namespace, now_ms, open_store, parse_costs, ttl_seconds};
+use super::acquire::{namespace, now_ms, parse_costs, ttl_seconds};
 use crate::cli::args::{ReservationArgs, ReservationCommand, TextOrJson};
 use crate::cli::{output, CliError};
 use crate::clock::rfc3339;
@@ -25,7 +25,7 @@ pub fn run(cmd: ReservationCommand) -> Result<i32, CliError> {
             let id = parse_id(&a.id)?;
             let ttl = ttl_seconds(&e.ttl, "--ttl")?;
             let now = now_ms()?;
-            let store = open_store(&a.store)?;
+            let store = a.store.open()?;
             let ns = namespace(store.as_ref(), &a.store.namespace).map_err(failed)?;
             let x = runtime::extend(store.as_ref(), &ns, &id, ttl, now).map_err(failed)?;
             print(a.format, extended_json(&x, &ns.name, now), || {
@@ -44,7 +44,7 @@ fn close(a: &ReservationArgs, how: Closing, costs: &[String]) -> Result<i32, Cli
     let id = parse_id(&a.id)?;
     let costs = parse_costs(costs)?;
     let now = now_ms()?;
-    let store = open_store(&a.store)?;
+    let store = a.store.open()?;
     let ns = namespace(store.as_ref(), &a.store.namespace).map_err(failed)?;
     let c = match how {
         Closing::Released => runtime::release(store.as_ref(), &ns, &id, now),

@@ -13,13 +13,13 @@ use crate::cli::CliError;
 use crate::display::limits::{self, Subject};
 use crate::items::config::{decode_level, StoredLevel};
 use crate::items::keys;
-use crate::store::{open, Key, Store};
+use crate::store::{Key, Store};
 
 /// Opens the store and resolves the namespace, refusing like the reference's
 /// read-only `connect()`.
 fn connect(read: &ReadArgs) -> Result<(Box<dyn Store>, String), CliError> {
-    let store = open::open_read_only(&read.store.target(), &read.name)?;
-    let id = super::read_only::resolve_namespace(store.as_ref(), &read.namespace)?;
+    let store = read.target.open_read_only()?;
+    let id = super::read_only::resolve_namespace(store.as_ref(), &read.target.namespace)?;
     Ok((store, id))
 }
 
@@ -58,7 +58,7 @@ pub fn entity(entity_id: &str, resource: &str, read: ReadArgs) -> Result<i32, Cl
         || limits::entity_text(entity_id, resource, level.as_ref()),
         || {
             limits::to_json(
-                &read.namespace,
+                &read.target.namespace,
                 Subject::Entity {
                     entity: entity_id,
                     resource,
@@ -77,7 +77,13 @@ pub fn resource(resource: &str, read: ReadArgs) -> Result<i32, CliError> {
     print(
         &read,
         || limits::resource_text(resource, level.as_ref()),
-        || limits::to_json(&read.namespace, Subject::Resource(resource), level.as_ref()),
+        || {
+            limits::to_json(
+                &read.target.namespace,
+                Subject::Resource(resource),
+                level.as_ref(),
+            )
+        },
     )
 }
 
@@ -88,6 +94,6 @@ pub fn system(read: ReadArgs) -> Result<i32, CliError> {
     print(
         &read,
         || limits::system_text(level.as_ref()),
-        || limits::to_json(&read.namespace, Subject::System, level.as_ref()),
+        || limits::to_json(&read.target.namespace, Subject::System, level.as_ref()),
     )
 }

@@ -11,7 +11,7 @@ use crate::store::Store;
 
 pub fn run(cmd: TableCommand) -> Result<i32, CliError> {
     match cmd {
-        TableCommand::Create { name, store } => create(&name, &store),
+        TableCommand::Create { table } => create(&table.name, &table.store),
     }
 }
 
