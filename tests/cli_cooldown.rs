@@ -656,7 +656,7 @@ fn absurd_durations_are_refused() {
     for (lease, needle) in [
         ("99999999999d", "must be at most 1d"),
         ("2d", "must be at most 1d"),
-        ("0s", "must be at least 1s"),
+        ("0s", "must be at least 1ms"),
     ] {
         let out = b.cooldown(T0, &["probe", "s", "--holder", "w", "--lease", lease]);
         assert_eq!(out.status.code(), Some(2), "{lease}: {}", describe(&out));

@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use zae_limiter_engine::cooldown::{human_duration, parse_duration_ms};
+use zae_limiter_engine::duration::{human_duration, parse_duration_ms};
 
 use crate::cli::args::{AcquireArgs, AcquireMode, TextOrJson};
 use crate::cli::{output, CliError};

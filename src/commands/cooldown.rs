@@ -39,10 +39,12 @@ use std::time::{Duration, Instant};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, ContentArrangement, Table};
 use serde_json::{json, Value};
 use zae_limiter_engine::cooldown::{
-    human_duration, parse_duration_ms, resume_at, seed_of, EpochMs, Hint, Policy,
-    DEFAULT_CEILING_MS, DEFAULT_MARGIN_MS, DEFAULT_MAX_JITTER_MS, MAX_CEILING_MS, MAX_DEADLINE_MS,
-    MAX_JITTER_MS, MAX_LEASE_MS, MAX_MARGIN_MS, SECOND_MS,
+    resume_at, seed_of, EpochMs, Hint, Policy, DEFAULT_CEILING_MS, DEFAULT_MARGIN_MS,
+    DEFAULT_MAX_JITTER_MS, MAX_CEILING_MS, MAX_DEADLINE_MS, MAX_JITTER_MS, MAX_LEASE_MS,
+    MAX_MARGIN_MS, SECOND_MS,
 };
+
+use zae_limiter_engine::duration::{human_duration, parse_duration_ms};
 
 use crate::cli::args::{
     CooldownCheckArgs, CooldownCommand, CooldownProbeArgs, CooldownRecordArgs, CooldownScopeArgs,

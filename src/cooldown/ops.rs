@@ -5,8 +5,9 @@
 use std::time::Duration;
 
 use zae_limiter_engine::cooldown::{
-    assess, human_duration, may_probe, resume_at, seed_of, Basis, EpochMs, Hint, Policy,
+    assess, may_probe, resume_at, seed_of, Basis, EpochMs, Hint, Policy,
 };
+use zae_limiter_engine::duration::human_duration;
 
 use super::scope::Scope;
 use super::state::{self, CooldownState, Lease, Phase};
@@ -435,7 +436,7 @@ pub fn apply_refusal(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use zae_limiter_engine::cooldown::{DAY_MS, SECOND_MS};
+    use zae_limiter_engine::duration::{DAY_MS, SECOND_MS};
 
     fn scope() -> Scope {
         Scope::parse("openai/acct-42/gpt-4").unwrap()

@@ -3,7 +3,6 @@
 
 use serde_json::{json, Value};
 
-use super::clock::format_span;
 use super::counters::{describe, kind_name, Counter};
 use super::resolve::Source;
 use super::tally::{Streak, Tally};
@@ -11,6 +10,7 @@ use super::trace::TraceFormat;
 use crate::clock::rfc3339;
 use crate::display::numbers::thousands;
 use crate::manifest::model::{Disabled, LimitSpec};
+use zae_limiter_engine::duration::human_duration;
 
 /// What was simulated, besides the counts.
 pub struct Context<'a> {
@@ -51,7 +51,7 @@ fn streak_text(s: &Streak) -> String {
         thousands(s.requests),
         rfc3339(s.from_ms),
         rfc3339(s.to_ms),
-        format_span(s.span_ms())
+        human_duration(s.span_ms())
     )
 }
 
@@ -102,7 +102,7 @@ pub fn render_text(ctx: &Context<'_>, t: &Tally, counters: &[Counter]) -> String
             " from {} to {} ({})",
             rfc3339(a),
             rfc3339(b),
-            format_span(b.saturating_sub(a))
+            human_duration(b.saturating_sub(a))
         ),
         _ => String::new(),
     };
