@@ -228,19 +228,13 @@ pub fn delete_level(store: &dyn Store, ns: &str, level: &Level) -> Result<(), St
 }
 
 fn single(store: &dyn Store, ns: &str, w: LevelWrite<'_>) -> Result<(), StoreError> {
-    let token = format!("single-{}-{}", std::process::id(), now_ms());
-    let mut out = write_levels(store, ns, &token, now_ms() + crate::apply::LEASE_MS, &[w]);
+    let now = crate::clock::system_ms();
+    let token = format!("single-{}-{now}", std::process::id());
+    let mut out = write_levels(store, ns, &token, now + crate::apply::LEASE_MS, &[w]);
     match (out.results.pop(), out.counts) {
         (Some(Err(e)), _) | (_, Some(e)) => Err(e),
         _ => Ok(()),
     }
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 /// Marks every not-yet-decided write on a level `which` accepts as failed with `e`.

@@ -29,7 +29,7 @@
 //! jitter) within the bound, then looks again; its clock starts at "now" and
 //! moves on in real time while it sleeps.
 //!
-//! Bounds: instants lie in 1970..=9999 ([`MAX_DEADLINE_MS`]), `--margin` at
+//! Bounds: instants lie in 1970..=9999 ([`crate::clock::parse_instant`]), `--margin` at
 //! most a day (larger is capped, with a warning), `--lease` at most a day,
 //! the jitter at most an hour, the ceiling at most ten years.
 
@@ -40,10 +40,8 @@ use comfy_table::{presets::UTF8_FULL_CONDENSED, ContentArrangement, Table};
 use serde_json::{json, Value};
 use zae_limiter_engine::cooldown::{
     resume_at, seed_of, EpochMs, Hint, Policy, DEFAULT_CEILING_MS, DEFAULT_MARGIN_MS,
-    DEFAULT_MAX_JITTER_MS, MAX_CEILING_MS, MAX_DEADLINE_MS, MAX_JITTER_MS, MAX_LEASE_MS,
-    MAX_MARGIN_MS, SECOND_MS,
+    DEFAULT_MAX_JITTER_MS, MAX_CEILING_MS, MAX_JITTER_MS, MAX_LEASE_MS, MAX_MARGIN_MS, SECOND_MS,
 };
-
 use zae_limiter_engine::duration::{human_duration, parse_duration_ms};
 
 use crate::cli::args::{
@@ -764,16 +762,9 @@ fn now_ms() -> Result<EpochMs, CliError> {
     crate::clock::now_ms().map_err(|e| CliError::Usage(e.to_string()))
 }
 
-/// An RFC 3339 instant from 1970 to 9999 ([`MAX_DEADLINE_MS`]).
+/// An RFC 3339 instant from 1970 to 9999 ([`crate::clock::parse_instant`]).
 fn parse_instant(text: &str, what: &str) -> Result<EpochMs, CliError> {
-    let ms = crate::clock::parse_instant(text, what).map_err(|e| CliError::Usage(e.to_string()))?;
-    if !(0..=MAX_DEADLINE_MS).contains(&ms) {
-        return Err(CliError::Usage(format!(
-            "{what} '{text}' is out of range: instants from 1970-01-01 to {} are accepted",
-            rfc3339(MAX_DEADLINE_MS)
-        )));
-    }
-    Ok(ms)
+    crate::clock::parse_instant(text, what).map_err(|e| CliError::Usage(e.to_string()))
 }
 
 /// A duration flag or variable within `min..=max` ms.

@@ -10,8 +10,7 @@
 //! Test-only environment variables, honoured only when set:
 //! `ZAEL_FAULT_ABORT_AFTER_WRITES=N` (abort after the Nth store write, see
 //! [`crate::apply::fault`]), `ZAEL_FAULT_FANOUT_ERROR=MSG` (every fan-out fails
-//! with MSG) and `ZAEL_TEST_CLOCK_OFFSET_MS=MS` (shift the clock, so an
-//! interrupted apply's leases can expire without waiting).
+//! with MSG) and `ZAEL_TEST_CLOCK_OFFSET_MS=MS` ([`crate::clock::system_ms`]).
 
 use crate::apply::{fault, pending, run};
 use crate::cli::args::{ApplyArgs, PlanArgs, PlanCmdArgs, RefreshArg, TextOrJson};
@@ -153,7 +152,7 @@ pub fn apply(args: ApplyArgs) -> Result<i32, CliError> {
         ns: &ns,
         manifest: &m,
         full,
-        now_ms: now_ms(),
+        now_ms: crate::clock::system_ms(),
         token: &token,
         applied_hash: &hash,
         build: &build,
@@ -227,18 +226,4 @@ fn exit_code(args: &PlanArgs, changes: bool, errors: bool) -> i32 {
     } else {
         exit_codes::OK
     }
-}
-
-/// Epoch milliseconds. `ZAEL_TEST_CLOCK_OFFSET_MS` (tests only) shifts the clock,
-/// so a test can let an interrupted apply's leases expire without waiting.
-fn now_ms() -> i64 {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0);
-    let offset = std::env::var("ZAEL_TEST_CLOCK_OFFSET_MS")
-        .ok()
-        .and_then(|v| v.trim().parse::<i64>().ok())
-        .unwrap_or(0);
-    now.saturating_add(offset)
 }

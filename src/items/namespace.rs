@@ -38,10 +38,6 @@ pub fn new_id() -> Result<String, NamespaceError> {
     }
 }
 
-fn now_iso() -> String {
-    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
-}
-
 fn record_item(sk: String, name: &str, id: &str, created_at: &str) -> Item {
     Item::from([
         ("PK".to_string(), AttrValue::s(keys::TABLE_SYSTEM_PK)),
@@ -98,7 +94,7 @@ pub fn register(store: &dyn Store, name: &str) -> Result<Registered, NamespaceEr
         return existing(name, &item);
     }
     let id = new_id()?;
-    let now = now_iso();
+    let now = crate::clock::system_stamp();
     let ops = vec![
         WriteOp::Put {
             item: record_item(keys::namespace_sk(name), name, &id, &now),
