@@ -8,23 +8,30 @@
 /// `(module, the modules it may use)`, lowest layer first. The engine crate
 /// (`zae_limiter_engine`) is below all of them.
 pub const LAYERS: &[(&str, &[&str])] = &[
-    // Leaves: exit codes, bounded input reads, the clock.
+    // Leaves: exit codes, bounded input reads, the clock, randomness.
     ("exit_codes", &[]),
     ("input", &[]),
     ("clock", &[]),
+    ("random", &[]),
     // The store knows items, not manifests (and nothing of the command line).
-    ("store", &[]),
+    ("store", &["random"]),
     // The manifest knows files and YAML, not stores.
     ("manifest", &["input"]),
     // The table layout: desired items from the validated model.
-    ("items", &["clock", "manifest", "store"]),
+    ("items", &["clock", "manifest", "random", "store"]),
     ("display", &["items", "manifest", "store"]),
     // Read-only: read, diff, detail.
     ("plan", &["clock", "items", "manifest", "store"]),
     // Carries a plan out.
-    ("apply", &["clock", "items", "manifest", "plan", "store"]),
+    (
+        "apply",
+        &["clock", "items", "manifest", "plan", "random", "store"],
+    ),
     // request → resolved level → engine decision → one conditional write.
-    ("runtime", &["clock", "items", "manifest", "plan", "store"]),
+    (
+        "runtime",
+        &["clock", "items", "manifest", "plan", "random", "store"],
+    ),
     ("cooldown", &["clock", "input", "items", "store"]),
     (
         "simulate",

@@ -17,6 +17,7 @@ pub mod items;
 mod layers;
 pub mod manifest;
 pub mod plan;
+pub mod random;
 pub mod runtime;
 pub mod simulate;
 pub mod store;

@@ -577,29 +577,19 @@ fn bucket_content(item: Option<&Item>) -> Item {
     item.map(config::bucket_content).unwrap_or_default()
 }
 
-/// A fresh apply token: 32 hex digits from the OS's random source.
+/// A fresh apply token: 32 hex digits from the OS's random source (should it
+/// fail, two draws of [`crate::random::jitter`]'s fallback stand in).
 pub fn new_token() -> String {
-    use std::io::Read;
-    let mut buf = [0u8; 16];
-    let ok = std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut buf))
-        .is_ok();
-    if !ok {
-        // No /dev/urandom: mix time, pid and the std hasher's random keys.
-        use std::hash::{BuildHasher, Hasher};
-        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-        h.write_u128(
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos())
-                .unwrap_or(0),
+    let buf = crate::random::bytes::<16>().unwrap_or_else(|_| {
+        let (a, b) = (
+            crate::random::jitter(u64::MAX),
+            crate::random::jitter(u64::MAX),
         );
-        h.write_u32(std::process::id());
-        let a = h.finish();
-        h.write_u64(a);
+        let mut buf = [0u8; 16];
         buf[..8].copy_from_slice(&a.to_le_bytes());
-        buf[8..].copy_from_slice(&h.finish().to_le_bytes());
-    }
+        buf[8..].copy_from_slice(&b.to_le_bytes());
+        buf
+    });
     buf.iter().map(|b| format!("{b:02x}")).collect()
 }
 

@@ -20,7 +20,7 @@ pub enum NamespaceError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("cannot generate a namespace id: {0}")]
-    Random(String),
+    Random(#[from] crate::random::RandomError),
     #[error("namespace '{name}' exists but is {status}; it cannot be registered again until it is purged")]
     NotActive { name: String, status: String },
 }
@@ -29,8 +29,7 @@ pub enum NamespaceError {
 /// drawn again while it starts with `-` (it would read as an option).
 pub fn new_id() -> Result<String, NamespaceError> {
     loop {
-        let mut bytes = [0u8; 8];
-        getrandom::fill(&mut bytes).map_err(|e| NamespaceError::Random(e.to_string()))?;
+        let bytes = crate::random::bytes::<8>()?;
         let id = super::base64url::encode(&bytes);
         if !id.starts_with('-') {
             return Ok(id);

@@ -157,7 +157,7 @@ pub enum RuntimeError {
         attempts: u32,
     },
     #[error("cannot draw random bytes for a reservation id: {0}")]
-    Random(String),
+    Random(#[from] crate::random::RandomError),
 }
 
 impl RuntimeError {
