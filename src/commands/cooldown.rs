@@ -596,7 +596,9 @@ fn list(format: TextOrJson, store_args: NamespacedArgs) -> Result<i32, CliError>
                     v["status"] = json!(status_word(st, now));
                     v
                 }
-                Err(why) => json!({"scope": r.scope, "status": "unreadable", "error": why}),
+                Err(why) => {
+                    json!({"scope": r.scope, "status": "unreadable", "error": why.to_string()})
+                }
             })
             .collect();
         print_json(&json!({"namespace": store_args.namespace, "cooldowns": items}))?;
@@ -657,7 +659,7 @@ fn render_table(rows: &[Listed], now: EpochMs) -> Table {
                     "unreadable".into(),
                     "-".into(),
                     "-".into(),
-                    why.clone(),
+                    why.to_string(),
                     "-".into(),
                 ]);
             }

@@ -29,5 +29,6 @@ pub mod base64url;
 pub mod config;
 pub mod keys;
 pub mod namespace;
+pub mod read;
 pub mod source;
 pub mod version;

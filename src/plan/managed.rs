@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::items::read::Unreadable;
 use crate::manifest::Manifest;
 use crate::plan::level::Level;
 use crate::store::{AttrValue, Item, Key, Store, StoreError};
@@ -68,7 +69,7 @@ impl ManagedSet {
 
     /// Decodes the managed attributes of a `#PROVISIONER` item. Unknown shapes are
     /// corrupt: guessing would risk deleting levels nobody asked to delete.
-    pub fn from_item(item: &Item) -> Result<Self, String> {
+    pub fn from_item(item: &Item) -> Result<Self, Unreadable> {
         let system = match item.get("managed_system") {
             None | Some(AttrValue::Null) => false,
             Some(AttrValue::Bool(b)) => *b,
@@ -76,7 +77,9 @@ impl ManagedSet {
         };
         let resources = match item.get("managed_resources") {
             None | Some(AttrValue::Null) => BTreeSet::new(),
-            Some(v) => string_list(v).ok_or("managed_resources is not a list of strings")?,
+            Some(v) => string_list(v).ok_or(Unreadable::from(
+                "managed_resources is not a list of strings",
+            ))?,
         };
         let mut entities = BTreeMap::new();
         match item.get("managed_entities") {
@@ -122,7 +125,7 @@ pub fn read(store: &dyn Store, ns: &str) -> Result<ProvisionerRecord, StoreError
         sk: key.sk.clone(),
         reason,
     };
-    let managed = ManagedSet::from_item(&item).map_err(corrupt)?;
+    let managed = ManagedSet::from_item(&item).map_err(|e| corrupt(e.to_string()))?;
     let mut cascade_pending = Vec::new();
     if let Some(AttrValue::L(entries)) = item.get("cascade_pending") {
         for e in entries {

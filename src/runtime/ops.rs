@@ -207,7 +207,7 @@ fn load(
         sk: key.sk.clone(),
         reason,
     };
-    let st = RuntimeState::from_item(item).map_err(unreadable)?;
+    let st = RuntimeState::from_item(item).map_err(|e| unreadable(e.to_string()))?;
     if st.entity != entity || st.resource != resource {
         return Err(unreadable(format!(
             "it names entity '{}' and resource '{}', not those of its key",
