@@ -8,6 +8,21 @@
 /// its entity-count journal): the reference's 900 s Lambda budget plus 60 s.
 pub const LEASE_MS: i64 = 960_000;
 
+/// Why an apply stopped before it wrote any config item (a refused gate, a
+/// refused plan, or the store failed first). Failures after that are reported
+/// per change in [`run::Applied::errors`].
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    #[error(transparent)]
+    Gate(#[from] gate::GateError),
+    #[error(transparent)]
+    Plan(#[from] crate::plan::prepare::PrepareError),
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+    #[error("clearing the recorded level digests: {0}")]
+    ClearDigests(crate::store::StoreError),
+}
+
 pub mod counts;
 #[cfg(test)]
 mod dump_tests;

@@ -33,9 +33,9 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use crate::apply::fanout::{self, FanOutKind, LevelKind, Owed};
+use crate::apply::fanout::{self, FanOutError, FanOutKind, LevelKind, Owed};
 use crate::apply::pending::{self, Share};
-use crate::apply::{counts, gate, record, writes, LEASE_MS};
+use crate::apply::{counts, gate, record, writes, ApplyError, LEASE_MS};
 use crate::items::{attrs, config};
 use crate::manifest::Manifest;
 use crate::plan::digests::{self, Digest, Recorded, Untrusted};
@@ -82,7 +82,7 @@ pub struct ApplyRequest<'a> {
 /// Runs one apply, in the steps the module doc lists. `Err` means nothing was
 /// written to any config item (a refused version gate, or the store failed
 /// before the first config write).
-pub fn apply(store: &dyn Store, req: &ApplyRequest<'_>) -> Result<Applied, String> {
+pub fn apply(store: &dyn Store, req: &ApplyRequest<'_>) -> Result<Applied, ApplyError> {
     // 1. Gates over every declared level, before any write.
     gate::enforce(store, req.manifest)?;
     let mut run = Run {
@@ -165,23 +165,22 @@ impl Run<'_> {
     /// (0.16) `cascade_pending` entries on the record into pending items
     /// before the record, which drops them, is rewritten. Returns the record
     /// and whether an interrupted full apply is being resumed.
-    fn claim_abandoned(&mut self) -> Result<(ProvisionerRecord, bool), String> {
+    fn claim_abandoned(&mut self) -> Result<(ProvisionerRecord, bool), ApplyError> {
         let (store, req) = (self.store, self.req);
         let mut resumed = false;
-        for p in pending::list(store, req.ns).map_err(|e| e.to_string())? {
+        for p in pending::list(store, req.ns)? {
             if !p.claimable(req.now_ms) {
                 continue;
             }
             let was_full = p.owners.values().any(|s| s.full);
             let claimed =
-                pending::claim(store, req.ns, &p, req.token, self.share(false), req.now_ms)
-                    .map_err(|e| e.to_string())?;
+                pending::claim(store, req.ns, &p, req.token, self.share(false), req.now_ms)?;
             if claimed {
                 resumed |= req.full && was_full;
                 self.owed.insert(p.owed);
             }
         }
-        let record = managed::read(store, req.ns).map_err(|e| e.to_string())?;
+        let record = managed::read(store, req.ns)?;
         for (level, target) in &record.cascade_pending {
             let Some(level) = Level::from_parts(level, target) else {
                 continue;
@@ -191,8 +190,7 @@ impl Run<'_> {
                 level: level.kind(),
                 target: level.target(),
             };
-            pending::write_ahead(store, req.ns, &o, req.token, self.share(false), req.now_ms)
-                .map_err(|e| e.to_string())?;
+            pending::write_ahead(store, req.ns, &o, req.token, self.share(false), req.now_ms)?;
             self.owed.insert(o);
         }
         Ok((record, resumed))
@@ -200,7 +198,7 @@ impl Run<'_> {
 
     /// Hands what this apply took over back at once (refused, or the store
     /// failed before the first config write); returns `e`.
-    fn abandon(&self, e: String) -> String {
+    fn abandon(&self, e: ApplyError) -> ApplyError {
         for o in &self.owed {
             let _ = pending::expire(self.store, self.req.ns, o, self.req.token, self.req.now_ms);
         }
@@ -208,19 +206,21 @@ impl Run<'_> {
     }
 
     /// The plan, from the record just read (and the digests, for `--no-refresh`).
-    fn plan(&self, record: ProvisionerRecord, full: bool) -> Result<(Prepared, Recorded), String> {
+    fn plan(
+        &self,
+        record: ProvisionerRecord,
+        full: bool,
+    ) -> Result<(Prepared, Recorded), ApplyError> {
         let (store, req) = (self.store, self.req);
-        let recorded =
-            digests::read(store, req.ns, record.stamp.as_deref()).map_err(|e| e.to_string())?;
+        let recorded = digests::read(store, req.ns, record.stamp.as_deref())?;
         let trust = (req.refresh == Refresh::Trust).then_some(&recorded);
         let prepared =
-            prepare_with_record(store, req.ns, req.manifest, full, req.build, record, trust)
-                .map_err(|e| e.to_string())?;
+            prepare_with_record(store, req.ns, req.manifest, full, req.build, record, trust)?;
         Ok((prepared, recorded))
     }
 
     /// Writes a pending item for every fan-out the changes make necessary.
-    fn write_ahead(&mut self, changes: &[PlannedChange], full: bool) -> Result<(), String> {
+    fn write_ahead(&mut self, changes: &[PlannedChange], full: bool) -> Result<(), ApplyError> {
         let mut ahead = Vec::new();
         for pc in changes {
             for kind in owed_kinds(pc, full) {
@@ -242,8 +242,7 @@ impl Run<'_> {
             req.token,
             self.share(full),
             req.now_ms,
-        )
-        .map_err(|e| e.to_string())?;
+        )?;
         self.owed.extend(ahead);
         Ok(())
     }
@@ -252,7 +251,7 @@ impl Run<'_> {
     /// end state); a level that cannot be built or written is reported and
     /// the rest go on. `Err` only when the recorded digests could not be
     /// cleared, before anything was written.
-    fn write_levels(&self, prepared: &Prepared, out: &mut Applied) -> Result<Written, String> {
+    fn write_levels(&self, prepared: &Prepared, out: &mut Applied) -> Result<Written, ApplyError> {
         let (store, ns) = (self.store, self.req.ns);
         let changes = &prepared.changes;
         let mut writes_of = Vec::new();
@@ -282,8 +281,7 @@ impl Run<'_> {
         }
         // The recorded digests stop being true with the first config write.
         if !writes_of.is_empty() {
-            record::invalidate(store, ns)
-                .map_err(|e| format!("clearing the recorded level digests: {e}"))?;
+            record::invalidate(store, ns).map_err(ApplyError::ClearDigests)?;
         }
         let written = writes::write_levels(store, ns, self.req.token, self.lease, &writes_of);
         let mut digests_now = prepared.unchanged_digests.clone();
@@ -442,12 +440,20 @@ fn count(out: &mut Applied, action: Action) {
 /// machinery through the binary. Unset, fan-outs run normally.
 pub const FANOUT_FAULT_ENV: &str = "ZAEL_FAULT_FANOUT_ERROR";
 
-fn run_fanouts(store: &dyn Store, ns: &str, owed: &[Owed], now_ms: i64) -> Vec<Result<(), String>> {
+fn run_fanouts(
+    store: &dyn Store,
+    ns: &str,
+    owed: &[Owed],
+    now_ms: i64,
+) -> Vec<Result<(), FanOutError>> {
     if owed.is_empty() {
         return Vec::new();
     }
     match std::env::var(FANOUT_FAULT_ENV) {
-        Ok(msg) if !msg.is_empty() => owed.iter().map(|_| Err(msg.clone())).collect(),
+        Ok(msg) if !msg.is_empty() => owed
+            .iter()
+            .map(|_| Err(FanOutError::Injected(msg.clone())))
+            .collect(),
         _ => fanout::run_many(store, ns, owed, now_ms),
     }
 }
@@ -457,7 +463,7 @@ fn read_levels_except(
     store: &dyn Store,
     keys: &[Option<Key>],
     known: &HashMap<Key, Option<Item>>,
-) -> Result<Vec<Option<Item>>, String> {
+) -> Result<Vec<Option<Item>>, StoreError> {
     let unknown: Vec<Option<Key>> = keys
         .iter()
         .map(|k| k.clone().filter(|k| !known.contains_key(k)))
@@ -477,12 +483,9 @@ fn read_levels_except(
 
 /// The config items behind the fan-outs, in one batched consistent read
 /// (`None` keys read as absent).
-fn read_levels(store: &dyn Store, keys: &[Option<Key>]) -> Result<Vec<Option<Item>>, String> {
+fn read_levels(store: &dyn Store, keys: &[Option<Key>]) -> Result<Vec<Option<Item>>, StoreError> {
     let wanted: Vec<Key> = keys.iter().flatten().cloned().collect();
-    let mut got = store
-        .batch_get(&wanted, true)
-        .map_err(|e| e.to_string())?
-        .into_iter();
+    let mut got = store.batch_get(&wanted, true)?.into_iter();
     Ok(keys
         .iter()
         .map(|k| k.as_ref().and_then(|_| got.next().flatten()))
@@ -490,7 +493,7 @@ fn read_levels(store: &dyn Store, keys: &[Option<Key>]) -> Result<Vec<Option<Ite
 }
 
 /// The reference's wording for a failed fan-out (docs/manifest.md, "Plan, diff and apply output").
-pub fn fanout_error(o: &Owed, e: &str) -> String {
+pub fn fanout_error(o: &Owed, e: &FanOutError) -> String {
     let (level, target) = (o.level.as_str(), &o.target);
     match o.kind {
         FanOutKind::Disabled => {

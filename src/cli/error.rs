@@ -1,8 +1,10 @@
 //! The one place where failures become text and an exit code.
 //!
-//! Library layers return their own typed errors (manifest diagnostics, store
-//! errors, engine errors); commands convert them into a [`CliError`], and
-//! `main` renders it once as `Error: …` on stderr.
+//! Library layers return their own typed errors (manifest diagnostics, store,
+//! items, plan, apply, runtime, cooldown and engine errors); the `From` impls
+//! below turn each into a [`CliError`], so commands use `?` and add context
+//! only where a message needs it, and [`CliError::report`] renders it once as
+//! `Error: …` on stderr.
 
 use crate::exit_codes;
 
@@ -49,19 +51,32 @@ impl CliError {
     }
 }
 
-impl From<crate::store::StoreError> for CliError {
-    /// Store errors are already one-line explanations.
-    fn from(e: crate::store::StoreError) -> Self {
-        CliError::Failed(e.to_string())
-    }
+/// Errors that are already one-line explanations of a refusal or failure:
+/// exit 1 with their own message.
+macro_rules! failed_from {
+    ($($error:ty),* $(,)?) => {$(
+        impl From<$error> for CliError {
+            fn from(e: $error) -> Self {
+                CliError::Failed(e.to_string())
+            }
+        }
+    )*};
 }
 
-impl From<crate::plan::prepare::PrepareError> for CliError {
-    /// Both are one-line (per refusal) explanations: exit 1, like other refusals.
-    fn from(e: crate::plan::prepare::PrepareError) -> Self {
-        match e {
-            crate::plan::prepare::PrepareError::Store(e) => e.into(),
-            crate::plan::prepare::PrepareError::KindChange(e) => CliError::Failed(e.to_string()),
-        }
-    }
-}
+failed_from!(
+    crate::store::StoreError,
+    crate::items::keys::IdentifierError,
+    crate::items::namespace::NamespaceError,
+    crate::items::config::CodecError,
+    crate::plan::version::Unusable,
+    crate::plan::prepare::PrepareError,
+    crate::apply::ApplyError,
+    crate::runtime::RuntimeError,
+    crate::runtime::id::IdError,
+    crate::cooldown::CooldownError,
+    crate::cooldown::ScopeError,
+    crate::simulate::counters::BuildError,
+    crate::simulate::chart::ChartError,
+    zae_limiter_engine::encoding::EncodeError,
+    zae_limiter_engine::encoding::DecodeError,
+);

@@ -60,7 +60,7 @@ pub fn run(a: AcquireArgs) -> Result<i32, CliError> {
             d.retry_after_ms = Some(1_000);
             d
         }
-        Err(e) => return Err(CliError::Failed(e.to_string())),
+        Err(e) => return Err(e.into()),
     };
     if let Some(why) = d
         .unavailable
@@ -80,9 +80,7 @@ pub fn run(a: AcquireArgs) -> Result<i32, CliError> {
     match a.format {
         TextOrJson::Json => {
             let doc = decision_json(&d, &a.store.namespace, &a.entity, &a.resource);
-            output::println(
-                serde_json::to_string_pretty(&doc).map_err(|e| CliError::Failed(e.to_string()))?,
-            )?;
+            output::print_json(&doc)?;
         }
         TextOrJson::Text => {
             let text = render_text(&d, &a.entity, &a.resource);

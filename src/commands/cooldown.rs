@@ -538,9 +538,8 @@ fn settle(a: CooldownSettleArgs) -> Result<i32, CliError> {
     let policy = policy(margin_ms(a.margin), Strictness::Warn)?;
     let store = a.store.open()?;
     let ns = registered_namespace(store.as_ref(), &a.store.namespace)?;
-    let result = Cooldowns::new(store.as_ref(), ns, policy)
-        .settle(&scope, holder, &settlement, now)
-        .map_err(|e| CliError::Failed(e.to_string()))?;
+    let result =
+        Cooldowns::new(store.as_ref(), ns, policy).settle(&scope, holder, &settlement, now)?;
     match (&result, a.format) {
         (SettleResult::Cleared, TextOrJson::Json) => {
             print_json(&json!({"scope": scope.as_str(), "result": "cleared"}))?
@@ -584,9 +583,7 @@ fn list(format: TextOrJson, store_args: NamespacedArgs) -> Result<i32, CliError>
     let policy = policy(DEFAULT_MARGIN_MS, Strictness::Refuse)?;
     let store = store_args.open_read_only()?;
     let ns = registered_namespace(store.as_ref(), &store_args.namespace)?;
-    let rows = Cooldowns::new(store.as_ref(), ns, policy)
-        .list()
-        .map_err(|e| CliError::Failed(e.to_string()))?;
+    let rows = Cooldowns::new(store.as_ref(), ns, policy).list()?;
     if format == TextOrJson::Json {
         let items: Vec<Value> = rows
             .iter()
@@ -687,9 +684,7 @@ fn clear(a: CooldownScopeArgs) -> Result<i32, CliError> {
     let scope = parse_scope(&a.scope)?;
     let store = a.store.open()?;
     let ns = registered_namespace(store.as_ref(), &a.store.namespace)?;
-    let existed = Cooldowns::new(store.as_ref(), ns, Policy::default())
-        .clear(&scope)
-        .map_err(|e| CliError::Failed(e.to_string()))?;
+    let existed = Cooldowns::new(store.as_ref(), ns, Policy::default()).clear(&scope)?;
     match a.format {
         TextOrJson::Json => print_json(&json!({"scope": scope.as_str(), "cleared": existed}))?,
         TextOrJson::Text if existed => output::println(format!("cleared the cooldown of {scope}"))?,
@@ -866,7 +861,5 @@ fn print_json(v: &Value) -> Result<(), CliError> {
     if let Some(map) = doc.as_object_mut() {
         map.insert("version".into(), json!(1));
     }
-    let text = serde_json::to_string_pretty(&doc)
-        .map_err(|e| CliError::Failed(format!("cannot render JSON: {e}")))?;
-    output::println(text)
+    output::print_json(&doc)
 }

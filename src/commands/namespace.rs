@@ -22,18 +22,15 @@ pub fn run(cmd: NamespaceCommand) -> Result<i32, CliError> {
 }
 
 fn register(ns: &str, table: &TableArgs) -> Result<i32, CliError> {
-    crate::items::keys::validate_namespace_name(ns).map_err(|e| CliError::Failed(e.to_string()))?;
+    crate::items::keys::validate_namespace_name(ns)?;
     let store = table.open()?;
     if table.store.target().is_local() {
-        version::ensure_initialized(store.as_ref()).map_err(|e| CliError::Failed(e.to_string()))?;
+        version::ensure_initialized(store.as_ref())?;
     } else {
         // The table must exist; registering never creates one on AWS.
-        store
-            .get(&crate::items::keys::version_key(), true)
-            .map_err(|e| CliError::Failed(e.to_string()))?;
+        store.get(&crate::items::keys::version_key(), true)?;
     }
-    let reg =
-        namespace::register(store.as_ref(), ns).map_err(|e| CliError::Failed(e.to_string()))?;
+    let reg = namespace::register(store.as_ref(), ns)?;
     if reg.created {
         output::println(format!("Registered namespace '{ns}' (id: {})", reg.id))?;
     } else {
@@ -47,12 +44,9 @@ fn register(ns: &str, table: &TableArgs) -> Result<i32, CliError> {
 
 fn list(format: TextOrJson, table: &TableArgs) -> Result<i32, CliError> {
     let store = table.open_read_only()?;
-    let records = namespace::list(store.as_ref()).map_err(|e| CliError::Failed(e.to_string()))?;
+    let records = namespace::list(store.as_ref())?;
     if format == TextOrJson::Json {
-        let doc = serde_json::json!({"version": 1, "namespaces": records});
-        let text =
-            serde_json::to_string_pretty(&doc).map_err(|e| CliError::Failed(e.to_string()))?;
-        output::println(text)?;
+        output::print_json(&serde_json::json!({"version": 1, "namespaces": records}))?;
         return Ok(crate::exit_codes::OK);
     }
     output::stream(|out| {

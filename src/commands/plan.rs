@@ -100,10 +100,7 @@ fn read_only(args: PlanArgs, command: Command, refresh: Refresh) -> Result<i32, 
                 let ns = super::read_only::resolve_namespace(store.as_ref(), &name)?;
                 (store, ns)
             }
-            None => (
-                Box::new(EmptyStore::new(&args.name)),
-                namespace::new_id().map_err(|e| CliError::Failed(e.to_string()))?,
-            ),
+            None => (Box::new(EmptyStore::new(&args.name)), namespace::new_id()?),
         };
     let build = builder(&ns, &m);
     let build: &BuildFn<'_> = &build;
@@ -138,13 +135,10 @@ pub fn apply(args: ApplyArgs) -> Result<i32, CliError> {
     let name = namespace_name(&args, &m)?;
     let store = fault::wrap(open::open(&args.store.target(), &args.name)?);
     let store = store.as_ref();
-    crate::items::version::ensure_initialized(store)
-        .map_err(|e| CliError::Failed(e.to_string()))?;
+    crate::items::version::ensure_initialized(store)?;
     let rec = version::read(store)?;
-    version::check_usable(rec.as_ref(), store.table_name()).map_err(CliError::Failed)?;
-    let ns = namespace::register(store, &name)
-        .map_err(|e| CliError::Failed(e.to_string()))?
-        .id;
+    version::check_usable(rec.as_ref(), store.table_name())?;
+    let ns = namespace::register(store, &name)?.id;
     let build = builder(&ns, &m);
     let token = run::new_token();
     let hash = manifest::applied_hash(&m);
@@ -158,7 +152,7 @@ pub fn apply(args: ApplyArgs) -> Result<i32, CliError> {
         build: &build,
         refresh,
     };
-    let done = run::apply(store, &req).map_err(CliError::Failed)?;
+    let done = run::apply(store, &req)?;
     let mut warnings: Vec<String> = fallback_warning(done.fallback.as_ref())
         .into_iter()
         .collect();
@@ -208,10 +202,7 @@ fn emit(report: &Report<'_>, args: &PlanArgs) -> Result<(), CliError> {
             crate::cli::output::eprint(&r.stderr);
         }
         TextOrJson::Json => {
-            let doc = output::json(report);
-            let text = serde_json::to_string_pretty(&doc)
-                .map_err(|e| CliError::Failed(format!("rendering JSON: {e}")))?;
-            crate::cli::output::println(text)?;
+            crate::cli::output::print_json(&output::json(report))?;
         }
     }
     Ok(())

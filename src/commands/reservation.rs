@@ -88,12 +88,7 @@ fn closure_text(c: &Closure) -> String {
 }
 
 fn print(format: TextOrJson, json: Value, text: impl FnOnce() -> String) -> Result<i32, CliError> {
-    match format {
-        TextOrJson::Json => output::println(
-            serde_json::to_string_pretty(&json).map_err(|e| CliError::Failed(e.to_string()))?,
-        )?,
-        TextOrJson::Text => output::print(text())?,
-    }
+    output::text_or_json(format, text, || json)?;
     Ok(exit_codes::OK)
 }
 

@@ -8,7 +8,7 @@
 
 use crate::cli::output;
 
-use crate::cli::args::{ReadArgs, TextOrJson};
+use crate::cli::args::ReadArgs;
 use crate::cli::CliError;
 use crate::display::limits::{self, Subject};
 use crate::items::config::{decode_level, StoredLevel};
@@ -36,20 +36,13 @@ fn print(
     text: impl FnOnce() -> String,
     json: impl FnOnce() -> serde_json::Value,
 ) -> Result<i32, CliError> {
-    match read.format {
-        TextOrJson::Text => output::print(text())?,
-        TextOrJson::Json => {
-            let doc = serde_json::to_string_pretty(&json())
-                .map_err(|e| CliError::Failed(e.to_string()))?;
-            output::println(doc)?;
-        }
-    }
+    output::text_or_json(read.format, text, json)?;
     Ok(crate::exit_codes::OK)
 }
 
 pub fn entity(entity_id: &str, resource: &str, read: ReadArgs) -> Result<i32, CliError> {
-    keys::validate_entity_id(entity_id).map_err(|e| CliError::Failed(e.to_string()))?;
-    keys::validate_entity_resource(resource).map_err(|e| CliError::Failed(e.to_string()))?;
+    keys::validate_entity_id(entity_id)?;
+    keys::validate_entity_resource(resource)?;
     let (store, ns) = connect(&read)?;
     let key = keys::entity_config_key(&ns, entity_id, resource);
     let level = read_level(store.as_ref(), &key, "entity limits")?;
@@ -70,7 +63,7 @@ pub fn entity(entity_id: &str, resource: &str, read: ReadArgs) -> Result<i32, Cl
 }
 
 pub fn resource(resource: &str, read: ReadArgs) -> Result<i32, CliError> {
-    keys::validate_resource_name(resource).map_err(|e| CliError::Failed(e.to_string()))?;
+    keys::validate_resource_name(resource)?;
     let (store, ns) = connect(&read)?;
     let key = keys::resource_config_key(&ns, resource);
     let level = read_level(store.as_ref(), &key, "resource defaults")?;
