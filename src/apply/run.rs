@@ -41,7 +41,9 @@ use crate::manifest::Manifest;
 use crate::plan::digests::{self, Digest, Recorded, Untrusted};
 use crate::plan::level::{Action, Level};
 use crate::plan::managed::{self, ProvisionerRecord};
-use crate::plan::prepare::{prepare_with_record, BuildFn, PlannedChange, Prepared, Refresh};
+use crate::plan::prepare::{
+    prepare_with_record, BuildError, BuildFn, PlannedChange, Prepared, Refresh,
+};
 use crate::store::{Item, Key, Store, StoreError};
 
 const FANOUT_ROUNDS: usize = 3;
@@ -255,7 +257,7 @@ impl Run<'_> {
         let (store, ns) = (self.store, self.req.ns);
         let changes = &prepared.changes;
         let mut writes_of = Vec::new();
-        let mut outcome: Vec<Option<Result<(), String>>> = Vec::with_capacity(changes.len());
+        let mut outcome: Vec<Option<Result<(), NotWritten>>> = Vec::with_capacity(changes.len());
         for pc in changes {
             let w = match (&pc.desired, pc.change.action) {
                 (_, Action::Delete) => writes::LevelWrite::Delete {
@@ -268,11 +270,11 @@ impl Run<'_> {
                     existed: pc.live.is_some(),
                 },
                 (Some(Err(e)), _) => {
-                    outcome.push(Some(Err(e.clone())));
+                    outcome.push(Some(Err(e.clone().into())));
                     continue;
                 }
                 (None, _) => {
-                    outcome.push(Some(Err("no item to write".into())));
+                    outcome.push(Some(Err(NotWritten::NoItem)));
                     continue;
                 }
             };
@@ -292,7 +294,7 @@ impl Run<'_> {
                 results
                     .next()
                     .unwrap_or_else(|| Err(StoreError::Backend("not written".into())))
-                    .map_err(|e| e.to_string())
+                    .map_err(NotWritten::from)
             });
             match r {
                 Ok(()) => {
@@ -425,6 +427,17 @@ impl Run<'_> {
             }
         }
     }
+}
+
+/// Why one level was not written (a report line; the other levels go on).
+#[derive(Debug, thiserror::Error)]
+enum NotWritten {
+    #[error(transparent)]
+    Build(#[from] BuildError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("no item to write")]
+    NoItem,
 }
 
 fn count(out: &mut Applied, action: Action) {
@@ -723,7 +736,7 @@ mod tests {
     }
 
     /// A stand-in codec: one limit attribute per level.
-    fn build(level: &Level) -> Result<Item, String> {
+    fn build(level: &Level) -> Result<Item, BuildError> {
         Ok(item(level, &[("l_rpm_cp", AttrValue::n(5))]))
     }
 
@@ -848,7 +861,7 @@ mod tests {
     /// Builds each level with `l_rpm_cp` from `caps` (5 for a level not listed).
     fn caps_build<'a>(
         caps: &'a [(&'a Level, i64)],
-    ) -> impl Fn(&Level) -> Result<Item, String> + 'a {
+    ) -> impl Fn(&Level) -> Result<Item, BuildError> + 'a {
         move |level: &Level| {
             let cap = caps
                 .iter()

@@ -27,6 +27,13 @@ pub enum CliError {
     Reported(i32),
 }
 
+/// A bad `ZAEL_NOW` or instant flag is a usage error (exit 2).
+impl From<crate::clock::InstantError> for CliError {
+    fn from(e: crate::clock::InstantError) -> Self {
+        CliError::Usage(e.to_string())
+    }
+}
+
 impl CliError {
     pub fn exit_code(&self) -> i32 {
         match self {

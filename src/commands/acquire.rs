@@ -41,7 +41,7 @@ pub fn run(a: AcquireArgs) -> Result<i32, CliError> {
         .map(|t| ttl_seconds(t, "--ttl"))
         .transpose()?;
     req.holder = a.holder.clone();
-    let now = now_ms()?;
+    let now = crate::clock::now_ms()?;
     let decision = (|| {
         let store = a.store.open()?;
         let ns = runtime::namespace_id(store.as_ref(), &a.store.namespace)?;
@@ -244,10 +244,6 @@ pub(crate) fn ttl_seconds(text: &str, flag: &str) -> Result<i64, CliError> {
     let s = ms / 1000;
     runtime::decide::check_ttl("--ttl", s).map_err(|e| CliError::Usage(e.to_string()))?;
     Ok(s)
-}
-
-pub(crate) fn now_ms() -> Result<i64, CliError> {
-    crate::clock::now_ms().map_err(|e| CliError::Usage(e.to_string()))
 }
 
 pub(crate) fn namespace(store: &dyn Store, name: &str) -> Result<Namespace, RuntimeError> {

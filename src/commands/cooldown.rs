@@ -88,7 +88,7 @@ fn record(a: CooldownRecordArgs) -> Result<i32, CliError> {
         )));
     }
     one_stdin(a.headers.as_deref(), a.response.as_deref())?;
-    let now = now_ms()?;
+    let now = crate::clock::now_ms()?;
     let policy = policy(margin_ms(a.margin), Strictness::Warn)?;
     let mut evidence = Evidence::default();
     if let Some(s) = a.status {
@@ -148,7 +148,7 @@ fn margin_ms(seconds: u64) -> i64 {
 /// `--received-at` (default now); one that cannot be read, or lies in the
 /// future, counts as now, with a warning.
 fn received_at(evidence: &mut Evidence, given: Option<&str>, now: EpochMs) -> EpochMs {
-    let given = given.and_then(|t| match parse_instant(t, "--received-at") {
+    let given = given.and_then(|t| match crate::clock::parse_instant(t, "--received-at") {
         Ok(at) => Some(at),
         Err(e) => {
             warn(format!("{e}; it counts as received now"));
@@ -304,7 +304,7 @@ struct Clock {
 impl Clock {
     fn start() -> Result<Clock, CliError> {
         Ok(Clock {
-            start: now_ms()?,
+            start: crate::clock::now_ms()?,
             at: Instant::now(),
         })
     }
@@ -415,7 +415,7 @@ fn probe(a: CooldownProbeArgs) -> Result<i32, CliError> {
     let scope = parse_scope(&a.scope)?;
     let holder = parse_holder(&a.holder)?;
     let lease_ms = bounded_duration("--lease", &a.lease, 1, MAX_LEASE_MS)?;
-    let now = now_ms()?;
+    let now = crate::clock::now_ms()?;
     let policy = policy(DEFAULT_MARGIN_MS, Strictness::Refuse)?;
     let outcome = a.store.open().map_err(CliError::from).and_then(|store| {
         let ns = registered_namespace(store.as_ref(), &a.store.namespace)?;
@@ -423,7 +423,7 @@ fn probe(a: CooldownProbeArgs) -> Result<i32, CliError> {
             .probe(&scope, holder, lease_ms, now)
             .map_err(|e| match e {
                 CooldownError::Contended { .. } => CliError::Reported(exit_codes::TEMPFAIL),
-                other => CliError::Failed(other.to_string()),
+                other => other.into(),
             })
     });
     let outcome = match outcome {
@@ -512,7 +512,7 @@ fn settle(a: CooldownSettleArgs) -> Result<i32, CliError> {
     let holder = parse_holder(&a.holder)?;
     let hints = flag_hints(&a.retry_after, &a.resets_in_seconds, &a.resets_at);
     one_stdin(a.headers.as_deref(), a.response.as_deref())?;
-    let now = now_ms()?;
+    let now = crate::clock::now_ms()?;
     // The files are read only for a quota refusal: a script may pass them
     // whatever the outcome.
     let settlement = match a.outcome {
@@ -579,7 +579,7 @@ fn settle(a: CooldownSettleArgs) -> Result<i32, CliError> {
 // ---------------------------------------------------------------- list
 
 fn list(format: TextOrJson, store_args: NamespacedArgs) -> Result<i32, CliError> {
-    let now = now_ms()?;
+    let now = crate::clock::now_ms()?;
     let policy = policy(DEFAULT_MARGIN_MS, Strictness::Refuse)?;
     let store = store_args.open_read_only()?;
     let ns = registered_namespace(store.as_ref(), &store_args.namespace)?;
@@ -698,7 +698,7 @@ fn clear(a: CooldownScopeArgs) -> Result<i32, CliError> {
 // ---------------------------------------------------------------- helpers
 
 fn parse_scope(text: &str) -> Result<Scope, CliError> {
-    Scope::parse(text).map_err(|e| CliError::Failed(e.to_string()))
+    Ok(Scope::parse(text)?)
 }
 
 fn parse_holder(text: &str) -> Result<&str, CliError> {
@@ -726,12 +726,10 @@ fn flag_hints(
 /// (a misspelt `-N` must not read as "nothing recorded"), with the nearest
 /// registered name when there is one.
 fn registered_namespace(store: &dyn Store, name: &str) -> Result<String, CliError> {
-    let failed = |e: crate::store::StoreError| CliError::Failed(e.to_string());
-    if let Some(id) = namespace::resolve(store, name).map_err(failed)? {
+    if let Some(id) = namespace::resolve(store, name)? {
         return Ok(id);
     }
-    let names: Vec<String> = namespace::list(store)
-        .map_err(failed)?
+    let names: Vec<String> = namespace::list(store)?
         .into_iter()
         .map(|r| r.name)
         .collect();
@@ -752,16 +750,6 @@ fn init_namespace(store: &dyn Store, name: &str) -> Result<String, CliError> {
     let failed = |e: &dyn std::fmt::Display| CliError::Failed(format!("{e}; nothing was recorded"));
     version::ensure_initialized(store).map_err(|e| failed(&e))?;
     Ok(namespace::register(store, name).map_err(|e| failed(&e))?.id)
-}
-
-/// "Now", from the one clock ([`crate::clock`]).
-fn now_ms() -> Result<EpochMs, CliError> {
-    crate::clock::now_ms().map_err(|e| CliError::Usage(e.to_string()))
-}
-
-/// An RFC 3339 instant from 1970 to 9999 ([`crate::clock::parse_instant`]).
-fn parse_instant(text: &str, what: &str) -> Result<EpochMs, CliError> {
-    crate::clock::parse_instant(text, what).map_err(|e| CliError::Usage(e.to_string()))
 }
 
 /// A duration flag or variable within `min..=max` ms.

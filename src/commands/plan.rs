@@ -16,15 +16,14 @@ use crate::apply::{fault, pending, run};
 use crate::cli::args::{ApplyArgs, PlanArgs, PlanCmdArgs, RefreshArg, TextOrJson};
 use crate::cli::CliError;
 use crate::exit_codes;
-use crate::items::{config, namespace};
+use crate::items::namespace;
 use crate::manifest::{self, Manifest, Severity};
 use crate::plan::digests::Untrusted;
-use crate::plan::level::Level;
 use crate::plan::output::{self, ApplyCounts, Command, Report};
-use crate::plan::prepare::{prepare, BuildFn, Refresh};
+use crate::plan::prepare::{builder, prepare, BuildFn, Refresh};
 use crate::plan::version;
 use crate::store::empty::EmptyStore;
-use crate::store::{open, Item, Store};
+use crate::store::{open, Store};
 
 pub fn plan(args: PlanCmdArgs) -> Result<i32, CliError> {
     read_only(args.plan, Command::Plan, refresh(&args.refresh))
@@ -62,29 +61,6 @@ fn namespace_name(args: &PlanArgs, m: &Manifest) -> Result<String, CliError> {
             m.namespace
         ))),
         _ => Ok(m.namespace.clone()),
-    }
-}
-
-/// The item codec for the levels of `m` in namespace `ns`.
-fn builder<'a>(ns: &'a str, m: &'a Manifest) -> impl Fn(&Level) -> Result<Item, String> + 'a {
-    move |level: &Level| {
-        let missing = || format!("level {} is not declared", level.target());
-        let r = match level {
-            Level::System => config::build_system(ns, m.system.as_ref().ok_or_else(missing)?),
-            Level::Resource(r) => {
-                config::build_resource(ns, r, m.resources.get(r).ok_or_else(missing)?)
-            }
-            Level::Entity(e, r) => config::build_entity(
-                ns,
-                e,
-                r,
-                m.entities
-                    .get(e)
-                    .and_then(|rs| rs.get(r))
-                    .ok_or_else(missing)?,
-            ),
-        };
-        r.map_err(|e| e.to_string())
     }
 }
 

@@ -15,28 +15,31 @@ pub fn run(cmd: TableCommand) -> Result<i32, CliError> {
     }
 }
 
+/// A table name that cannot also be a CloudFormation stack name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid table name '{0}': use a letter followed by letters, digits or '-', at most 55 characters (it is also the CloudFormation stack name)")]
+pub struct StackNameError(String);
+
 /// The reference's stack-name rule: the table name is the stack name.
-pub fn validate_name(name: &str) -> Result<(), String> {
+pub fn validate_name(name: &str) -> Result<(), StackNameError> {
     let mut chars = name.chars();
     let starts_with_letter = chars.next().is_some_and(|c| c.is_ascii_alphabetic());
     if !starts_with_letter
         || !chars.all(|c| c.is_ascii_alphanumeric() || c == '-')
         || name.len() > 55
     {
-        return Err(format!(
-            "invalid table name '{name}': use a letter followed by letters, digits or '-', at most 55 characters (it is also the CloudFormation stack name)"
-        ));
+        return Err(StackNameError(name.to_string()));
     }
     Ok(())
 }
 
 fn create(name: &str, args: &StoreArgs) -> Result<i32, CliError> {
-    validate_name(name).map_err(CliError::Usage)?;
+    validate_name(name).map_err(|e| CliError::Usage(e.to_string()))?;
     let mut lines = vec![];
     let init = match args.target() {
         Target::Local(path) => {
-            let store = LocalStore::open(&path, name).map_err(failed)?;
-            let created = store.create_table().map_err(failed)?;
+            let store = LocalStore::open(&path, name)?;
+            let created = store.create_table()?;
             lines.push(format!(
                 "table '{name}' {} in local store {}",
                 if created { "created" } else { "already exists" },
@@ -71,12 +74,8 @@ fn create(name: &str, args: &StoreArgs) -> Result<i32, CliError> {
     Ok(crate::exit_codes::OK)
 }
 
-fn failed(e: impl std::fmt::Display) -> CliError {
-    CliError::Failed(e.to_string())
-}
-
 fn initialize(store: &dyn Store) -> Result<Initialized, CliError> {
-    version::ensure_initialized(store).map_err(failed)
+    Ok(version::ensure_initialized(store)?)
 }
 
 #[cfg(feature = "dynamodb")]
@@ -89,8 +88,8 @@ fn create_dynamodb(
     use crate::store::dynamodb::schema::Created;
     use crate::store::dynamodb::DynamoStore;
 
-    let store = DynamoStore::connect(name, region, endpoint_url).map_err(failed)?;
-    let created = store.create_table().map_err(failed)?;
+    let store = DynamoStore::connect(name, region, endpoint_url)?;
+    let created = store.create_table()?;
     match created {
         Created::Created => lines.push(format!(
             "table '{name}' created in {} (PK/SK, GSI1-GSI4, LSI1-LSI5, stream NEW_AND_OLD_IMAGES, TTL on ttl)",
@@ -120,9 +119,7 @@ fn create_dynamodb(
     _endpoint_url: Option<&str>,
     _lines: &mut Vec<String>,
 ) -> Result<Initialized, CliError> {
-    Err(CliError::Failed(
-        "this build has no DynamoDB support (built without the `dynamodb` feature); use --local or --local=PATH".into(),
-    ))
+    Err(crate::store::open::no_dynamodb().into())
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! changes, the item each would write, the live item it would replace, and which
 //! of them actually change something.
 
+use crate::items::config::{self, CodecError};
 use crate::manifest::Manifest;
 use crate::plan::detail::{details, Detail};
 use crate::plan::diff::{compute_diff, read_live, same_content};
@@ -14,10 +15,44 @@ use crate::store::{Item, Store, StoreError};
 /// Builds the config item a declared level would be written as (the item codec).
 /// `Err` is a level that cannot be built (e.g. two timezones on one item); such a
 /// change is kept and fails at apply with that message.
-pub type BuildFn<'a> = dyn Fn(&Level) -> Result<Item, String> + 'a;
+pub type BuildFn<'a> = dyn Fn(&Level) -> Result<Item, BuildError> + 'a;
+
+/// Why a declared level has no item to write.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum BuildError {
+    #[error("level {0} is not declared")]
+    NotDeclared(String),
+    #[error(transparent)]
+    Codec(#[from] CodecError),
+}
+
+/// The item codec for the levels manifest `m` declares, in namespace `ns`.
+pub fn builder<'a>(
+    ns: &'a str,
+    m: &'a Manifest,
+) -> impl Fn(&Level) -> Result<Item, BuildError> + 'a {
+    move |level: &Level| {
+        let missing = || BuildError::NotDeclared(level.target());
+        Ok(match level {
+            Level::System => config::build_system(ns, m.system.as_ref().ok_or_else(missing)?),
+            Level::Resource(r) => {
+                config::build_resource(ns, r, m.resources.get(r).ok_or_else(missing)?)
+            }
+            Level::Entity(e, r) => config::build_entity(
+                ns,
+                e,
+                r,
+                m.entities
+                    .get(e)
+                    .and_then(|rs| rs.get(r))
+                    .ok_or_else(missing)?,
+            ),
+        }?)
+    }
+}
 
 /// The item a change would write: `None` for a delete, `Err` when it cannot be built.
-type Desired = Option<Result<Item, String>>;
+type Desired = Option<Result<Item, BuildError>>;
 
 /// One change that survives `drop_unchanged`.
 #[derive(Debug, Clone)]
@@ -152,7 +187,7 @@ pub fn prepare_with_record(
             details(live.as_ref(), new_item)
         };
         if let Some(Err(e)) = &desired {
-            d.push(Detail::error(e.clone()));
+            d.push(Detail::error(e.to_string()));
         }
         changes.push(PlannedChange {
             change,

@@ -122,7 +122,13 @@ fn open_dynamodb(
     _region: Option<&str>,
     _endpoint_url: Option<&str>,
 ) -> Result<Box<dyn Store>, StoreError> {
-    Err(StoreError::Backend(
+    Err(no_dynamodb())
+}
+
+/// What a build without the `dynamodb` feature answers when DynamoDB is asked for.
+#[cfg(not(feature = "dynamodb"))]
+pub fn no_dynamodb() -> StoreError {
+    StoreError::Backend(
         "this build has no DynamoDB support (built without the `dynamodb` feature); use --local or --local=PATH".into(),
-    ))
+    )
 }

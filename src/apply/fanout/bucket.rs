@@ -254,8 +254,8 @@ mod tests {
     use crate::items::config::decode_level;
 
     /// The level as fan-out sees it.
-    fn decode(item: &Item) -> Result<StoredLevel, String> {
-        decode_level(item).map_err(|e| e.to_string())
+    fn decode(item: &Item) -> Result<StoredLevel, crate::items::config::CodecError> {
+        decode_level(item)
     }
 
     use crate::store::item::from_pairs as item;
