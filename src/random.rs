@@ -46,8 +46,8 @@ mod tests {
 
     #[test]
     fn jitter_stays_below_its_bound_and_spreads() {
-        assert_eq!(jitter(0), 0);
-        assert_eq!(jitter(1), 0);
+        // Below 0 or 1 there is only 0.
+        assert!([0, 1].into_iter().all(|bound| jitter(bound) == 0));
         let seen: std::collections::BTreeSet<u64> = (0..200).map(|_| jitter(1000)).collect();
         assert!(seen.iter().all(|j| *j < 1000));
         assert!(seen.len() > 100, "jitter should spread: {seen:?}");

@@ -97,28 +97,36 @@ mod tests {
 
     #[test]
     fn human_durations() {
-        assert_eq!(human_duration(202_830_000), "2d 8h");
-        assert_eq!(human_duration(2 * DAY_MS + 5 * MINUTE_MS), "2d");
-        assert_eq!(human_duration(3_600_000), "1h");
-        assert_eq!(human_duration(90_000), "1m 30s");
-        assert_eq!(human_duration(1_001), "2s");
-        assert_eq!(human_duration(850), "850ms");
-        assert_eq!(human_duration(1), "1ms");
-        assert_eq!(human_duration(0), "0s");
-        assert_eq!(human_duration(-5), "0s");
+        for (ms, shown) in [
+            (202_830_000, "2d 8h"),
+            (2 * DAY_MS + 5 * MINUTE_MS, "2d"),
+            (HOUR_MS, "1h"),
+            (90_000, "1m 30s"),
+            (1_001, "2s"),
+            (850, "850ms"),
+            (1, "1ms"),
+            (0, "0s"),
+            (-5, "0s"),
+        ] {
+            assert_eq!(human_duration(ms), shown, "{ms}");
+        }
     }
 
     #[test]
     fn durations_parse() {
-        assert_eq!(parse_duration_ms("60"), Ok(60_000));
-        assert_eq!(parse_duration_ms("90s"), Ok(90_000));
-        assert_eq!(parse_duration_ms("5m"), Ok(300_000));
-        assert_eq!(parse_duration_ms("5min"), Ok(300_000));
-        assert_eq!(parse_duration_ms("1h30m"), Ok(5_400_000));
-        assert_eq!(parse_duration_ms("1h 30m"), Ok(5_400_000));
-        assert_eq!(parse_duration_ms("2d"), Ok(2 * DAY_MS));
-        assert_eq!(parse_duration_ms("500ms"), Ok(500));
-        assert_eq!(parse_duration_ms("0s"), Ok(0));
+        for (text, ms) in [
+            ("60", 60_000),
+            ("90s", 90_000),
+            ("5m", 300_000),
+            ("5min", 300_000),
+            ("1h30m", 5_400_000),
+            ("1h 30m", 5_400_000),
+            ("2d", 2 * DAY_MS),
+            ("500ms", 500),
+            ("0s", 0),
+        ] {
+            assert_eq!(parse_duration_ms(text), Ok(ms), "{text}");
+        }
         for bad in [
             "",
             "5x",
