@@ -618,7 +618,10 @@ fn blocked(b: &Backend, args: &[&str]) -> Output {
 fn an_unreachable_store_blocks() {
     // Nothing listens on port 9: the SDK's retries fail, the answer is block.
     let b = backends::local();
-    let out = blocked(&b, &["-n", "outage", "--endpoint-url", "http://127.0.0.1:9"]);
+    let out = blocked(
+        &b,
+        &["-n", "outage", "--endpoint-url", "http://127.0.0.1:9"],
+    );
     assert!(stdout(&out).is_empty(), "{}", describe(&out));
 }
 
