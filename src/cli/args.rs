@@ -655,7 +655,9 @@ unreadable, 2 usage error.")]
     #[command(after_help = "\
 Only the holder of the probe settles it: --outcome ok clears the cooldown, quota records
 the provider's new answer (--retry-after, --resets-in-seconds or --resets-at), auth
-escalates to an operator.
+escalates to an operator. With --outcome quota the answer is read as `record` reads it
+(the flags, --headers, --response, --received-at, --margin); otherwise the files are
+ignored, so a script may pass them whatever the outcome.
 
 Example:
   zae-limiter cooldown settle openai/acct-42/gpt-4 --holder worker-1 \\
@@ -708,6 +710,22 @@ pub struct CooldownCheckArgs {
 pub struct CooldownRecordArgs {
     /// The exhausted quota's scope, e.g. provider/account/bucket
     pub scope: String,
+    #[command(flatten)]
+    pub refusal: RefusalArgs,
+    /// HTTP status of the rejection (401/403 record "needs intervention")
+    #[arg(long, value_name = "CODE")]
+    pub status: Option<u16>,
+    /// Output format
+    #[arg(long, value_enum, default_value_t)]
+    pub format: TextOrJson,
+    #[command(flatten)]
+    pub store: NamespacedArgs,
+}
+
+/// What a provider said when it refused: the flags of `cooldown record`, and
+/// of `cooldown settle --outcome quota` (read the same way).
+#[derive(Debug, Args)]
+pub struct RefusalArgs {
     /// HTTP Retry-After header value: delta-seconds or an HTTP-date
     #[arg(long, value_name = "VALUE", allow_hyphen_values = true)]
     pub retry_after: Option<String>,
@@ -729,14 +747,6 @@ pub struct CooldownRecordArgs {
     /// Safety margin added after the deadline, in seconds
     #[arg(long, value_name = "SECONDS", default_value_t = 5)]
     pub margin: u64,
-    /// HTTP status of the rejection (401/403 record "needs intervention")
-    #[arg(long, value_name = "CODE")]
-    pub status: Option<u16>,
-    /// Output format
-    #[arg(long, value_enum, default_value_t)]
-    pub format: TextOrJson,
-    #[command(flatten)]
-    pub store: NamespacedArgs,
 }
 
 #[derive(Debug, Args)]
@@ -776,27 +786,8 @@ pub struct CooldownSettleArgs {
     /// What the probe found
     #[arg(long, value_enum)]
     pub outcome: ProbeOutcome,
-    /// With --outcome quota: Retry-After value
-    #[arg(long, value_name = "VALUE")]
-    pub retry_after: Option<String>,
-    /// With --outcome quota: resets_in_seconds
-    #[arg(long, value_name = "SECONDS")]
-    pub resets_in_seconds: Option<String>,
-    /// With --outcome quota: resets_at
-    #[arg(long, value_name = "TIME")]
-    pub resets_at: Option<String>,
-    /// With --outcome quota: the JSON response body (read as by record; ignored otherwise)
-    #[arg(long, value_name = "FILE")]
-    pub response: Option<PathBuf>,
-    /// With --outcome quota: the `curl -D` headers file, - for stdin (read as by record; ignored otherwise)
-    #[arg(long, value_name = "FILE")]
-    pub headers: Option<PathBuf>,
-    /// With --outcome quota: when the response was received (RFC 3339; default: now)
-    #[arg(long, value_name = "TIME")]
-    pub received_at: Option<String>,
-    /// With --outcome quota: safety margin added after the deadline, in seconds
-    #[arg(long, value_name = "SECONDS", default_value_t = 5)]
-    pub margin: u64,
+    #[command(flatten)]
+    pub refusal: RefusalArgs,
     /// Output format
     #[arg(long, value_enum, default_value_t)]
     pub format: TextOrJson,

@@ -46,7 +46,7 @@ use zae_limiter_engine::duration::{human_duration, parse_duration_ms};
 
 use crate::cli::args::{
     CooldownCheckArgs, CooldownCommand, CooldownProbeArgs, CooldownRecordArgs, CooldownScopeArgs,
-    CooldownSettleArgs, NamespacedArgs, ProbeOutcome, TextOrJson,
+    CooldownSettleArgs, NamespacedArgs, ProbeOutcome, RefusalArgs, TextOrJson,
 };
 use crate::cli::{output, CliError};
 use crate::clock::rfc3339;
@@ -87,21 +87,14 @@ fn record(a: CooldownRecordArgs) -> Result<i32, CliError> {
             "--status {s} is not a refusal (expected 4xx or 5xx, e.g. 429, 401, 403)"
         )));
     }
-    one_stdin(a.headers.as_deref(), a.response.as_deref())?;
+    one_stdin(&a.refusal)?;
     let now = crate::clock::now_ms()?;
-    let policy = policy(margin_ms(a.margin), Strictness::Warn)?;
+    let policy = policy(margin_ms(a.refusal.margin), Strictness::Warn)?;
     let mut evidence = Evidence::default();
     if let Some(s) = a.status {
         evidence.status("--status", s);
     }
-    for h in flag_hints(&a.retry_after, &a.resets_in_seconds, &a.resets_at) {
-        evidence.hint(h);
-    }
-    // A proxy's HTML error page, a truncated or binary body, an unknown
-    // header say nothing usable about the quota: the refusal is still
-    // recorded (from the other hints, or with backoff).
-    read_response_files(&mut evidence, a.headers.as_deref(), a.response.as_deref());
-    let received_at = received_at(&mut evidence, a.received_at.as_deref(), now);
+    let received_at = read_refusal(&a.refusal, &mut evidence, now);
     let (refusal, warnings) = evidence.refusal(received_at);
     warn_all(&warnings);
     let store = a.store.open()?;
@@ -111,20 +104,23 @@ fn record(a: CooldownRecordArgs) -> Result<i32, CliError> {
         .map_err(|e| CliError::Failed(format!("{e}; nothing was recorded")))?;
     match a.format {
         TextOrJson::Json => print_json(&json!({"recorded": state_json(&st, now)}))?,
-        TextOrJson::Text => match st.phase {
-            Phase::Cooling => output::println(format!(
-                "recorded {scope}: no call before {} (in {}): {}",
-                rfc3339(st.not_before),
-                human_duration(st.not_before.saturating_sub(now)),
-                st.reason
-            ))?,
-            Phase::NeedsOperator => output::println(format!(
-                "recorded {scope}: needs an operator: {}",
-                st.reason
-            ))?,
-        },
+        TextOrJson::Text => output::println(recorded_line(&scope, &st, now, "recorded"))?,
     }
     Ok(exit_codes::OK)
+}
+
+/// What a recorded refusal means, in one line; `escalated` is the verb for a
+/// scope that now needs an operator.
+fn recorded_line(scope: &Scope, st: &CooldownState, now: EpochMs, escalated: &str) -> String {
+    match st.phase {
+        Phase::Cooling => format!(
+            "recorded {scope}: no call before {} (in {}): {}",
+            rfc3339(st.not_before),
+            human_duration(st.not_before.saturating_sub(now)),
+            st.reason
+        ),
+        Phase::NeedsOperator => format!("{escalated} {scope}: needs an operator: {}", st.reason),
+    }
 }
 
 /// `--margin` in ms, capped at [`MAX_MARGIN_MS`] with a warning.
@@ -158,10 +154,22 @@ fn received_at(evidence: &mut Evidence, given: Option<&str>, now: EpochMs) -> Ep
     evidence.received_at(given, now)
 }
 
+/// What the provider said (flags, then `--headers` and `--response`), into
+/// `evidence`; returns when it was received. A proxy's HTML error page, a
+/// truncated or binary body, an unknown header say nothing usable about the
+/// quota: the refusal is still recorded (from the other hints, or with backoff).
+fn read_refusal(r: &RefusalArgs, evidence: &mut Evidence, now: EpochMs) -> EpochMs {
+    for h in flag_hints(r) {
+        evidence.hint(h);
+    }
+    read_response_files(evidence, r.headers.as_deref(), r.response.as_deref());
+    received_at(evidence, r.received_at.as_deref(), now)
+}
+
 /// Standard input can feed one of `--headers -` and `--response -`.
-fn one_stdin(headers: Option<&Path>, response: Option<&Path>) -> Result<(), CliError> {
+fn one_stdin(r: &RefusalArgs) -> Result<(), CliError> {
     let stdin = |p: Option<&Path>| p.is_some_and(|p| p.as_os_str() == "-");
-    if stdin(headers) && stdin(response) {
+    if stdin(r.headers.as_deref()) && stdin(r.response.as_deref()) {
         return Err(CliError::Usage(
             "--headers - and --response - cannot both read standard input (for `curl -i` output, which has both, pass --headers - alone)".into(),
         ));
@@ -510,24 +518,19 @@ fn probe(a: CooldownProbeArgs) -> Result<i32, CliError> {
 fn settle(a: CooldownSettleArgs) -> Result<i32, CliError> {
     let scope = parse_scope(&a.scope)?;
     let holder = parse_holder(&a.holder)?;
-    let hints = flag_hints(&a.retry_after, &a.resets_in_seconds, &a.resets_at);
-    one_stdin(a.headers.as_deref(), a.response.as_deref())?;
+    one_stdin(&a.refusal)?;
     let now = crate::clock::now_ms()?;
     // The files are read only for a quota refusal: a script may pass them
     // whatever the outcome.
     let settlement = match a.outcome {
         ProbeOutcome::Quota => {
             let mut evidence = Evidence::default();
-            for h in hints {
-                evidence.hint(h);
-            }
-            read_response_files(&mut evidence, a.headers.as_deref(), a.response.as_deref());
-            let received_at = received_at(&mut evidence, a.received_at.as_deref(), now);
+            let received_at = read_refusal(&a.refusal, &mut evidence, now);
             let (settlement, warnings) = evidence.settlement(received_at);
             warn_all(&warnings);
             settlement
         }
-        _ if !hints.is_empty() => {
+        _ if !flag_hints(&a.refusal).is_empty() => {
             return Err(CliError::Usage(
                 "--retry-after, --resets-in-seconds and --resets-at go with --outcome quota".into(),
             ))
@@ -535,7 +538,7 @@ fn settle(a: CooldownSettleArgs) -> Result<i32, CliError> {
         ProbeOutcome::Ok => Settlement::Ok,
         ProbeOutcome::Auth => Settlement::Auth,
     };
-    let policy = policy(margin_ms(a.margin), Strictness::Warn)?;
+    let policy = policy(margin_ms(a.refusal.margin), Strictness::Warn)?;
     let store = a.store.open()?;
     let ns = registered_namespace(store.as_ref(), &a.store.namespace)?;
     let result =
@@ -556,18 +559,9 @@ fn settle(a: CooldownSettleArgs) -> Result<i32, CliError> {
                 &json!({"scope": scope.as_str(), "result": word, "state": state_json(st, now)}),
             )?
         }
-        (SettleResult::Recorded(st), TextOrJson::Text) => match st.phase {
-            Phase::Cooling => output::println(format!(
-                "recorded {scope}: no call before {} (in {}): {}",
-                rfc3339(st.not_before),
-                human_duration(st.not_before.saturating_sub(now)),
-                st.reason
-            ))?,
-            Phase::NeedsOperator => output::println(format!(
-                "escalated {scope}: needs an operator: {}",
-                st.reason
-            ))?,
-        },
+        (SettleResult::Recorded(st), TextOrJson::Text) => {
+            output::println(recorded_line(&scope, st, now, "escalated"))?
+        }
         (SettleResult::OperatorKept(st), TextOrJson::Text) => output::println(format!(
             "released the probe of {scope}; it still needs an operator: {}",
             st.reason
@@ -710,15 +704,11 @@ fn parse_holder(text: &str) -> Result<&str, CliError> {
     Ok(text)
 }
 
-fn flag_hints(
-    retry_after: &Option<String>,
-    resets_in_seconds: &Option<String>,
-    resets_at: &Option<String>,
-) -> Vec<Hint> {
+fn flag_hints(r: &RefusalArgs) -> Vec<Hint> {
     let mut hints = Vec::new();
-    hints.extend(retry_after.clone().map(Hint::retry_after));
-    hints.extend(resets_in_seconds.clone().map(Hint::resets_in_seconds));
-    hints.extend(resets_at.clone().map(Hint::resets_at));
+    hints.extend(r.retry_after.clone().map(Hint::retry_after));
+    hints.extend(r.resets_in_seconds.clone().map(Hint::resets_in_seconds));
+    hints.extend(r.resets_at.clone().map(Hint::resets_at));
     hints
 }
 
