@@ -66,6 +66,16 @@ fn describe(out: &Output) -> String {
 
 /// The reference script's `resolve` command for `pairs` of `table` in the
 /// `default` namespace.
+/// Python's `resolve_limits` answers the same on both tables for every pair.
+pub fn assert_same_resolution(ours: &Value, theirs: &Value, pairs: &[&str]) {
+    for pair in pairs {
+        assert_eq!(
+            ours[pair], theirs[pair],
+            "resolve_limits differs for {pair}"
+        );
+    }
+}
+
 pub fn resolve_args<'a>(table: &'a str, pairs: &[&'a str]) -> Vec<&'a str> {
     let mut args = vec!["resolve", table, "default"];
     args.extend_from_slice(pairs);
@@ -113,6 +123,21 @@ impl Interop {
             describe(&out)
         );
         String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// `limits plan -f MANIFEST --detailed-exitcode` on this table says no changes.
+    pub fn assert_plan_is_empty(&self, manifest: &Path) {
+        self.ours_ok(&[
+            "limits",
+            "plan",
+            "-n",
+            &self.table,
+            "-f",
+            &manifest.to_string_lossy(),
+            "--endpoint-url",
+            &self.endpoint,
+            "--detailed-exitcode",
+        ]);
     }
 
     /// `limits apply -f MANIFEST` on this table, which must succeed; returns stdout.
