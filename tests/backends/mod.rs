@@ -94,14 +94,9 @@ pub fn backends(tag: &str) -> Vec<Backend> {
     out
 }
 
-pub fn describe(out: &Output) -> String {
-    format!(
-        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
+#[path = "../common/mod.rs"]
+mod common;
+pub use common::describe;
 
 impl Backend {
     /// The binary at `now` with `args` (no store flags), isolated from the

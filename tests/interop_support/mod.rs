@@ -55,14 +55,9 @@ impl Drop for Interop {
     }
 }
 
-fn describe(out: &Output) -> String {
-    format!(
-        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
+#[path = "../common/mod.rs"]
+mod common;
+pub use common::describe;
 
 /// The reference script's `resolve` command for `pairs` of `table` in the
 /// `default` namespace.
