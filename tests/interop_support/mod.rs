@@ -120,33 +120,23 @@ impl Interop {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// `limits COMMAND -f MANIFEST ARGS…` on this table, which must succeed; returns stdout.
+    fn limits(&self, command: &str, manifest: &Path, args: &[&str]) -> String {
+        let m = manifest.to_string_lossy();
+        let mut all = vec!["limits", command, "-n", &self.table, "-f", &m];
+        all.extend(["--endpoint-url", &self.endpoint]);
+        all.extend_from_slice(args);
+        self.ours_ok(&all)
+    }
+
     /// `limits plan -f MANIFEST --detailed-exitcode` on this table says no changes.
     pub fn assert_plan_is_empty(&self, manifest: &Path) {
-        self.ours_ok(&[
-            "limits",
-            "plan",
-            "-n",
-            &self.table,
-            "-f",
-            &manifest.to_string_lossy(),
-            "--endpoint-url",
-            &self.endpoint,
-            "--detailed-exitcode",
-        ]);
+        self.limits("plan", manifest, &["--detailed-exitcode"]);
     }
 
     /// `limits apply -f MANIFEST` on this table, which must succeed; returns stdout.
     pub fn apply(&self, manifest: &Path) -> String {
-        self.ours_ok(&[
-            "limits",
-            "apply",
-            "-n",
-            &self.table,
-            "-f",
-            &manifest.to_string_lossy(),
-            "--endpoint-url",
-            &self.endpoint,
-        ])
+        self.limits("apply", manifest, &[])
     }
 
     /// A Python command line with the same environment.
