@@ -25,7 +25,7 @@ const TOP_KEYS: &[&str] = &["namespace", "system", "resources", "entities"];
 const SYSTEM_KEYS: &[&str] = &["limits", "on_unavailable", "cascade", "disabled"];
 const LEVEL_KEYS: &[&str] = &["limits", "disabled", "cascade"];
 const ENTITY_KEYS: &[&str] = &["resources"];
-const LIMIT_KEYS: &[&str] = &[
+pub(crate) const LIMIT_KEYS: &[&str] = &[
     "capacity",
     "burst",
     "refill_amount",
