@@ -3,6 +3,7 @@
 //! available — the local store always, DynamoDB (moto) when
 //! `ZAEL_TEST_DYNAMODB_ENDPOINT` is set (required when `ZAEL_REQUIRE_INTEROP=1`).
 
+mod common;
 mod interop_support;
 
 use std::process::Output;

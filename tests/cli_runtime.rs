@@ -6,6 +6,7 @@
 //! `on_unavailable`. "Now" is `ZAEL_NOW` in every process.
 
 mod backends;
+mod common;
 
 use std::process::{Child, Output, Stdio};
 use std::time::{Duration, Instant};

@@ -6,6 +6,7 @@
 //!     changes; (3) a running Python limiter with an existing bucket enforces a
 //!     lowered entity limit right after our apply.
 
+mod common;
 mod interop_support;
 
 use std::collections::BTreeMap;

@@ -4,6 +4,7 @@
 //! `kill -9`, via the test-only ZAEL_FAULT_ABORT_AFTER_WRITES), and connections
 //! dropped mid-request by a proxy (the store retries them).
 
+mod common;
 mod interop_support;
 
 use std::collections::BTreeMap;

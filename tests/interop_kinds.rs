@@ -9,6 +9,7 @@
 //! (3) a Python limiter consumes normally, and our fan-out to its bucket after
 //!     a change writes bucket limits only (no `b_` attribute for the new kinds).
 
+mod common;
 mod interop_support;
 
 use interop_support::{assert_same_resolution, interop, resolve_args};

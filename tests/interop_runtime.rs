@@ -5,6 +5,7 @@
 //! kinds only, which it falls through and we do not), still acquires on its
 //! buckets, and a namespace purge removes our state items with the rest.
 
+mod common;
 mod interop_support;
 
 use interop_support::interop;

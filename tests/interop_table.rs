@@ -1,6 +1,7 @@
 //! `table create` against a real DynamoDB API (moto): the layout equals the
 //! reference's own create path, and the Python library accepts the table.
 
+mod common;
 mod interop_support;
 
 use interop_support::interop;

@@ -94,9 +94,7 @@ pub fn backends(tag: &str) -> Vec<Backend> {
     out
 }
 
-#[path = "../common/mod.rs"]
-mod common;
-pub use common::describe;
+pub use crate::common::describe;
 
 impl Backend {
     /// The binary at `now` with `args` (no store flags), isolated from the

@@ -55,9 +55,7 @@ impl Drop for Interop {
     }
 }
 
-#[path = "../common/mod.rs"]
-mod common;
-pub use common::describe;
+pub use crate::common::describe;
 
 /// The reference script's `resolve` command for `pairs` of `table` in the
 /// `default` namespace.
