@@ -47,10 +47,13 @@ fn create(name: &str, args: &StoreArgs) -> Result<i32, CliError> {
             ));
             initialize(&store)?
         }
+        #[cfg(feature = "dynamodb")]
         Target::DynamoDb {
             region,
             endpoint_url,
         } => create_dynamodb(name, region.as_deref(), endpoint_url.as_deref(), &mut lines)?,
+        #[cfg(not(feature = "dynamodb"))]
+        Target::DynamoDb { .. } => return Err(crate::store::open::no_dynamodb().into()),
     };
     lines.push(if init.version_created {
         format!(
@@ -110,16 +113,6 @@ fn create_dynamodb(
         }
     }
     initialize(&store)
-}
-
-#[cfg(not(feature = "dynamodb"))]
-fn create_dynamodb(
-    _name: &str,
-    _region: Option<&str>,
-    _endpoint_url: Option<&str>,
-    _lines: &mut Vec<String>,
-) -> Result<Initialized, CliError> {
-    Err(crate::store::open::no_dynamodb().into())
 }
 
 #[cfg(test)]

@@ -104,12 +104,7 @@ impl LocalStore {
     /// Opens table `table` in the store file at `path`. Creates nothing: the file
     /// and its directory appear on the first write.
     pub fn open(path: &Path, table: &str) -> Result<Self, StoreError> {
-        let store = LocalStore {
-            table: table.to_string(),
-            path: path.to_path_buf(),
-            conn: Mutex::new(None),
-            read_only: false,
-        };
+        let store = Self::unopened(path, table, false);
         if path.exists() {
             let conn = store.connect(false)?;
             *store.lock()? = Some(conn);
@@ -122,17 +117,22 @@ impl LocalStore {
     /// may not write can still be read. A missing file reads as a missing table;
     /// every write is refused.
     pub fn open_read_only(path: &Path, table: &str) -> Result<Self, StoreError> {
-        let store = LocalStore {
-            table: table.to_string(),
-            path: path.to_path_buf(),
-            conn: Mutex::new(None),
-            read_only: true,
-        };
+        let store = Self::unopened(path, table, true);
         if path.exists() {
             let conn = store.connect_read_only()?;
             *store.lock()? = conn;
         }
         Ok(store)
+    }
+
+    /// The store for `table` in `path`, not connected yet.
+    fn unopened(path: &Path, table: &str, read_only: bool) -> Self {
+        LocalStore {
+            table: table.to_string(),
+            path: path.to_path_buf(),
+            conn: Mutex::new(None),
+            read_only,
+        }
     }
 
     /// The store file.
