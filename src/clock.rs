@@ -20,7 +20,8 @@ pub const NOW_ENV: &str = "ZAEL_NOW";
 /// Tests only: milliseconds added to the system clock.
 pub const TEST_OFFSET_ENV: &str = "ZAEL_TEST_CLOCK_OFFSET_MS";
 
-/// A time that cannot be used.
+/// A time that is not RFC 3339, or one outside 1970..=9999 (every instant the
+/// commands store or compare lies in that range, docs/robustness.md).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum InstantError {
     #[error("{what} '{text}' is not an RFC 3339 time such as 2026-12-02T10:00:00Z ({reason})")]

@@ -19,7 +19,7 @@ pub const LAYERS: &[(&str, &[&str])] = &[
     // The store knows items, not manifests (and nothing of the command line).
     ("store", &["random"]),
     // The manifest knows files and YAML, not stores.
-    ("manifest", &["input"]),
+    ("manifest", &["clock", "input"]),
     // The table layout: desired items from the validated model.
     ("items", &["clock", "manifest", "random", "store"]),
     ("display", &["items", "manifest", "store"]),
@@ -35,10 +35,25 @@ pub const LAYERS: &[(&str, &[&str])] = &[
         "runtime",
         &["clock", "items", "manifest", "plan", "random", "store"],
     ),
-    ("cooldown", &["clock", "input", "items", "store"]),
+    (
+        "cooldown",
+        &["clock", "exit_codes", "input", "items", "runtime", "store"],
+    ),
     (
         "simulate",
         &["clock", "display", "input", "items", "manifest"],
+    ),
+    // A namespace's stored levels as a manifest (`limits export`).
+    ("export", &["items", "manifest", "plan", "store"]),
+    // The limits of one entity on one resource, from a manifest or the store.
+    (
+        "explain",
+        &["clock", "display", "items", "manifest", "store"],
+    ),
+    // The runtime and the cooldowns over HTTP (`serve`).
+    (
+        "serve",
+        &["clock", "cooldown", "display", "items", "runtime", "store"],
     ),
     // Arguments, help, output and errors; converts every layer's error.
     (
@@ -49,6 +64,8 @@ pub const LAYERS: &[(&str, &[&str])] = &[
             "cooldown",
             "display",
             "exit_codes",
+            "explain",
+            "export",
             "input",
             "items",
             "manifest",

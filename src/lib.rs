@@ -11,6 +11,8 @@ pub mod commands;
 pub mod cooldown;
 pub mod display;
 pub mod exit_codes;
+pub mod explain;
+pub mod export;
 pub mod input;
 pub mod items;
 #[cfg(test)]
@@ -19,5 +21,6 @@ pub mod manifest;
 pub mod plan;
 pub mod random;
 pub mod runtime;
+pub mod serve;
 pub mod simulate;
 pub mod store;

@@ -111,6 +111,86 @@ fn every_valid_fixture_passes_with_its_golden_output() {
 }
 
 #[test]
+fn every_lint_fixture_warns_with_its_golden_output() {
+    run_goldens("lint", 0);
+}
+
+/// Each code has a fixture `ZLnnn-*.yaml` that warns with that code and no
+/// other, and fails under `--deny-warnings`; the `allowed*.yaml` fixtures
+/// set every trap again, silenced with `lint: {allow: [...]}`, and say nothing.
+#[test]
+fn each_lint_warns_in_its_fixture_and_is_silenced_when_marked() {
+    let dir = root().join("fixtures/manifests/lint");
+    let files = fixtures("lint");
+    for lint in zae_limiter::manifest::lint::LINTS {
+        let f = files
+            .iter()
+            .find(|f| {
+                f.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with(lint.code))
+            })
+            .unwrap_or_else(|| panic!("no fixture for {}", lint.code));
+        let name = f.file_name().unwrap().to_string_lossy().into_owned();
+        let out = validate_in(&dir, &["--format", "json", &name]);
+        assert_eq!(out.status.code(), Some(0), "{name}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        let diags = v["files"][0]["diagnostics"].as_array().unwrap().clone();
+        assert!(!diags.is_empty(), "{name} warns");
+        for d in &diags {
+            assert_eq!(d["code"], lint.code, "{name}: {d}");
+            assert_eq!(d["severity"], "warning", "{name}: {d}");
+        }
+        let denied = validate_in(&dir, &["--deny-warnings", &name]);
+        assert_eq!(denied.status.code(), Some(1), "{name} --deny-warnings");
+    }
+    for name in ["allowed.yaml", "allowed-zl104.yaml"] {
+        let out = validate_in(&dir, &["--deny-warnings", name]);
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", stdout(&out));
+        assert_eq!(stdout(&out), "", "{name} is silent");
+    }
+    // The valid fixtures have none of the traps: no lint fires on them.
+    for f in fixtures("valid") {
+        let out = validate_in(
+            f.parent().unwrap(),
+            &["--format", "json"]
+                .into_iter()
+                .chain([f.file_name().unwrap().to_str().unwrap()])
+                .collect::<Vec<_>>(),
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        for d in v["files"][0]["diagnostics"].as_array().unwrap() {
+            assert!(d["code"].is_null(), "{}: {d}", f.display());
+        }
+    }
+}
+
+#[test]
+fn lints_are_annotations_with_their_code_on_github() {
+    let dir = root().join("fixtures/manifests/lint");
+    let out = validate_in(
+        &dir,
+        &["--format", "github", "ZL101-fixed-minute-window.yaml"],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let s = stdout(&out);
+    assert!(
+        s.starts_with("::warning file=ZL101-fixed-minute-window.yaml,line=10,col=20,endColumn=21,title=limits validate (ZL101)::"),
+        "{s}"
+    );
+    assert!(s.contains("help: write `* 9-17 * * MON-FRI`"), "{s}");
+    let out = validate_in(
+        &dir,
+        &[
+            "--format",
+            "github",
+            "--deny-warnings",
+            "ZL101-fixed-minute-window.yaml",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
 fn every_reference_bad_input_row_has_a_fixture() {
     let names: Vec<String> = fixtures("invalid")
         .iter()
@@ -331,8 +411,11 @@ fn normalised_form_and_applied_hash_match_the_reference() {
     let Some(py) = python() else { return };
     // Rolling windows and concurrency limits (issue #7) are not in 0.17's
     // manifest format: its parser fails on them, so such fixtures are left out.
+    // The lint fixtures are in: their `lint: {allow: [...]}` keys must leave
+    // the reference's reading (and hash) unchanged.
     let files: Vec<PathBuf> = fixtures("valid")
         .into_iter()
+        .chain(fixtures("lint"))
         .filter(|f| {
             let m = zae_limiter::manifest::load_file(f).expect("valid fixture loads");
             let limits = m
@@ -445,7 +528,7 @@ fn json_schema_accepts_valid_fixtures_and_rejects_schema_level_invalid_ones() {
     // name → (document, expected to pass the schema)
     let mut cases = serde_json::Map::new();
     let mut expect = std::collections::BTreeMap::new();
-    for kind in ["valid", "invalid"] {
+    for kind in ["valid", "invalid", "lint"] {
         for f in fixtures(kind) {
             let text = std::fs::read_to_string(&f).expect("read");
             let marker = text
@@ -453,7 +536,7 @@ fn json_schema_accepts_valid_fixtures_and_rejects_schema_level_invalid_ones() {
                 .find_map(|l| l.strip_prefix("# schema: "))
                 .map(str::trim);
             let passes = match (kind, marker) {
-                ("valid", _) => true,
+                ("valid" | "lint", _) => true,
                 (_, Some("rejects")) => false,
                 (_, Some(m)) if m.starts_with("accepts") => true,
                 (_, Some("n/a")) => continue,

@@ -67,6 +67,10 @@ const EXPECT: &[(&str, Expect)] = &[
         Dynamo(0),
     ),
     (
+        "zae-limiter limits export -n mystack -o mystack.yaml   # DynamoDB",
+        Dynamo(0),
+    ),
+    (
         "zae-limiter cooldown record anthropic/acct-7 --status 401  # DynamoDB",
         Dynamo(0),
     ),
@@ -84,7 +88,36 @@ const EXPECT: &[(&str, Expect)] = &[
         "zae-limiter limits validate fixtures/manifests/invalid/harmful-capacity-bool.yaml --format github",
         Local(1),
     ),
+    (
+        "zae-limiter limits validate fixtures/manifests/lint/ZL101-fixed-minute-window.yaml --deny-warnings",
+        Local(1),
+    ),
     ("zae-limiter table create -n mystack --region us-east-1", Dynamo(0)),
+    // A server runs until it is stopped: tests/serve.rs
+    // (the_help_examples_of_serve_run) starts each on a free port, asks it
+    // /healthz and stops it with SIGTERM.
+    (
+        "zae-limiter serve --local -n jobs --listen 127.0.0.1:8080",
+        Skip("a server runs until stopped: tests/serve.rs the_help_examples_of_serve_run runs it"),
+    ),
+    (
+        "zae-limiter serve --local -n jobs --listen 127.0.0.1:0 --config-ttl 0",
+        Skip("a server runs until stopped: tests/serve.rs the_help_examples_of_serve_run runs it"),
+    ),
+    (
+        "ZAEL_API_TOKEN=$(cat token.txt) zae-limiter serve -n mystack --listen 0.0.0.0:8080 --config-ttl 30s",
+        Skip("a server runs until stopped: tests/serve.rs the_help_examples_of_serve_run runs it on moto"),
+    ),
+    (
+        "zae-limiter limits apply -n mystack -f limits.yaml --lock-timeout 5m",
+        Dynamo(0),
+    ),
+    // An operator's command: only the id a refused apply printed removes a
+    // lock, and no apply holds one here.
+    (
+        "zae-limiter limits force-unlock 3f2a9c0d5e6b4a718293a4b5c6d7e8f9 --local -n demo",
+        Local(1),
+    ),
     // The record examples before it left a cooldown 2 days long: far beyond 10 s.
     (
         "zae-limiter cooldown check openai/acct-42/gpt-4 --local --wait-up-to 10s --holder worker-1",

@@ -11,7 +11,7 @@ mod interop_support;
 
 use std::collections::BTreeMap;
 
-use interop_support::{assert_same_resolution, interop, resolve_args};
+use interop_support::{assert_same_resolution, default_nsid, interop, resolve_args};
 use serde_json::Value;
 
 const FIXTURE: &str = include_str!("../scripts/interop/manifests/fixture.yaml");
@@ -43,15 +43,6 @@ fn keyed(items: &[Value], ns: &str) -> BTreeMap<(String, String), Value> {
             ((pk, sk), v)
         })
         .collect()
-}
-
-fn nsid(items: &[Value]) -> String {
-    items
-        .iter()
-        .find(|i| i["SK"]["S"] == "#NAMESPACE#default")
-        .and_then(|i| i["namespace_id"]["S"].as_str())
-        .expect("default namespace record")
-        .to_string()
 }
 
 #[test]
@@ -92,8 +83,8 @@ fn apply_matches_the_reference_provisioner_and_resolution() {
         answers[2].as_array().unwrap(),
         answers[3].as_array().unwrap(),
     );
-    let a = keyed(ours_items, &nsid(ours_items));
-    let b = keyed(their_items, &nsid(their_items));
+    let a = keyed(ours_items, &default_nsid(ours_items));
+    let b = keyed(their_items, &default_nsid(their_items));
     let configs = |m: &BTreeMap<(String, String), Value>| -> BTreeMap<(String, String), Value> {
         m.iter()
             .filter(|((pk, sk), _)| pk.starts_with("{ns}/") && sk.starts_with("#CONFIG"))

@@ -13,7 +13,7 @@ use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use interop_support::{describe, interop, Interop};
+use interop_support::{default_nsid, describe, interop, Interop};
 use serde_json::Value;
 
 const V1: &str = include_str!("../scripts/interop/manifests/fixture.yaml");
@@ -38,12 +38,7 @@ fn v2() -> String {
 /// What must be equal after an apply: every config item and the managed set,
 /// with the namespace id elided; and no pending fan-out left.
 fn comparable(items: &[Value]) -> BTreeMap<String, Value> {
-    let ns = items
-        .iter()
-        .find(|i| i["SK"]["S"] == "#NAMESPACE#default")
-        .and_then(|i| i["namespace_id"]["S"].as_str())
-        .expect("default namespace")
-        .to_string();
+    let ns = default_nsid(items);
     // The item as JSON with its namespace id written `{ns}`.
     let elide = |v: &Value| {
         let text = serde_json::to_string(v).unwrap_or_default();

@@ -93,6 +93,25 @@ impl Modifier {
         }
     }
 
+    /// What the entry does to a limit's parameters, as every limiter applies
+    /// a stored entry: a scale as `permille / 1000` (a float), absolute
+    /// fields as they are.
+    pub fn params(&self) -> crate::params::Modifier {
+        use crate::params::{Modifier as P, Scale};
+        match *self {
+            Modifier::Scale { permille } => P::Scale(Scale::Float(permille as f64 / 1000.0)),
+            Modifier::Absolute {
+                capacity,
+                refill_amount,
+                refill_period_seconds,
+            } => P::Absolute {
+                capacity: capacity.map(i128::from),
+                refill_amount: refill_amount.map(i128::from),
+                refill_period_seconds: refill_period_seconds.map(i128::from),
+            },
+        }
+    }
+
     /// The scale as the reference's decoder sees it: `permille / 1000` as f64.
     pub fn scale_value(&self) -> Option<f64> {
         match self {

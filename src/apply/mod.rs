@@ -21,14 +21,26 @@ pub enum ApplyError {
     Store(#[from] crate::store::StoreError),
     #[error("clearing the recorded level digests: {0}")]
     ClearDigests(crate::store::StoreError),
+    /// Step 4a: the record is no longer the one planned against.
+    #[error(transparent)]
+    Changed(#[from] conflict::Changed),
+    /// A saved plan made against another record.
+    #[error(transparent)]
+    Stale(#[from] crate::plan::saved::Stale),
+    /// [`run::ApplyRequest::stop`] said stop (a signal, a lost lock) before
+    /// any config write.
+    #[error("{why}: {}", .before.stopped_before())]
+    Stopped { why: String, before: run::Step },
 }
 
+pub mod conflict;
 pub mod counts;
 #[cfg(test)]
 mod dump_tests;
 pub mod fanout;
 pub mod fault;
 pub mod gate;
+pub mod lock;
 pub mod pending;
 pub mod record;
 pub mod run;

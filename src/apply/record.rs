@@ -6,17 +6,22 @@
 
 use crate::manifest::Manifest;
 use crate::plan::digests::{self, Digest};
+use crate::plan::identity::RecordIdentity;
 use crate::plan::managed::{self, ManagedSet};
 use crate::store::{Key, Store, StoreError, WriteOp};
 
 /// Writes the `#PROVISIONER` record: managed = what the manifest declares
-/// (even for levels whose write failed). Returns its `last_applied` stamp.
+/// (even for levels whose write failed), only over the record the plan was
+/// computed against (`expect`; a changed one fails with
+/// [`StoreError::ConditionFailed`], see [`crate::apply::conflict`]). Returns
+/// its `last_applied` stamp.
 pub fn write_record(
     store: &dyn Store,
     ns: &str,
     manifest: &Manifest,
     now_ms: i64,
     applied_hash: &str,
+    expect: &RecordIdentity,
 ) -> Result<String, StoreError> {
     let last_applied = managed::iso_timestamp(now_ms);
     let item = managed::record_item(
@@ -27,7 +32,7 @@ pub fn write_record(
     );
     store.write(WriteOp::Put {
         item,
-        condition: None,
+        condition: Some(expect.condition()),
     })?;
     Ok(last_applied)
 }

@@ -3,12 +3,20 @@
 //! * 1: refuse limits the table's Lambdas cannot enforce ([`gate`]);
 //! * 2–3: claim the fan-outs earlier applies abandoned, settle their entity
 //!   counts, then plan: read and compare ([`crate::plan::prepare`]);
+//! * 4a: check that the `#PROVISIONER` record is still the one planned
+//!   against, and add every declared level to its managed set ([`conflict`]);
 //! * 4: write ahead a pending item for every fan-out the changes owe;
 //! * 5: write the levels and their registries ([`writes`]);
 //! * 7: re-assert explicit `disabled`;
 //! * 8–9: run every owed fan-out, release what finished, expire what failed;
 //! * 10: write the `#PROVISIONER` record, then the level digests ([`record`]);
 //! * 11: count what is still owed.
+//!
+//! Between steps the apply asks [`ApplyRequest::stop`] whether to go on (a
+//! signal, a lost lock): before any config write it stops and hands back what
+//! it claimed; after them it skips the fan-outs (left pending for the next
+//! apply) and still writes its record. The record is written only over the
+//! one the plan read ([`conflict`]).
 //!
 //! (Step 6 of the reference, fan-outs only the `ALL_OLD` images reveal, is
 //! folded into 4; see below.)
@@ -35,12 +43,13 @@ use std::collections::{BTreeSet, HashMap};
 
 use crate::apply::fanout::{self, FanOutError, FanOutKind, LevelKind, Owed};
 use crate::apply::pending::{self, Share};
-use crate::apply::{counts, gate, record, writes, ApplyError, LEASE_MS};
+use crate::apply::{conflict, counts, gate, record, writes, ApplyError, LEASE_MS};
 use crate::items::{attrs, config};
 use crate::manifest::Manifest;
 use crate::plan::digests::{self, Digest, Recorded, Untrusted};
+use crate::plan::identity::RecordIdentity;
 use crate::plan::level::{Action, Level};
-use crate::plan::managed::{self, ProvisionerRecord};
+use crate::plan::managed::{self, ManagedSet, ProvisionerRecord};
 use crate::plan::prepare::{
     prepare_with_record, BuildError, BuildFn, PlannedChange, Prepared, Refresh,
 };
@@ -79,6 +88,52 @@ pub struct ApplyRequest<'a> {
     pub build: &'a BuildFn<'a>,
     /// `--no-refresh`: trust the digests the last apply recorded.
     pub refresh: Refresh,
+    /// Asked at each step boundary with the step about to run; `Some(why)`
+    /// stops the apply there (a signal, a lost lock).
+    pub stop: &'a dyn Fn(Step) -> Option<String>,
+    /// `limits apply PLANFILE`: a saved plan, carried out as it is instead of
+    /// planning; refused when the record is not the one it was made against
+    /// ([`crate::plan::saved`]).
+    pub saved: Option<&'a Prepared>,
+}
+
+/// The step boundaries where an apply may stop ([`ApplyRequest::stop`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Before claiming abandoned fan-outs and planning: nothing written yet.
+    Plan,
+    /// After planning, before the fan-outs are written ahead and the levels
+    /// written: the last point where a stop leaves the table as it was.
+    WriteLevels,
+    /// After the config writes, before the fan-outs: a stop leaves them pending.
+    FanOut,
+    /// Before the record: never stops (the record is the safe end), but a
+    /// safe point for the lock.
+    Record,
+}
+
+impl Step {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Step::Plan => "plan",
+            Step::WriteLevels => "write_levels",
+            Step::FanOut => "fan_out",
+            Step::Record => "record",
+        }
+    }
+
+    /// What a stop at this step (before any config write) left undone.
+    pub fn stopped_before(self) -> &'static str {
+        match self {
+            Step::Plan => "stopped before planning; nothing was written",
+            _ => "stopped before writing any level; nothing was changed",
+        }
+    }
+}
+
+/// A [`ApplyRequest::stop`] that never stops.
+pub fn never_stop(_: Step) -> Option<String> {
+    None
 }
 
 /// Runs one apply, in the steps the module doc lists. `Err` means nothing was
@@ -87,6 +142,12 @@ pub struct ApplyRequest<'a> {
 pub fn apply(store: &dyn Store, req: &ApplyRequest<'_>) -> Result<Applied, ApplyError> {
     // 1. Gates over every declared level, before any write.
     gate::enforce(store, req.manifest)?;
+    if let Some(why) = (req.stop)(Step::Plan) {
+        return Err(ApplyError::Stopped {
+            why,
+            before: Step::Plan,
+        });
+    }
     let mut run = Run {
         store,
         req,
@@ -100,6 +161,19 @@ pub fn apply(store: &dyn Store, req: &ApplyRequest<'_>) -> Result<Applied, Apply
     // A resumed full apply continues change-only instead of starting over.
     let full = req.full && !resumed;
     let (prepared, recorded) = run.plan(record, full).map_err(|e| run.abandon(e))?;
+    run.stop_before(Step::WriteLevels)?;
+    // 4a. The record must still be the one planned against; it now manages
+    // every declared level too, so a crash leaves nothing outside it.
+    let declares = conflict::levels_of(&ManagedSet::from_manifest(req.manifest));
+    let planned = conflict::widen(
+        store,
+        req.ns,
+        &prepared.record.identity,
+        &declares,
+        req.now_ms,
+        req.applied_hash,
+    )
+    .map_err(|e| run.abandon(e.into()))?;
     // 4. Write ahead every fan-out the changes make necessary (one batch).
     run.write_ahead(&prepared.changes, full)?;
     let mut out = Applied {
@@ -124,13 +198,25 @@ pub fn apply(store: &dyn Store, req: &ApplyRequest<'_>) -> Result<Applied, Apply
     let written = run
         .write_levels(&prepared, &mut out)
         .map_err(|e| run.abandon(e))?;
+    let wrote = conflict::written_levels(req.ns, &prepared.changes, &written.items);
     out.changes = prepared.changes;
-    // 7. Re-assert explicit `disabled` on declared levels not already being fanned out.
-    run.reassert_disabled(&mut out);
-    // 8–9. Every owed fan-out; what fails is handed to the next apply.
-    run.fan_out(written.items, &mut out);
+    if let Some(why) = (req.stop)(Step::FanOut) {
+        // Stopped after the config writes: the fan-outs go to the next apply.
+        let left = run.owed.len();
+        run.hand_back();
+        out.errors.push(format!(
+            "{why}: stopped after the config writes; the #PROVISIONER record is written, and {left} bucket fan-out(s) are left for the next apply"
+        ));
+    } else {
+        // 7. Re-assert explicit `disabled` on declared levels not already being fanned out.
+        run.reassert_disabled(&mut out);
+        // 8–9. Every owed fan-out; what fails is handed to the next apply.
+        run.fan_out(written.items, &mut out);
+    }
+    // A safe point only: the record is written whatever it says.
+    let _ = (req.stop)(Step::Record);
     // 10. The record, then the digests of what the levels now hold.
-    run.record(&recorded, &written.digests, &mut out);
+    run.record(&planned, &wrote, &recorded, &written.digests, &mut out);
     // 11. What is still owed.
     match pending::count(store, req.ns) {
         Ok(n) => out.pending = n,
@@ -198,13 +284,27 @@ impl Run<'_> {
         Ok((record, resumed))
     }
 
+    /// Before a step that comes ahead of any config write: stops (handing
+    /// back what was claimed) when [`ApplyRequest::stop`] says so.
+    fn stop_before(&self, step: Step) -> Result<(), ApplyError> {
+        match (self.req.stop)(step) {
+            Some(why) => Err(self.abandon(ApplyError::Stopped { why, before: step })),
+            None => Ok(()),
+        }
+    }
+
     /// Hands what this apply took over back at once (refused, or the store
     /// failed before the first config write); returns `e`.
     fn abandon(&self, e: ApplyError) -> ApplyError {
+        self.hand_back();
+        e
+    }
+
+    /// Expires this apply's shares of what it owes, for the next apply.
+    fn hand_back(&self) {
         for o in &self.owed {
             let _ = pending::expire(self.store, self.req.ns, o, self.req.token, self.req.now_ms);
         }
-        e
     }
 
     /// The plan, from the record just read (and the digests, for `--no-refresh`).
@@ -215,6 +315,10 @@ impl Run<'_> {
     ) -> Result<(Prepared, Recorded), ApplyError> {
         let (store, req) = (self.store, self.req);
         let recorded = digests::read(store, req.ns, record.stamp.as_deref())?;
+        if let Some(saved) = req.saved {
+            let prepared = crate::plan::saved::resume(saved, record)?;
+            return Ok((prepared, recorded));
+        }
         let trust = (req.refresh == Refresh::Trust).then_some(&recorded);
         let prepared =
             prepare_with_record(store, req.ns, req.manifest, full, req.build, record, trust)?;
@@ -407,10 +511,32 @@ impl Run<'_> {
     }
 
     /// The `#PROVISIONER` record (managed = what the manifest declares, even
-    /// for failed writes), then the level digests for `--no-refresh`.
-    fn record(&self, recorded: &Recorded, digests_now: &[Digest], out: &mut Applied) {
+    /// for failed writes), only over the record planned against (`planned`;
+    /// when it changed, the levels this apply wrote, `wrote`, join the one
+    /// found instead), then the level digests for `--no-refresh`.
+    fn record(
+        &self,
+        planned: &RecordIdentity,
+        wrote: &[Level],
+        recorded: &Recorded,
+        digests_now: &[Digest],
+        out: &mut Applied,
+    ) {
         let (store, req) = (self.store, self.req);
-        match record::write_record(store, req.ns, req.manifest, req.now_ms, req.applied_hash) {
+        let written = record::write_record(
+            store,
+            req.ns,
+            req.manifest,
+            req.now_ms,
+            req.applied_hash,
+            planned,
+        );
+        match written {
+            Err(StoreError::ConditionFailed { .. }) => {
+                let kept =
+                    conflict::keep_written(store, req.ns, wrote, req.now_ms, req.applied_hash);
+                out.errors.push(conflict::message(planned, &kept));
+            }
             Err(e) => out
                 .errors
                 .push(format!("writing the #PROVISIONER record: {e}")),
@@ -614,7 +740,6 @@ mod tests {
     use super::*;
     use crate::manifest::model::{LevelConfig, LimitSpec};
     use crate::plan::level::Change;
-    use crate::plan::managed::ManagedSet;
     use crate::store::item::keyed;
     use crate::store::memory::MemoryStore;
     use crate::store::AttrValue;
@@ -751,6 +876,8 @@ mod tests {
             applied_hash: "sha256:test",
             build: &build,
             refresh: Refresh::All,
+            stop: &never_stop,
+            saved: None,
         };
         apply(s, &req).unwrap()
     }
@@ -884,6 +1011,8 @@ mod tests {
             applied_hash: "sha256:test",
             build: &build,
             refresh,
+            stop: &never_stop,
+            saved: None,
         };
         apply(s, &req).unwrap()
     }

@@ -79,6 +79,9 @@ pub enum Command {
     /// Release, commit or extend a reservation taken by `acquire --mode reserve`
     #[command(subcommand)]
     Reservation(ReservationCommand),
+    /// Serve the checks, reservations and cooldowns over HTTP, for services in any language
+    #[command(after_help = SERVE_AFTER_HELP)]
+    Serve(ServeArgs),
     /// Print a shell completion script
     #[command(after_help = "\
 Install the script where the shell looks for completions (the directories below are the
@@ -231,13 +234,22 @@ Checks every rule on the client and reports all errors in all files in one run, 
 file:line:col, the offending snippet with a caret, what is wrong and how to fix it.
 No network, no store.
 
+Lints warn about traps a valid manifest can hide, each with a stable code and the fix:
+ZL101 a window whose minute field is fixed (`0 9-17 * * MON-FRI` is one minute an hour),
+ZL102 a schedule entry an earlier one always wins over, ZL103 a reset that fires less than
+once a year or never, ZL104 a level Python 0.17 sees as empty (only rolling windows or
+concurrency limits), ZL105 an entity limit name close to a resource's (`rpn` beside `rpm`).
+Silence one on a limit or a level on purpose with `lint: {allow: [ZL101]}`.
+
 Examples:
   zae-limiter limits validate limits.yaml
   zae-limiter limits validate -f a.yaml -f b.yaml --format github
   zae-limiter limits validate manifests/*.yaml --format json \\
       | jq '.files[].valid'
+  zae-limiter limits validate limits.yaml --deny-warnings
 
-Exit status: 0 valid, 1 invalid, 2 usage error.")]
+Exit status: 0 valid (warnings alone keep 0), 1 invalid (or any warning with
+--deny-warnings), 2 usage error.")]
     Validate(ValidateArgs),
     /// Show what `apply` would change
     #[command(after_help = "\
@@ -246,6 +258,9 @@ Examples:
   zae-limiter limits plan --local=jobs.sqlite -n jobs -f limits.yaml -q
   zae-limiter limits plan -n mystack -f limits.yaml --detailed-exitcode
   zae-limiter limits plan -n mystack -f limits.yaml --no-refresh
+
+`-o FILE` saves the plan for `zae-limiter limits apply FILE`, which applies exactly it or
+refuses it as stale (see `limits apply --help`).
 
 On the local store, a plan against a file or table that does not exist yet shows every
 level as a create and creates nothing.
@@ -262,16 +277,48 @@ Examples:
 Exit status: 0 ok (drift is reported, not an error; with --detailed-exitcode 2 on drift),
 1 error, 2 usage error.")]
     Diff(PlanArgs),
-    /// Write the manifest's limits to the store
-    #[command(after_help = "\
+    /// Write the manifest's limits (or a saved plan) to the store
+    #[command(
+        after_help = "\
+Takes the namespace's lock first: a second apply on the same namespace fails at once, naming
+the holder (or waits with --lock-timeout). Ctrl-C or SIGTERM stops at the next safe point and
+releases the lock; a second Ctrl-C quits at once (the lock then expires within a minute).
+
 Examples:
   zae-limiter limits apply --local -n demo -f limits.yaml
   zae-limiter limits apply -n mystack -f limits.yaml --full
   zae-limiter limits apply -n mystack -f limits.yaml --no-refresh
+  zae-limiter limits apply -n mystack -f limits.yaml --lock-timeout 5m
+  zae-limiter limits plan --local -n demo -f limits.yaml -o limits.plan
+  zae-limiter limits apply --local -n demo limits.plan
 
 Exit status: 0 applied (with --detailed-exitcode: 0 nothing to change, 2 changes
-applied), 1 invalid manifest or errors during the apply, 2 usage error.")]
+applied), 1 invalid manifest, stale saved plan, namespace locked, or errors during the
+apply, 2 usage error.",
+        mut_arg("file", |a| a.required(false))
+    )]
     Apply(ApplyArgs),
+    /// Print a saved plan (`limits plan -o FILE`) as `limits plan` printed it
+    #[command(after_help = "\
+Examples:
+  zae-limiter limits show-plan limits.plan
+  zae-limiter limits show-plan limits.plan --format json \\
+      | jq '.changes[].target'
+
+Exit status: 0 ok, 1 not a readable plan file.")]
+    ShowPlan(ShowPlanArgs),
+    /// Remove a namespace's apply lock left by an apply that is gone
+    #[command(after_help = "\
+The lock of an apply that died expires by itself within a minute. Use this only when you are
+sure no apply holds it: an apply still running under it stops at its next step. LOCK_ID is the
+ID a refused apply printed; any other ID is refused and nothing is removed.
+
+Example:
+  zae-limiter limits force-unlock 3f2a9c0d5e6b4a718293a4b5c6d7e8f9 \\
+      --local -n demo
+
+Exit status: 0 removed, 1 not locked or another lock ID.")]
+    ForceUnlock(ForceUnlockArgs),
     /// Print a CloudFormation template that applies the manifest through the provisioner
     #[command(after_help = "\
 Examples:
@@ -331,6 +378,95 @@ Examples:
       --start 2026-12-07T09:00:00Z --hold 5s..2m --format jsonl \\
       -o holds.jsonl   # reserve/release pairs, for concurrency limits")]
     GenTrace(GenTraceArgs),
+    /// Write every level a namespace holds as a manifest (adopt what is already there)
+    #[command(after_help = "\
+Finds every level of the namespace (the system level, resource levels, entity `_default_`
+and entity+resource levels: those the Python client's listing commands find, and those
+written without registry entries, e.g. by the 0.17 provisioner) and writes them as a
+manifest: named weekdays and months, one time zone per level, sorted, with a header naming
+the source. `limits plan` of the file against the same table shows no change to any level;
+`limits apply` of it then records the levels as managed (adoption). A level the manifest
+format cannot express exactly is named on stderr with the reason and left out (exit 1).
+
+Examples:
+  zae-limiter limits apply --local -n demo -f limits.yaml
+  zae-limiter limits export --local -n demo -o exported.yaml
+  zae-limiter limits plan --local -n demo -f exported.yaml \\
+      --detailed-exitcode
+  zae-limiter limits export -n mystack -o mystack.yaml   # DynamoDB
+
+Exit status: 0 every level exported, 1 a level left out (the rest is still written) or an
+error, 2 usage error.")]
+    Export(ExportArgs),
+    /// Explain the limits of one entity on one resource: the level, the numbers, what changes when
+    #[command(after_help = EXPLAIN_AFTER_HELP)]
+    Explain(ExplainArgs),
+}
+
+const EXPLAIN_AFTER_HELP: &str = "\
+Resolves ENTITY on RESOURCE as the Python client does (entity+resource, the entity's
+_default_, the resource, the system: the first level with any limit, as a whole) and shows
+which level applies and which exist but are shadowed; for each limit its effective capacity
+and refill at --at and the schedule entry that set them; every change until --until
+(schedule window edges, quota resets) with the numbers after it; and how long a request of
+--cost waits from empty (the limiter's retry-after). Reads the manifest (-f) or the store.
+
+Examples:
+  zae-limiter limits explain -f limits.yaml -e user-premium -r gpt-4 \\
+      --at 2026-12-07T13:00:00Z --until 2026-12-09T00:00:00Z
+  zae-limiter limits explain -e user-premium -r gpt-4 --local -n demo \\
+      --cost rpm=100 --format json
+  zae-limiter limits explain -f fixtures/simulate/gateway.yaml \\
+      -e acme -r gpt-4 --at 2026-12-07T00:00:00Z --until 7d \\
+      --svg week.svg --tz America/New_York
+
+\"Now\" (the default --at) is ZAEL_NOW (RFC 3339) when set.
+
+Exit status: 0 explained, 1 invalid manifest, unreadable level or no limits for the pair,
+2 usage error.";
+
+/// Store, namespace and output options of `limits export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Write the manifest to FILE instead of standard output
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: NamespacedArgs,
+}
+
+/// `limits explain`.
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// Entity whose limits are explained
+    #[arg(short = 'e', long, value_name = "ID")]
+    pub entity: String,
+    /// Resource the requests are for
+    #[arg(short = 'r', long, value_name = "NAME")]
+    pub resource: String,
+    /// Read the limits from this manifest instead of the store
+    #[arg(short = 'f', long = "file", value_name = "FILE", conflicts_with_all = ["local", "region"])]
+    pub file: Option<PathBuf>,
+    /// The instant to explain (RFC 3339; default: now)
+    #[arg(long, value_name = "TIME")]
+    pub at: Option<String>,
+    /// List changes up to this instant (RFC 3339), or for this long after --at (e.g. 36h, 7d)
+    #[arg(long, value_name = "TIME", default_value = "7d")]
+    pub until: String,
+    /// A limit's request cost for the wait from empty, NAME=N (repeatable; default 1)
+    #[arg(long = "cost", value_name = "NAME=N")]
+    pub costs: Vec<String>,
+    /// Output format (the JSON document is versioned: "version": 1)
+    #[arg(long, value_enum, default_value_t)]
+    pub format: TextOrJson,
+    /// Also draw each limit's effective capacity over the horizon as SVG
+    #[arg(long, value_name = "OUT.svg")]
+    pub svg: Option<PathBuf>,
+    /// Time zone for local times in the text and the chart's axis (default: the level's zone)
+    #[arg(long, value_name = "ZONE")]
+    pub tz: Option<String>,
+    #[command(flatten)]
+    pub store: NamespacedArgs,
 }
 
 /// How a trace is written (`limits simulate --trace-format`).
@@ -434,6 +570,9 @@ pub struct ValidateArgs {
     /// Output format
     #[arg(long, value_enum, default_value_t)]
     pub format: ValidateFormat,
+    /// Fail (exit 1) on warnings too: the lints (ZL101…) and the loader's warnings
+    #[arg(long)]
+    pub deny_warnings: bool,
 }
 
 #[derive(Debug, Args)]
@@ -442,8 +581,8 @@ pub struct PlanArgs {
     #[arg(short = 'n', long, value_name = "NAME", env = "ZAEL_STACK")]
     pub name: String,
     /// Limits manifest (YAML)
-    #[arg(short = 'f', long = "file", value_name = "FILE")]
-    pub file: PathBuf,
+    #[arg(short = 'f', long = "file", value_name = "FILE", required = true)]
+    pub file: Option<PathBuf>,
     /// Print only the summary line, not the changes
     #[arg(short = 'q', long)]
     pub quiet: bool,
@@ -481,10 +620,22 @@ pub struct PlanCmdArgs {
     pub plan: PlanArgs,
     #[command(flatten)]
     pub refresh: RefreshArg,
+    /// Also save the plan to FILE, for `limits apply FILE` (versioned JSON)
+    ///
+    /// The file holds the exact changes (the items read and the items to
+    /// write), the manifest, and the identity of the namespace's #PROVISIONER
+    /// record. `limits apply FILE` carries out exactly these changes and
+    /// refuses them as stale when another apply ran since.
+    #[arg(short = 'o', long = "out", value_name = "FILE")]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("source").required(true).args(["file", "plan_file"])))]
 pub struct ApplyArgs {
+    /// A plan saved by `limits plan -o FILE`: apply exactly it (instead of -f MANIFEST)
+    #[arg(value_name = "PLANFILE", conflicts_with_all = ["file", "full", "no_refresh"])]
+    pub plan_file: Option<PathBuf>,
     #[command(flatten)]
     pub plan: PlanArgs,
     #[command(flatten)]
@@ -492,6 +643,52 @@ pub struct ApplyArgs {
     /// Rewrite every declared level, even the unchanged ones
     #[arg(long, conflicts_with = "no_refresh")]
     pub full: bool,
+    #[command(flatten)]
+    pub lock: LockArgs,
+}
+
+/// The namespace lock of `limits apply`.
+#[derive(Debug, Args)]
+pub struct LockArgs {
+    /// Take the namespace's lock (default); --lock=false is for emergencies only
+    ///
+    /// Without the lock, an apply running at the same time can interleave its
+    /// writes with this one's: the namespace may end up with a mix of both
+    /// manifests until the next apply (no level is lost from the managed set:
+    /// the record write still refuses to overwrite another apply's record).
+    #[arg(
+        long,
+        value_name = "BOOL",
+        default_value_t = true,
+        action = clap::ArgAction::Set,
+        require_equals = true
+    )]
+    pub lock: bool,
+    /// Wait up to DURATION for another apply's lock, e.g. 30s, 5m (default 0: fail at once)
+    #[arg(long, value_name = "DURATION", default_value = "0")]
+    pub lock_timeout: String,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowPlanArgs {
+    /// A plan saved by `limits plan -o FILE`
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Print only the summary line, not the changes
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+    /// Output format (the JSON document `limits plan --format json` prints)
+    #[arg(long, value_enum, default_value_t)]
+    pub format: TextOrJson,
+}
+
+#[derive(Debug, Args)]
+pub struct ForceUnlockArgs {
+    /// The lock's ID, as a refused apply printed it
+    #[arg(value_name = "LOCK_ID")]
+    pub lock_id: String,
+    #[command(flatten)]
+    pub read: ReadArgs,
 }
 
 #[derive(Debug, Args)]
@@ -835,8 +1032,8 @@ a holder that dies frees its slot when the TTL ends (default: the limit's hold_t
 Examples:
   zae-limiter limits apply --local -n jobs -f fixtures/runtime/jobs.yaml
   zae-limiter acquire job-7 -r exports --local -n jobs
-  zae-limiter acquire job-7 -r exports --cost rows_per_hour=5000 \\
-      --mode preview --local -n jobs
+  zae-limiter acquire job-7 -r exports --mode preview \\
+      --cost rows_per_hour=5000 --local -n jobs
   zae-limiter acquire job-7 -r exports --mode reserve --ttl 10m \\
       --format json --local -n jobs
 
@@ -918,8 +1115,8 @@ pub enum ReservationCommand {
     Release(ReservationArgs),
     /// The work is done: give the slots back and, with --cost, correct what it counted
     #[command(after_help = reservation_help!(
-        "zae-limiter reservation commit \"$id\" --cost rows_per_hour=4200 \\\n      \
-         --local -n jobs"
+        "zae-limiter reservation commit \"$id\" \\\n      \
+         --cost rows_per_hour=4200 --local -n jobs"
     ))]
     Commit(ReservationCommitArgs),
     /// Heartbeat: keep the reservation open until --ttl from now
@@ -958,6 +1155,49 @@ pub struct ReservationExtendArgs {
     /// Keep it open this long from now, e.g. 90s, 5m (at most 1h; never shortened)
     #[arg(long, value_name = "DURATION")]
     pub ttl: String,
+}
+
+const SERVE_AFTER_HELP: &str = "\
+Answers `acquire`'s decisions and `reservation`'s and `cooldown`'s operations over HTTP, JSON
+in and out (camelCase): POST /v1/checks, POST /v1/reservations/{id}/release|commit|extend,
+GET /v1/limits?entity=E&resource=R, GET|DELETE /v1/cooldowns/{scope} and POST
+/v1/cooldowns/{scope}/record|probe|settle, GET /healthz, GET /metrics (Prometheus). A refusal
+is 200 with \"allowed\": false. The server keeps no state but the config cache
+(--config-ttl), so any number of instances share one table and agree.
+
+Every request needs `Authorization: Bearer TOKEN`, the token from --token-file or
+ZAEL_API_TOKEN (the file wins; at least 16 characters). Without a token the server only
+listens on a loopback address. The bound address is printed on stdout (`listening on
+ADDR:PORT`; --listen 127.0.0.1:0 picks a free port). SIGTERM or Ctrl-C stops accepting,
+finishes the requests in flight and exits 0.
+
+Examples:
+  zae-limiter limits apply --local -n jobs -f fixtures/runtime/jobs.yaml
+  zae-limiter serve --local -n jobs --listen 127.0.0.1:8080
+  zae-limiter serve --local -n jobs --listen 127.0.0.1:0 --config-ttl 0
+  ZAEL_API_TOKEN=$(cat token.txt) zae-limiter serve -n mystack \\
+      --listen 0.0.0.0:8080 --config-ttl 30s
+
+The API, with curl and Python examples: docs/serve.md.
+
+Exit status: 0 stopped by SIGTERM or Ctrl-C, 1 the store, the namespace or the address
+cannot be used, 2 usage error (a non-loopback address without a token included).";
+
+/// `zae-limiter serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address and port to listen on (port 0: a free port, printed at startup)
+    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:8080")]
+    pub listen: String,
+    /// How long resolved limits are kept before they are read again, e.g. 60s, 5m (0: read them
+    /// on every request); the state is never kept
+    #[arg(long, value_name = "DURATION", default_value = "60s")]
+    pub config_ttl: String,
+    /// File holding the bearer token every request must carry (default: $ZAEL_API_TOKEN)
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: NamespacedArgs,
 }
 
 /// The clap command as `main`, the man pages and completions use it: the

@@ -7,6 +7,7 @@ pub mod args;
 pub mod completions;
 pub mod error;
 pub mod help;
+pub mod interrupt;
 pub mod output;
 
 pub use args::{command, Cli, Command};

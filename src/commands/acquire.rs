@@ -18,7 +18,6 @@ use crate::cli::{output, CliError};
 use crate::clock::rfc3339;
 use crate::exit_codes;
 use crate::runtime::answer::{ceil_seconds, decision_json};
-use crate::runtime::level::DEFAULT_ON_UNAVAILABLE;
 use crate::runtime::{self, Decision, LimitAnswer, Mode, Namespace, Request, RuntimeError};
 use crate::store::Store;
 
@@ -49,18 +48,13 @@ pub fn run(a: AcquireArgs) -> Result<i32, CliError> {
     })();
     let d = match decision {
         Ok(d) => d,
-        // Before the system level could be read: its policy is unknown, so block.
-        Err(e) if e.is_unavailable() => {
-            Decision::unavailable(DEFAULT_ON_UNAVAILABLE, mode, e.to_string(), now)
+        Err(e) => {
+            // Other processes kept winning the write: refused, try again soon.
+            if matches!(e, RuntimeError::Contended { .. }) {
+                output::eprintln(format!("refused: {e}"));
+            }
+            runtime::refusal_for(e, mode, now)?
         }
-        // Other processes kept winning the write: refuse, and say to try again soon.
-        Err(e @ RuntimeError::Contended { .. }) => {
-            output::eprintln(format!("refused: {e}"));
-            let mut d = Decision::unavailable(DEFAULT_ON_UNAVAILABLE, mode, e.to_string(), now);
-            d.retry_after_ms = Some(1_000);
-            d
-        }
-        Err(e) => return Err(e.into()),
     };
     if let Some(why) = d
         .unavailable

@@ -23,7 +23,7 @@
 //! `--received-at` in the future) are named in a warning on stderr and left
 //! out; with nothing usable the bounded backoff applies. Flags, `--headers`
 //! and `--response` become one refusal through [`crate::cooldown::evidence`],
-//! the path the HTTP API is to share (docs/cooldowns.md).
+//! the path the HTTP API shares (docs/cooldowns.md, docs/serve.md).
 //!
 //! `check --wait-up-to` sleeps through a wait that ends (with this worker's
 //! jitter) within the bound, then looks again; its clock starts at "now" and
@@ -50,6 +50,7 @@ use crate::cli::args::{
 };
 use crate::cli::{output, CliError};
 use crate::clock::rfc3339;
+use crate::cooldown::answer;
 use crate::cooldown::dump::read_dump_file;
 use crate::cooldown::evidence::{Evidence, Warning};
 use crate::cooldown::ops::Listed;
@@ -103,7 +104,7 @@ fn record(a: CooldownRecordArgs) -> Result<i32, CliError> {
         .record(&scope, &refusal, now)
         .map_err(|e| CliError::Failed(format!("{e}; nothing was recorded")))?;
     match a.format {
-        TextOrJson::Json => print_json(&json!({"recorded": state_json(&st, now)}))?,
+        TextOrJson::Json => print_json(&answer::record_json(&st, now))?,
         TextOrJson::Text => output::println(recorded_line(&scope, &st, now, "recorded"))?,
     }
     Ok(exit_codes::OK)
@@ -336,80 +337,59 @@ fn print_check(
         Some(ms) if ms > 0 => format!("waited {}; ", human_duration(ms)),
         _ => String::new(),
     };
+    let (mut v, code) = answer::check_json(scope, st, now);
+    if format == TextOrJson::Json {
+        if let Some(ms) = waited {
+            v["waited_ms"] = json!(ms);
+        }
+        print_json(&v)?;
+        return Ok(code);
+    }
     let Some(st) = st else {
-        match format {
-            TextOrJson::Json => {
-                let mut v = verdict_json(scope, "go", exit_codes::OK, None, now);
-                if let Some(ms) = waited {
-                    v["waited_ms"] = json!(ms);
-                }
-                print_json(&v)?
-            }
-            TextOrJson::Text => {
-                output::println(format!("go: {slept}no cooldown recorded for {scope}"))?
-            }
-        }
-        return Ok(exit_codes::OK);
+        output::println(format!("go: {slept}no cooldown recorded for {scope}"))?;
+        return Ok(code);
     };
-    let (word, code, until) = match st.verdict(now) {
-        Verdict::Go => ("go", exit_codes::OK, None),
-        Verdict::Wait { until, .. } => ("wait", exit_codes::TEMPFAIL, Some(until)),
-        Verdict::NeedsOperator => ("needs_operator", exit_codes::NEEDS_OPERATOR, None),
-    };
-    match format {
-        TextOrJson::Json => {
-            let mut v = verdict_json(scope, word, code, Some(st), now);
-            if let Some(until) = until {
-                v["until"] = json!(rfc3339(until));
-                v["until_ms"] = json!(until);
-                v["remaining"] = json!(human_duration(until.saturating_sub(now)));
-            }
-            if let Some(ms) = waited {
-                v["waited_ms"] = json!(ms);
-            }
-            print_json(&v)?
-        }
-        TextOrJson::Text => match st.verdict(now) {
-            Verdict::Go => output::println(format!(
-                "go: {slept}the cooldown of {scope} ended at {} ({})",
-                rfc3339(st.not_before),
-                st.reason
-            ))?,
-            Verdict::Wait {
-                until,
-                probe_holder: None,
-            } => output::println(format!(
-                "wait: no call to {scope} before {} (in {}): {}",
-                rfc3339(until),
-                human_duration(until.saturating_sub(now)),
-                st.reason
-            ))?,
-            Verdict::Wait {
-                until,
-                probe_holder: Some(h),
-            } => output::println(format!(
-                "wait: {h} holds the recovery probe of {scope} until {} (in {})",
-                rfc3339(until),
-                human_duration(until.saturating_sub(now))
-            ))?,
-            Verdict::NeedsOperator => output::eprintln(format!(
-                "Error: {scope} needs an operator: {} (after fixing it: zae-limiter cooldown clear {scope})",
-                st.reason
-            )),
-        },
+    match st.verdict(now) {
+        Verdict::Go => output::println(format!(
+            "go: {slept}the cooldown of {scope} ended at {} ({})",
+            rfc3339(st.not_before),
+            st.reason
+        ))?,
+        Verdict::Wait {
+            until,
+            probe_holder: None,
+        } => output::println(format!(
+            "wait: no call to {scope} before {} (in {}): {}",
+            rfc3339(until),
+            human_duration(until.saturating_sub(now)),
+            st.reason
+        ))?,
+        Verdict::Wait {
+            until,
+            probe_holder: Some(h),
+        } => output::println(probe_held(&h, scope, until, now))?,
+        Verdict::NeedsOperator => output::eprintln(format!(
+            "Error: {scope} needs an operator: {} (after fixing it: zae-limiter cooldown clear {scope})",
+            st.reason
+        )),
     }
     Ok(code)
+}
+
+/// "wait": another worker's live probe lease.
+fn probe_held(holder: &str, scope: &Scope, until: EpochMs, now: EpochMs) -> String {
+    format!(
+        "wait: {holder} holds the recovery probe of {scope} until {} (in {})",
+        rfc3339(until),
+        human_duration(until.saturating_sub(now))
+    )
 }
 
 /// The state cannot be read: say so and refuse (76), never permit.
 fn unreadable(format: TextOrJson, scope: &Scope, why: &str, now: EpochMs) -> Result<i32, CliError> {
     let code = exit_codes::NEEDS_OPERATOR;
     match format {
-        TextOrJson::Json => {
-            let mut v = verdict_json(scope, "unreadable", code, None, now);
-            v["error"] = json!(why);
-            print_json(&v)?;
-        }
+        TextOrJson::Json => print_json(&answer::unreadable_json(scope, why, now))?,
         TextOrJson::Text => output::eprintln(format!(
             "Error: cannot read the cooldown state of {scope}, so no call is permitted: {why}"
         )),
@@ -444,73 +424,41 @@ fn probe(a: CooldownProbeArgs) -> Result<i32, CliError> {
         }
         Err(e) => return unreadable(a.format, &scope, &e.to_string(), now),
     };
-    let json_out = |result: &str, code: i32, st: Option<&CooldownState>| {
-        let mut v = verdict_json(&scope, result, code, st, now);
-        v["holder"] = json!(holder);
-        v
-    };
+    let (v, code) = answer::probe_json(&scope, holder, &outcome, now);
+    if a.format == TextOrJson::Json {
+        print_json(&v)?;
+        return Ok(code);
+    }
     match outcome {
-        ProbeResult::NoCooldown => {
-            match a.format {
-                TextOrJson::Json => print_json(&json_out("no_cooldown", 0, None))?,
-                TextOrJson::Text => output::println(format!(
-                    "go: no cooldown recorded for {scope}; no probe is needed"
-                ))?,
-            }
-            Ok(exit_codes::OK)
-        }
-        ProbeResult::Won { lease, state } => {
-            match a.format {
-                TextOrJson::Json => print_json(&json_out("won", 0, Some(&state)))?,
-                TextOrJson::Text => output::println(format!(
-                    "won: {holder} holds the recovery probe of {scope} until {} (lease {}); make one call, then `zae-limiter cooldown settle {scope} --holder {holder} --outcome ok|quota|auth`",
-                    rfc3339(lease.expires_at),
-                    human_duration(lease.expires_at.saturating_sub(now))
-                ))?,
-            }
-            Ok(exit_codes::OK)
-        }
+        ProbeResult::NoCooldown => output::println(format!(
+            "go: no cooldown recorded for {scope}; no probe is needed"
+        ))?,
+        ProbeResult::Won { lease, .. } => output::println(format!(
+            "won: {holder} holds the recovery probe of {scope} until {} (lease {}); make one call, then `zae-limiter cooldown settle {scope} --holder {holder} --outcome ok|quota|auth`",
+            rfc3339(lease.expires_at),
+            human_duration(lease.expires_at.saturating_sub(now))
+        ))?,
         ProbeResult::Wait {
             until,
-            probe_holder,
+            probe_holder: Some(h),
+            ..
+        } => output::println(probe_held(&h, &scope, until, now))?,
+        ProbeResult::Wait {
+            until,
+            probe_holder: None,
             state,
-        } => {
-            let code = exit_codes::TEMPFAIL;
-            match a.format {
-                TextOrJson::Json => {
-                    let mut v = json_out("wait", code, Some(&state));
-                    v["until"] = json!(rfc3339(until));
-                    v["until_ms"] = json!(until);
-                    print_json(&v)?;
-                }
-                TextOrJson::Text => match probe_holder {
-                    Some(h) => output::println(format!(
-                        "wait: {h} holds the recovery probe of {scope} until {} (in {})",
-                        rfc3339(until),
-                        human_duration(until.saturating_sub(now))
-                    ))?,
-                    None => output::println(format!(
-                        "wait: {holder} may probe {scope} from {} (in {}): {}",
-                        rfc3339(until),
-                        human_duration(until.saturating_sub(now)),
-                        state.reason
-                    ))?,
-                },
-            }
-            Ok(code)
-        }
-        ProbeResult::NeedsOperator { state } => {
-            let code = exit_codes::NEEDS_OPERATOR;
-            match a.format {
-                TextOrJson::Json => print_json(&json_out("needs_operator", code, Some(&state)))?,
-                TextOrJson::Text => output::eprintln(format!(
-                    "Error: {scope} needs an operator: {}",
-                    state.reason
-                )),
-            }
-            Ok(code)
-        }
+        } => output::println(format!(
+            "wait: {holder} may probe {scope} from {} (in {}): {}",
+            rfc3339(until),
+            human_duration(until.saturating_sub(now)),
+            state.reason
+        ))?,
+        ProbeResult::NeedsOperator { state } => output::eprintln(format!(
+            "Error: {scope} needs an operator: {}",
+            state.reason
+        )),
     }
+    Ok(code)
 }
 
 // ---------------------------------------------------------------- settle
@@ -543,26 +491,16 @@ fn settle(a: CooldownSettleArgs) -> Result<i32, CliError> {
     let ns = registered_namespace(store.as_ref(), &a.store.namespace)?;
     let result =
         Cooldowns::new(store.as_ref(), ns, policy).settle(&scope, holder, &settlement, now)?;
-    match (&result, a.format) {
-        (SettleResult::Cleared, TextOrJson::Json) => {
-            print_json(&json!({"scope": scope.as_str(), "result": "cleared"}))?
-        }
-        (SettleResult::Cleared, TextOrJson::Text) => {
+    if a.format == TextOrJson::Json {
+        print_json(&answer::settle_json(&scope, &result, now))?;
+        return Ok(exit_codes::OK);
+    }
+    match &result {
+        SettleResult::Cleared => {
             output::println(format!("cleared: the cooldown of {scope} is over"))?
         }
-        (SettleResult::Recorded(st) | SettleResult::OperatorKept(st), TextOrJson::Json) => {
-            let word = match result {
-                SettleResult::OperatorKept(_) => "operator_kept",
-                _ => "recorded",
-            };
-            print_json(
-                &json!({"scope": scope.as_str(), "result": word, "state": state_json(st, now)}),
-            )?
-        }
-        (SettleResult::Recorded(st), TextOrJson::Text) => {
-            output::println(recorded_line(&scope, st, now, "escalated"))?
-        }
-        (SettleResult::OperatorKept(st), TextOrJson::Text) => output::println(format!(
+        SettleResult::Recorded(st) => output::println(recorded_line(&scope, st, now, "escalated"))?,
+        SettleResult::OperatorKept(st) => output::println(format!(
             "released the probe of {scope}; it still needs an operator: {}",
             st.reason
         ))?,
@@ -579,20 +517,7 @@ fn list(format: TextOrJson, store_args: NamespacedArgs) -> Result<i32, CliError>
     let ns = registered_namespace(store.as_ref(), &store_args.namespace)?;
     let rows = Cooldowns::new(store.as_ref(), ns, policy).list()?;
     if format == TextOrJson::Json {
-        let items: Vec<Value> = rows
-            .iter()
-            .map(|r| match &r.state {
-                Ok(st) => {
-                    let mut v = state_json(st, now);
-                    v["status"] = json!(status_word(st, now));
-                    v
-                }
-                Err(why) => {
-                    json!({"scope": r.scope, "status": "unreadable", "error": why.to_string()})
-                }
-            })
-            .collect();
-        print_json(&json!({"namespace": store_args.namespace, "cooldowns": items}))?;
+        print_json(&answer::list_json(&store_args.namespace, &rows, now))?;
         return Ok(exit_codes::OK);
     }
     if rows.is_empty() {
@@ -629,7 +554,7 @@ fn render_table(rows: &[Listed], now: EpochMs) -> Table {
                 };
                 table.add_row(vec![
                     st.scope.clone(),
-                    status_word(st, now).replace('_', " "),
+                    answer::status_word(st, now).replace('_', " "),
                     if st.not_before > 0 {
                         rfc3339(st.not_before)
                     } else {
@@ -659,19 +584,6 @@ fn render_table(rows: &[Listed], now: EpochMs) -> Table {
     table
 }
 
-/// One word for an operator: cooling, probing, eligible or needs_operator.
-fn status_word(st: &CooldownState, now: EpochMs) -> &'static str {
-    match st.verdict(now) {
-        Verdict::NeedsOperator => "needs_operator",
-        Verdict::Wait {
-            probe_holder: Some(_),
-            ..
-        } => "probing",
-        Verdict::Wait { .. } => "cooling",
-        Verdict::Go => "eligible",
-    }
-}
-
 // ---------------------------------------------------------------- clear
 
 fn clear(a: CooldownScopeArgs) -> Result<i32, CliError> {
@@ -680,7 +592,7 @@ fn clear(a: CooldownScopeArgs) -> Result<i32, CliError> {
     let ns = registered_namespace(store.as_ref(), &a.store.namespace)?;
     let existed = Cooldowns::new(store.as_ref(), ns, Policy::default()).clear(&scope)?;
     match a.format {
-        TextOrJson::Json => print_json(&json!({"scope": scope.as_str(), "cleared": existed}))?,
+        TextOrJson::Json => print_json(&answer::clear_json(&scope, existed))?,
         TextOrJson::Text if existed => output::println(format!("cleared the cooldown of {scope}"))?,
         TextOrJson::Text => output::println(format!(
             "no cooldown recorded for {scope}; nothing to clear"
@@ -696,7 +608,7 @@ fn parse_scope(text: &str) -> Result<Scope, CliError> {
 }
 
 fn parse_holder(text: &str) -> Result<&str, CliError> {
-    if text.is_empty() || text.len() > 256 || text.chars().any(char::is_control) {
+    if !crate::cooldown::scope::is_holder(text) {
         return Err(CliError::Usage(format!(
             "--holder {text:?}: expected a worker id of 1 to 256 printable characters"
         )));
@@ -763,12 +675,14 @@ fn bounded_duration(what: &str, text: &str, min: i64, max: i64) -> Result<i64, C
 /// What a bad policy variable does: refuse the command, or (where refusing
 /// would leave a refusal unrecorded) warn and use the default.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Strictness {
+pub(crate) enum Strictness {
     Refuse,
     Warn,
 }
 
-fn policy(margin_ms: i64, strictness: Strictness) -> Result<Policy, CliError> {
+/// The policy with `margin_ms` and the environment's ceiling and jitter
+/// (`serve` reads it once at startup).
+pub(crate) fn policy(margin_ms: i64, strictness: Strictness) -> Result<Policy, CliError> {
     let env_duration = |name: &str, default: i64, max: i64| -> Result<i64, CliError> {
         let Some(v) = std::env::var(name).ok().filter(|v| !v.is_empty()) else {
             return Ok(default);
@@ -793,51 +707,8 @@ fn policy(margin_ms: i64, strictness: Strictness) -> Result<Policy, CliError> {
     })
 }
 
-fn state_json(st: &CooldownState, now: EpochMs) -> Value {
-    let left = st.not_before.saturating_sub(now).max(0);
-    json!({
-        "scope": st.scope,
-        "state": st.phase.as_str(),
-        "not_before": (st.not_before > 0).then(|| rfc3339(st.not_before)),
-        "not_before_ms": st.not_before,
-        "remaining": human_duration(left),
-        "remaining_ms": left,
-        "reason": st.reason,
-        "backoff_attempt": st.backoff_attempt,
-        "received_at": rfc3339(st.received_at),
-        "updated_at": rfc3339(st.updated_at),
-        "version": st.version,
-        "probe": st.probe.as_ref().map(|l| json!({
-            "holder": l.holder,
-            "expires_at": rfc3339(l.expires_at),
-            "expires_at_ms": l.expires_at,
-            "live": l.expires_at > now,
-        })),
-    })
-}
-
-fn verdict_json(
-    scope: &Scope,
-    verdict: &str,
-    code: i32,
-    st: Option<&CooldownState>,
-    now: EpochMs,
-) -> Value {
-    json!({
-        "scope": scope.as_str(),
-        "verdict": verdict,
-        "exit_code": code,
-        "now": rfc3339(now),
-        "state": st.map(|s| state_json(s, now)),
-    })
-}
-
 /// Prints one JSON document with the top-level `"version": 1` every JSON
 /// output carries (fields are only ever added within a version).
 fn print_json(v: &Value) -> Result<(), CliError> {
-    let mut doc = v.clone();
-    if let Some(map) = doc.as_object_mut() {
-        map.insert("version".into(), json!(1));
-    }
-    output::print_json(&doc)
+    output::print_json(&answer::versioned(v.clone()))
 }

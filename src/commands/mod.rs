@@ -9,11 +9,16 @@ pub mod acquire;
 pub mod cfn_template;
 pub mod cooldown;
 pub mod cron_check;
+pub mod explain;
+pub mod export;
 pub mod gen_trace;
+pub mod lock;
 pub mod namespace;
 pub mod plan;
 pub mod read_only;
 pub mod reservation;
+pub mod saved_plan;
+pub mod serve;
 pub mod show;
 pub mod simulate;
 pub mod table;
@@ -31,9 +36,13 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
             LimitsCommand::Plan(a) => plan::plan(a),
             LimitsCommand::Diff(a) => plan::diff(a),
             LimitsCommand::Apply(a) => plan::apply(a),
+            LimitsCommand::ShowPlan(a) => plan::show_plan(a),
+            LimitsCommand::ForceUnlock(a) => lock::force_unlock(a),
             LimitsCommand::CfnTemplate(a) => cfn_template::run(a),
             LimitsCommand::Simulate(a) => simulate::run(a),
             LimitsCommand::GenTrace(a) => gen_trace::run(a),
+            LimitsCommand::Export(a) => export::run(a),
+            LimitsCommand::Explain(a) => explain::run(a),
         },
         Command::Entity(EntityCommand::GetLimits {
             entity_id,
@@ -51,6 +60,7 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
         Command::Table(cmd) => table::run(cmd),
         Command::Acquire(a) => acquire::run(a),
         Command::Reservation(cmd) => reservation::run(cmd),
+        Command::Serve(a) => serve::run(a),
         Command::Completions { shell } => {
             output::print(completions::script(shell))?;
             Ok(crate::exit_codes::OK)

@@ -10,10 +10,20 @@
 //! Test-only environment variables, honoured only when set:
 //! `ZAEL_FAULT_ABORT_AFTER_WRITES=N` (abort after the Nth store write, see
 //! [`crate::apply::fault`]), `ZAEL_FAULT_FANOUT_ERROR=MSG` (every fan-out fails
-//! with MSG) and `ZAEL_TEST_CLOCK_OFFSET_MS=MS` ([`crate::clock::system_ms`]).
+//! with MSG), `ZAEL_TEST_CLOCK_OFFSET_MS=MS` ([`crate::clock::system_ms`]: so
+//! an interrupted apply's leases and a dead apply's lock can expire without
+//! waiting) and `ZAEL_TEST_PAUSE_AT=STEP` (pause at a step boundary; see
+//! [`super::lock`]).
+//!
+//! apply takes the namespace's lock before it reads anything it plans from
+//! ([`super::lock`]); `apply PLANFILE` carries out a saved plan
+//! ([`super::saved_plan`]).
+
+use std::path::Path;
 
 use crate::apply::{fault, pending, run};
 use crate::cli::args::{ApplyArgs, PlanArgs, PlanCmdArgs, RefreshArg, TextOrJson};
+use crate::cli::interrupt::Interrupt;
 use crate::cli::CliError;
 use crate::exit_codes;
 use crate::items::namespace;
@@ -21,21 +31,37 @@ use crate::manifest::{self, Manifest, Severity};
 use crate::plan::digests::Untrusted;
 use crate::plan::output::{self, ApplyCounts, Command, Report};
 use crate::plan::prepare::{builder, prepare, BuildFn, Refresh};
+use crate::plan::saved::{SavedPlan, StaleOr};
 use crate::plan::version;
 use crate::store::empty::EmptyStore;
 use crate::store::{open, Store};
 
 pub fn plan(args: PlanCmdArgs) -> Result<i32, CliError> {
-    read_only(args.plan, Command::Plan, refresh(&args.refresh))
+    let out = args.out.clone();
+    read_only(
+        args.plan,
+        Command::Plan,
+        refresh(&args.refresh),
+        out.as_deref(),
+    )
 }
 
 pub fn diff(args: PlanArgs) -> Result<i32, CliError> {
-    read_only(args, Command::Diff, Refresh::All)
+    read_only(args, Command::Diff, Refresh::All, None)
+}
+
+pub use super::saved_plan::show_plan;
+
+/// The manifest path (`-f`; clap requires it wherever it is needed).
+fn manifest_path(args: &PlanArgs) -> Result<&Path, CliError> {
+    args.file
+        .as_deref()
+        .ok_or_else(|| CliError::Usage("a manifest is required: -f FILE".into()))
 }
 
 /// Loads and validates the manifest; on errors prints the diagnostics and stops.
 fn load(args: &PlanArgs) -> Result<(Manifest, Vec<String>), CliError> {
-    match manifest::load_file(&args.file) {
+    match manifest::load_file(manifest_path(args)?) {
         Ok(loaded) => {
             let warnings = loaded
                 .warnings
@@ -57,27 +83,44 @@ fn namespace_name(args: &PlanArgs, m: &Manifest) -> Result<String, CliError> {
     match &args.namespace.namespace {
         Some(n) if *n != m.namespace => Err(CliError::Failed(format!(
             "-N/--namespace is '{n}' but the manifest {} declares namespace '{}'; they must agree",
-            args.file.display(),
+            manifest_path(args)?.display(),
             m.namespace
         ))),
         _ => Ok(m.namespace.clone()),
     }
 }
 
-fn read_only(args: PlanArgs, command: Command, refresh: Refresh) -> Result<i32, CliError> {
+fn read_only(
+    args: PlanArgs,
+    command: Command,
+    refresh: Refresh,
+    save_to: Option<&Path>,
+) -> Result<i32, CliError> {
     let (m, warnings) = load(&args)?;
     let name = namespace_name(&args, &m)?;
     // A local store without this table (or without a file at all) is compared
     // as empty: apply would create both, so every level is a create. Nothing is
     // created here.
-    let (store, ns): (Box<dyn Store>, String) =
-        match open::open_for_plan(&args.store.target(), &args.name)? {
-            Some(store) => {
-                let ns = super::read_only::resolve_namespace(store.as_ref(), &name)?;
-                (store, ns)
+    let (store, ns): (Box<dyn Store>, String) = match open::open_for_plan(
+        &args.store.target(),
+        &args.name,
+    )? {
+        Some(store) => {
+            let ns = super::read_only::resolve_namespace(store.as_ref(), &name)?;
+            (store, ns)
+        }
+        None => {
+            // A saved plan names the namespace id its items are keyed by; a
+            // store that does not exist yet has none to plan for.
+            if save_to.is_some() {
+                return Err(CliError::Failed(format!(
+                    "table '{}' does not exist in the local store yet, so there is no namespace to save a plan for; create it first (`zae-limiter table create -n {} --local=PATH`, or apply once), then plan with -o",
+                    args.name, args.name
+                )));
             }
-            None => (Box::new(EmptyStore::new(&args.name)), namespace::new_id()?),
-        };
+            (Box::new(EmptyStore::new(&args.name)), namespace::new_id()?)
+        }
+    };
     let build = builder(&ns, &m);
     let build: &BuildFn<'_> = &build;
     let prepared = prepare(store.as_ref(), &ns, &m, false, build, refresh)?;
@@ -96,37 +139,131 @@ fn read_only(args: PlanArgs, command: Command, refresh: Refresh) -> Result<i32, 
         pending,
         full: false,
         resumed: false,
-        warnings,
+        warnings: warnings.clone(),
         applied: None,
     };
-    emit(&report, &args)?;
+    if let Some(path) = save_to {
+        let saved = SavedPlan {
+            created_ms: crate::clock::system_ms(),
+            tool_version: env!("CARGO_PKG_VERSION").into(),
+            table: args.name.clone(),
+            namespace: name.clone(),
+            namespace_id: ns.clone(),
+            manifest_file: manifest_path(&args)?.display().to_string(),
+            manifest_hash: manifest::applied_hash(&m),
+            manifest: m.clone(),
+            no_refresh: refresh == Refresh::Trust,
+            pending,
+            warnings,
+            prepared: prepared.clone(),
+        };
+        super::saved_plan::save(&saved, path)?;
+    }
+    emit(&report, args.format, args.quiet)?;
+    if let Some(path) = save_to {
+        super::saved_plan::saved_note(path, &args)?;
+    }
     Ok(exit_code(&args, !prepared.changes.is_empty(), false))
 }
 
 pub fn apply(args: ApplyArgs) -> Result<i32, CliError> {
+    // A bad --lock-timeout is a usage error before anything is read.
+    super::lock::timeout_ms(&args.lock)?;
+    if let Some(path) = args.plan_file.clone() {
+        return super::saved_plan::apply(args, &path);
+    }
     let full = args.full;
     let refresh = refresh(&args.refresh);
-    let args = args.plan;
-    let (m, _warnings) = load(&args)?;
-    let name = namespace_name(&args, &m)?;
-    let store = fault::wrap(open::open(&args.store.target(), &args.name)?);
+    let (m, _warnings) = load(&args.plan)?;
+    let name = namespace_name(&args.plan, &m)?;
+    let store = fault::wrap(open::open(&args.plan.store.target(), &args.plan.name)?);
     let store = store.as_ref();
     crate::items::version::ensure_initialized(store)?;
     let rec = version::read(store)?;
     version::check_usable(rec.as_ref(), store.table_name())?;
     let ns = namespace::register(store, &name)?.id;
     let build = builder(&ns, &m);
-    let token = run::new_token();
     let hash = manifest::applied_hash(&m);
-    let req = run::ApplyRequest {
+    let operation = format!("limits apply -f {}", manifest_path(&args.plan)?.display());
+    let target = Target {
+        name: &name,
         ns: &ns,
+        operation,
+    };
+    let what = What {
         manifest: &m,
+        build: &build,
+        applied_hash: &hash,
         full,
+        refresh,
+        saved: None,
+    };
+    carry_out(store, &args, target, what)
+}
+
+/// Where an apply writes: the namespace's name (messages) and id, and the
+/// command line the lock records.
+pub(super) struct Target<'a> {
+    pub name: &'a str,
+    pub ns: &'a str,
+    pub operation: String,
+}
+
+/// What an apply carries out: a manifest, or a saved plan (with its manifest).
+pub(super) struct What<'a> {
+    pub manifest: &'a Manifest,
+    pub build: &'a BuildFn<'a>,
+    pub applied_hash: &'a str,
+    pub full: bool,
+    pub refresh: Refresh,
+    pub saved: Option<&'a SavedPlan>,
+}
+
+/// The locked part of an apply, shared by manifests and saved plans: take
+/// the lock (released on every path when its guard drops), check that a
+/// saved plan is still fresh, run the steps (stopping at a safe point on a
+/// signal or a lost lock), print the report.
+pub(super) fn carry_out(
+    store: &dyn Store,
+    args: &ApplyArgs,
+    target: Target<'_>,
+    what: What<'_>,
+) -> Result<i32, CliError> {
+    let interrupt = Interrupt::install(
+        "stopping at the next safe point, then releasing the lock (press Ctrl-C again to quit at once)",
+    );
+    let held = super::lock::take(
+        store,
+        &super::lock::Request {
+            table: &args.plan.name,
+            name: target.name,
+            ns: target.ns,
+            operation: target.operation,
+            args: &args.lock,
+            target: &args.plan.store.target(),
+            now: crate::clock::system_ms,
+        },
+        &interrupt,
+    )?;
+    if let Some(saved) = what.saved {
+        crate::plan::saved::check_fresh(store, target.ns, saved).map_err(|e| match e {
+            StaleOr::Stale(e) => e.into(),
+            StaleOr::Store(e) => CliError::Failed(format!("checking the saved plan: {e}")),
+        })?;
+    }
+    let token = run::new_token();
+    let stop = super::lock::stop_check(&interrupt, held.as_ref());
+    let req = run::ApplyRequest {
+        ns: target.ns,
+        manifest: what.manifest,
+        full: what.full,
         now_ms: crate::clock::system_ms(),
         token: &token,
-        applied_hash: &hash,
-        build: &build,
-        refresh,
+        applied_hash: what.applied_hash,
+        build: what.build,
+        refresh: what.refresh,
+        stop: &stop,
+        saved: what.saved.map(|s| &s.prepared),
     };
     let done = run::apply(store, &req)?;
     let mut warnings: Vec<String> = fallback_warning(done.fallback.as_ref())
@@ -135,7 +272,7 @@ pub fn apply(args: ApplyArgs) -> Result<i32, CliError> {
     warnings.extend(done.warnings.iter().cloned());
     let report = Report {
         command: Command::Apply,
-        namespace: &name,
+        namespace: target.name,
         changes: &done.changes,
         unchanged: done.unchanged,
         pending: done.pending,
@@ -149,9 +286,9 @@ pub fn apply(args: ApplyArgs) -> Result<i32, CliError> {
             errors: done.errors.clone(),
         }),
     };
-    emit(&report, &args)?;
+    emit(&report, args.plan.format, args.plan.quiet)?;
     Ok(exit_code(
-        &args,
+        &args.plan,
         !done.changes.is_empty(),
         !done.errors.is_empty(),
     ))
@@ -170,10 +307,10 @@ fn fallback_warning(fallback: Option<&Untrusted>) -> Option<String> {
     fallback.map(|why| format!("--no-refresh: {why}; every declared level was read"))
 }
 
-fn emit(report: &Report<'_>, args: &PlanArgs) -> Result<(), CliError> {
-    match args.format {
+pub(super) fn emit(report: &Report<'_>, format: TextOrJson, quiet: bool) -> Result<(), CliError> {
+    match format {
         TextOrJson::Text => {
-            let r = output::text(report, args.quiet);
+            let r = output::text(report, quiet);
             crate::cli::output::print(&r.stdout)?;
             crate::cli::output::eprint(&r.stderr);
         }

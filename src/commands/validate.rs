@@ -2,14 +2,16 @@
 //! check manifests on the client only (no network, no store) and report every
 //! problem in every file in one run.
 //!
-//! Exit status: 0 when every file is valid (warnings alone keep 0), 1 when any
-//! file is invalid or unreadable, 2 when no file is given.
+//! Exit status: 0 when every file is valid (warnings alone keep 0, unless
+//! `--deny-warnings`), 1 when any file is invalid or unreadable (or warns,
+//! with `--deny-warnings`), 2 when no file is given. Valid files are linted
+//! too ([`crate::manifest::lint`]).
 
 use crate::cli::args::{ValidateArgs, ValidateFormat};
 use crate::cli::{output, CliError};
 use crate::exit_codes;
 use crate::manifest::render::{render_github, render_json, FileResult};
-use crate::manifest::{load_file, render_text, Diagnostic, Severity};
+use crate::manifest::{check_file, render_text, Diagnostic, Severity};
 
 pub fn run(args: ValidateArgs) -> Result<i32, CliError> {
     let mut files = args.file_flags;
@@ -25,7 +27,7 @@ pub fn run(args: ValidateArgs) -> Result<i32, CliError> {
         .iter()
         .map(|path| {
             let label = path.display().to_string();
-            let diags = match load_file(path) {
+            let diags = match check_file(path) {
                 Ok(loaded) => loaded.warnings,
                 Err(diags) => diags,
             };
@@ -92,7 +94,7 @@ pub fn run(args: ValidateArgs) -> Result<i32, CliError> {
         }
         Ok(())
     })?;
-    Ok(if invalid > 0 {
+    Ok(if invalid > 0 || (args.deny_warnings && warnings > 0) {
         exit_codes::FAILURE
     } else {
         exit_codes::OK

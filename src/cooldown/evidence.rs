@@ -5,8 +5,8 @@
 //!
 //! This is the one path from a response to a refusal: the CLI feeds it flags
 //! and files, and the HTTP API (`POST /v1/cooldowns/{scope}/record`: status,
-//! headers as a JSON object, body, receivedAt) is meant to feed it the same
-//! parts, so both decide alike. Nothing here loses the refusal: what cannot be
+//! headers as a JSON object, body, receivedAt; `src/serve/cooldowns.rs`)
+//! feeds it the same parts, so both decide alike. Nothing here loses the refusal: what cannot be
 //! read becomes a warning, and with no usable reset the backoff applies.
 
 use zae_limiter_engine::cooldown::{usable_hints, EpochMs, Hint, HintError};

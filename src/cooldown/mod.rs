@@ -39,6 +39,7 @@
 //! change is recomputed from the fresh state and retried, so concurrent
 //! recorders keep the latest deadline and exactly one prober wins a lease.
 
+pub mod answer;
 pub mod dump;
 pub mod evidence;
 pub mod headers;

@@ -83,16 +83,17 @@ pub fn duration(seconds: u64) -> String {
 
 /// The named 5-field cron of a stored entry (falls back to the stored numeric form
 /// when the entry has no field at all, which only hand-written items contain).
-fn cron_text(e: &StoredEntry) -> String {
+pub fn cron_text(e: &StoredEntry) -> String {
     to_cron(&e.compact).unwrap_or_else(|_| e.cron.clone())
 }
 
 /// `"<cron>" <tz>`
-fn entry_text(e: &StoredEntry) -> String {
+pub fn entry_text(e: &StoredEntry) -> String {
     format!("\"{}\" {}", cron_text(e), e.tz)
 }
 
-fn effect(m: Option<&Modifier>) -> String {
+/// What an entry does: `scale 50%`, `capacity 2,000, refill_amount 2,000`.
+pub fn effect(m: Option<&Modifier>) -> String {
     match m {
         Some(Modifier::Scale { permille }) => {
             format!("scale {}%", python_g(*permille as f64 / 1000.0 * 100.0))

@@ -70,7 +70,8 @@ pub fn prefix_of(limit: &LimitSpec) -> Prefix {
     }
 }
 
-fn model_modifier(
+/// A manifest entry's modifier as it is stored (a scale quantised to per-mille).
+pub fn model_modifier(
     m: &model::Modifier,
 ) -> Result<Modifier, zae_limiter_engine::encoding::EntryError> {
     match m {

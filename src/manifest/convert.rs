@@ -8,6 +8,7 @@ use indexmap::IndexMap;
 use super::entries::{reset_list, schedule_list, TzUse};
 use super::fields::{fields, join, key_name, known_fields, Fields, Place};
 use super::kinds::{self, Declared};
+use super::lint;
 use super::model::{Disabled, LevelConfig, LimitSpec, Manifest, OnUnavailable, SystemLevel};
 use super::names::{
     check_entity_id, check_limit_name, check_namespace, check_resource_name, NameProblem,
@@ -22,8 +23,8 @@ use super::yaml::{Kind, Node, Scalar, Style, Value};
 use zae_limiter_engine::limit::{self as limit_rules, LimitError};
 
 const TOP_KEYS: &[&str] = &["namespace", "system", "resources", "entities"];
-const SYSTEM_KEYS: &[&str] = &["limits", "on_unavailable", "cascade", "disabled"];
-const LEVEL_KEYS: &[&str] = &["limits", "disabled", "cascade"];
+const SYSTEM_KEYS: &[&str] = &["limits", "on_unavailable", "cascade", "disabled", "lint"];
+const LEVEL_KEYS: &[&str] = &["limits", "disabled", "cascade", "lint"];
 const ENTITY_KEYS: &[&str] = &["resources"];
 pub(crate) const LIMIT_KEYS: &[&str] = &[
     "capacity",
@@ -38,6 +39,7 @@ pub(crate) const LIMIT_KEYS: &[&str] = &[
     "rolling",
     "concurrency",
     "hold_ttl_seconds",
+    "lint",
 ];
 
 /// Default `refill_period` in seconds.
@@ -226,6 +228,9 @@ fn system(r: &mut Reporter, key: &Node, n: &Node) -> Option<SystemLevel> {
         ),
     };
     check_one_zone(r, &tz_uses, "system");
+    if let Some(n) = f.get(lint::KEY) {
+        lint::check_allow(r, n, "system.lint");
+    }
     let on_unavailable = match f.get("on_unavailable") {
         None => None,
         Some(v) if v.is_null() => None,
@@ -481,6 +486,9 @@ fn level(
         ),
     };
     check_one_zone(r, &tz_uses, path);
+    if let Some(n) = f.get(lint::KEY) {
+        lint::check_allow(r, n, &join(path, lint::KEY));
+    }
     let disabled = f
         .get("disabled")
         .and_then(|n| disabled(r, n, &join(path, "disabled")));
@@ -618,6 +626,9 @@ fn limit<'n>(
         &format!("limit `{name}`"),
         path,
     );
+    if let Some(n) = f.get(lint::KEY) {
+        lint::check_allow(r, n, &join(path, lint::KEY));
+    }
     let declared = kinds::declared(r, &f, path, name);
     if !matches!(declared, Declared::Bucket) {
         return counted_otherwise(r, key, &f, path, name, &declared, before);

@@ -38,4 +38,7 @@ pub struct Diagnostic {
     pub message: String,
     /// How to fix it.
     pub help: Option<String>,
+    /// A lint's stable code (`ZL101`…; docs/manifest.md, "Lints"); `None`
+    /// for the loader's own errors and warnings.
+    pub code: Option<&'static str>,
 }

@@ -415,7 +415,7 @@ fn report_cron_error(
 
 /// The 1-based column where the scalar's content starts, if its source text on
 /// that line is exactly the content (plain, or quoted without escapes).
-fn content_column(r: &Reporter, node: &Node, text: &str) -> Option<usize> {
+pub(crate) fn content_column(r: &Reporter, node: &Node, text: &str) -> Option<usize> {
     let Kind::Scalar(s) = &node.kind else {
         return None;
     };

@@ -10,6 +10,16 @@ use super::Loaded;
 
 /// Read, parse and validate one file. `Err` holds every error and warning found.
 pub fn load_file(path: &Path) -> Result<Loaded, Vec<Diagnostic>> {
+    read_file(path, false)
+}
+
+/// [`load_file`], then the lints ([`super::lint`]) over a valid manifest:
+/// their warnings join the loader's, in reading order.
+pub fn check_file(path: &Path) -> Result<Loaded, Vec<Diagnostic>> {
+    read_file(path, true)
+}
+
+fn read_file(path: &Path, lints: bool) -> Result<Loaded, Vec<Diagnostic>> {
     let label = path.display().to_string();
     let text = read_bounded(path).map_err(|(message, help)| {
         vec![Diagnostic {
@@ -22,9 +32,10 @@ pub fn load_file(path: &Path) -> Result<Loaded, Vec<Diagnostic>> {
             path: String::new(),
             message,
             help,
+            code: None,
         }]
     })?;
-    load_str(&label, &text)
+    load_text(&label, &text, lints)
 }
 
 fn read_bounded(path: &Path) -> Result<String, (String, Option<String>)> {
@@ -70,6 +81,15 @@ fn read_bounded(path: &Path) -> Result<String, (String, Option<String>)> {
 
 /// Parse and validate manifest text; `file_label` names it in diagnostics.
 pub fn load_str(file_label: &str, text: &str) -> Result<Loaded, Vec<Diagnostic>> {
+    load_text(file_label, text, false)
+}
+
+/// [`load_str`] plus the lints, as [`check_file`].
+pub fn check_str(file_label: &str, text: &str) -> Result<Loaded, Vec<Diagnostic>> {
+    load_text(file_label, text, true)
+}
+
+fn load_text(file_label: &str, text: &str, lints: bool) -> Result<Loaded, Vec<Diagnostic>> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut r = Reporter::new(file_label, text);
     match yaml::parse(text) {
@@ -99,6 +119,11 @@ pub fn load_str(file_label: &str, text: &str) -> Result<Loaded, Vec<Diagnostic>>
                 );
             }
             let manifest = convert(&mut r, doc.root.as_ref());
+            if let (true, Some(m), Some(root)) = (lints, &manifest, doc.root.as_ref()) {
+                if !r.has_errors() {
+                    super::lint::run(&mut r, root, m);
+                }
+            }
             drop_in_background(doc, text.len());
             match manifest {
                 Some(m) if !r.has_errors() => Ok(Loaded {

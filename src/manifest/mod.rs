@@ -8,15 +8,18 @@
 //! parses and validates one file; `Err` holds every error (and warning) found.
 //! `pub fn render_text(diags: &[Diagnostic]) -> String` — `file:line:col`, the
 //! snippet with a caret, the message and the help, as `limits validate` prints them.
+//! `check_file` is `load_file` plus the lints (`lint`), what `limits validate` runs.
 
 pub mod diagnostic;
 pub mod model;
 
 mod block_scan;
 mod convert;
+pub mod emit;
 mod entries;
 mod fields;
 mod kinds;
+pub mod lint;
 mod load;
 pub mod names;
 pub mod normalize;
@@ -27,9 +30,10 @@ pub mod suggest;
 mod values;
 pub mod yaml;
 
+pub use convert::DEFAULT_REFILL_PERIOD;
 pub use diagnostic::{Diagnostic, Severity};
 pub use kinds::MAX_SLOTS;
-pub use load::{load_file, load_str};
+pub use load::{check_file, check_str, load_file, load_str};
 pub use model::Manifest;
 pub use normalize::{applied_hash, normalised_json};
 pub use render::render_text;

@@ -18,7 +18,7 @@ fn render_one(out: &mut String, d: &Diagnostic) {
         d.file,
         d.line,
         d.column,
-        d.severity.as_str(),
+        severity_label(d),
         d.message
     ));
     let num = d.line.to_string();
@@ -57,6 +57,14 @@ fn render_one(out: &mut String, d: &Diagnostic) {
         out.push_str(&format!("{pad} = help: {help}\n"));
     }
     out.push('\n');
+}
+
+/// `error`, `warning`, or a lint's `warning[ZL101]`.
+fn severity_label(d: &Diagnostic) -> String {
+    match d.code {
+        Some(code) => format!("{}[{code}]", d.severity.as_str()),
+        None => d.severity.as_str().to_string(),
+    }
 }
 
 /// Characters of a source line shown on each side of the caret: a 5 MB line
@@ -111,8 +119,9 @@ impl FileResult<'_> {
     }
 }
 
-/// `{"files": [{"path", "valid", "diagnostics": [{"severity", "line", "column",
-/// "path", "message", "help"}]}]}` with 1-based lines and columns.
+/// `{"version": 1, "files": [{"path", "valid", "diagnostics": [{"severity", "code", "line",
+/// "column", "end_column", "path", "message", "help"}]}]}` with 1-based lines
+/// and columns; `code` is a lint's code, or null.
 pub fn render_json(files: &[FileResult<'_>]) -> serde_json::Value {
     let files: Vec<serde_json::Value> = files
         .iter()
@@ -123,6 +132,7 @@ pub fn render_json(files: &[FileResult<'_>]) -> serde_json::Value {
                 .map(|d| {
                     serde_json::json!({
                         "severity": d.severity.as_str(),
+                        "code": d.code,
                         "line": d.line,
                         "column": d.column,
                         "end_column": d.column + d.width.max(1),
@@ -139,10 +149,11 @@ pub fn render_json(files: &[FileResult<'_>]) -> serde_json::Value {
             })
         })
         .collect();
-    serde_json::json!({ "files": files })
+    serde_json::json!({ "version": 1, "files": files })
 }
 
-/// GitHub Actions workflow commands: `::error file=…,line=…,col=…::message`.
+/// GitHub Actions workflow commands: `::error file=…,line=…,col=…::message`
+/// (a lint's title names its code: `limits validate (ZL101)`).
 pub fn render_github(diags: &[Diagnostic]) -> String {
     let mut out = String::new();
     for d in diags {
@@ -160,7 +171,10 @@ pub fn render_github(diags: &[Diagnostic]) -> String {
             d.line,
             d.column,
             d.column + d.width.max(1),
-            escape_property("limits validate"),
+            escape_property(&match d.code {
+                Some(code) => format!("limits validate ({code})"),
+                None => "limits validate".to_string(),
+            }),
             escape_data(&msg)
         ));
     }
@@ -192,6 +206,7 @@ mod tests {
             path: "resources.r.limits.rpm.capacity".into(),
             message: "capacity must be positive, got 0".into(),
             help: Some("100% sure".into()),
+            code: None,
         }
     }
 

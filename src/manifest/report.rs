@@ -61,7 +61,35 @@ impl<'a> Reporter<'a> {
             path: path.to_string(),
             message: message.into(),
             help,
+            code: None,
         });
+    }
+
+    /// A lint's warning over a span of one line (`width` characters from
+    /// `column`), with its code.
+    #[allow(clippy::too_many_arguments)]
+    pub fn lint(
+        &mut self,
+        code: &'static str,
+        line: usize,
+        column: usize,
+        width: usize,
+        path: &str,
+        message: impl Into<String>,
+        help: String,
+    ) {
+        self.at(
+            Severity::Warning,
+            line,
+            column,
+            width,
+            path,
+            message,
+            Some(help),
+        );
+        if let Some(d) = self.diags.last_mut() {
+            d.code = Some(code);
+        }
     }
 
     /// Report over a span; a span running past its line is underlined to the line's end.

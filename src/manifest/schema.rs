@@ -18,6 +18,7 @@ use zae_limiter_engine::names::{
 };
 
 use super::kinds::MAX_SLOTS;
+use super::lint::LINTS;
 use super::values::{MAX_PERIOD_SECONDS, MAX_SCALE, MAX_TOKENS};
 
 /// Where the committed schema lives, relative to the repository root.
@@ -80,6 +81,27 @@ fn kind_rules() -> Value {
     ])
 }
 
+/// `lint: {allow: [ZL101, ...]}`: the codes a limit or a level silences on purpose.
+fn lint() -> Value {
+    let codes: Vec<&str> = LINTS.iter().map(|l| l.code).collect();
+    let list: Vec<String> = LINTS
+        .iter()
+        .map(|l| format!("{} {}", l.code, l.name))
+        .collect();
+    json!({
+        "type": "object",
+        "description": format!("Lints `limits validate` should not report here, on purpose ({}). Ignored by zae-limiter 0.17.", list.join("; ")),
+        "properties": {
+            "allow": {
+                "type": "array",
+                "items": {"enum": codes},
+                "description": "Lint codes to silence on this limit (or, on a level, on the level and all its limits).",
+            },
+        },
+        "additionalProperties": false,
+    })
+}
+
 /// The schema document.
 pub fn json_schema() -> Value {
     let cron = json!({
@@ -133,6 +155,7 @@ pub fn json_schema() -> Value {
         "$defs": {
             "resourceName": name(&RESOURCE_NAME, "Resource name: starts with a letter; letters, digits, _ . - / : only; at most 64 characters."),
             "entityId": name(&ENTITY_ID, "Entity id: starts with a letter or digit; letters, digits, _ . - : @ only; at most 256 characters."),
+            "lint": lint(),
             "limitName": name(&LIMIT_NAME, "Limit name: starts with a letter; letters, digits, _ . - only; at most 64 characters; `wcu` is reserved."),
             "system": {
                 "type": "object",
@@ -143,6 +166,7 @@ pub fn json_schema() -> Value {
                         "enum": ["allow", "block", null],
                         "description": "What limiters do when the table cannot be read: `allow` admits requests, `block` refuses them.",
                     },
+                    "lint": {"$ref": "#/$defs/lint"},
                 },
                 "additionalProperties": false,
             },
@@ -173,6 +197,7 @@ pub fn json_schema() -> Value {
                         "type": ["boolean", "null"],
                         "description": "Whether consumption also counts against the entity's parent. Omit to inherit.",
                     },
+                    "lint": {"$ref": "#/$defs/lint"},
                 },
                 "additionalProperties": false,
             },
@@ -232,6 +257,7 @@ pub fn json_schema() -> Value {
                         "default": DEFAULT_HOLD_TTL_SECONDS,
                         "description": "With `concurrency`: how long a hold lasts unless extended, in seconds (default 300); a dead worker's slot frees itself after it.",
                     },
+                    "lint": {"$ref": "#/$defs/lint"},
                 },
                 "additionalProperties": false,
             },

@@ -2,8 +2,10 @@
 
 use std::fmt;
 
-use crate::items::keys;
-use crate::store::Key;
+use crate::items::{config, keys};
+use crate::manifest::Manifest;
+use crate::plan::prepare::BuildError;
+use crate::store::{Item, Key};
 
 /// A config level. Resource sorts before entity, as the reference runs them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -57,6 +59,28 @@ impl Level {
             Level::Resource(r) => keys::resource_config_key(ns, r),
             Level::Entity(e, r) => keys::entity_config_key(ns, e, r),
         }
+    }
+
+    /// The config item `limits apply` writes for this level of `m` in
+    /// namespace `ns` (the item codec); a level `m` does not declare is an error.
+    pub fn build(&self, ns: &str, m: &Manifest) -> Result<Item, BuildError> {
+        let missing = || BuildError::NotDeclared(self.target());
+        let built = match self {
+            Level::System => config::build_system(ns, m.system.as_ref().ok_or_else(missing)?),
+            Level::Resource(r) => {
+                config::build_resource(ns, r, m.resources.get(r).ok_or_else(missing)?)
+            }
+            Level::Entity(e, r) => config::build_entity(
+                ns,
+                e,
+                r,
+                m.entities
+                    .get(e)
+                    .and_then(|rs| rs.get(r))
+                    .ok_or_else(missing)?,
+            ),
+        };
+        Ok(built?)
     }
 
     /// Rebuilds a level from a pending item's (level, target) pair. The entity

@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::items::read::Unreadable;
 use crate::manifest::Manifest;
+use crate::plan::identity::RecordIdentity;
 use crate::plan::level::Level;
 use crate::store::{AttrValue, Item, Key, Store, StoreError};
 
@@ -27,6 +28,9 @@ pub struct ProvisionerRecord {
     /// `applied_hash` and `last_applied` ([`crate::plan::digests::stamp`]):
     /// which apply wrote the record. `None` when there is no record.
     pub stamp: Option<String>,
+    /// Which write of the record this is (docs/storage.md, "Concurrent
+    /// applies"): apply writes its record only over this one.
+    pub identity: RecordIdentity,
 }
 
 /// The key of the `#PROVISIONER` record of namespace `ns`.
@@ -120,6 +124,7 @@ pub fn read(store: &dyn Store, ns: &str) -> Result<ProvisionerRecord, StoreError
     let Some(item) = store.get(&key, true)? else {
         return Ok(ProvisionerRecord::default());
     };
+    let identity = RecordIdentity::of(Some(&item));
     let corrupt = |reason: String| StoreError::Corrupt {
         pk: key.pk.clone(),
         sk: key.sk.clone(),
@@ -146,6 +151,7 @@ pub fn read(store: &dyn Store, ns: &str) -> Result<ProvisionerRecord, StoreError
             text("applied_hash"),
             text("last_applied"),
         )),
+        identity,
     })
 }
 

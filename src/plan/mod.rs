@@ -9,9 +9,11 @@
 pub mod detail;
 pub mod diff;
 pub mod digests;
+pub mod identity;
 pub mod kinds;
 pub mod level;
 pub mod managed;
 pub mod output;
 pub mod prepare;
+pub mod saved;
 pub mod version;

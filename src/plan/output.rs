@@ -231,21 +231,20 @@ pub fn text(r: &Report<'_>, quiet: bool) -> Rendered {
     }
 }
 
+/// One change as the JSON document lists it (a saved plan adds the items).
+pub fn change_json(pc: &PlannedChange) -> Value {
+    let t = pc.change.level.target();
+    json!({
+        "action": pc.change.action.as_str(),
+        "level": pc.change.level.kind().as_str(),
+        "target": if t.is_empty() { Value::Null } else { Value::String(t) },
+        "details": pc.details,
+    })
+}
+
 /// The JSON document (see the module doc for its shape).
 pub fn json(r: &Report<'_>) -> Value {
-    let changes: Vec<Value> = r
-        .changes
-        .iter()
-        .map(|pc| {
-            let t = pc.change.level.target();
-            json!({
-                "action": pc.change.action.as_str(),
-                "level": pc.change.level.kind().as_str(),
-                "target": if t.is_empty() { Value::Null } else { Value::String(t) },
-                "details": pc.details,
-            })
-        })
-        .collect();
+    let changes: Vec<Value> = r.changes.iter().map(change_json).collect();
     let mut doc = json!({
         "version": 1,
         "command": r.command.as_str(),

@@ -2,7 +2,7 @@
 //! changes, the item each would write, the live item it would replace, and which
 //! of them actually change something.
 
-use crate::items::config::{self, CodecError};
+use crate::items::config::CodecError;
 use crate::manifest::Manifest;
 use crate::plan::detail::{details, Detail};
 use crate::plan::diff::{compute_diff, read_live, same_content};
@@ -24,6 +24,9 @@ pub enum BuildError {
     NotDeclared(String),
     #[error(transparent)]
     Codec(#[from] CodecError),
+    /// The reason a saved plan recorded (`limits plan -o`), read back.
+    #[error("{0}")]
+    Saved(String),
 }
 
 /// The item codec for the levels manifest `m` declares, in namespace `ns`.
@@ -31,28 +34,11 @@ pub fn builder<'a>(
     ns: &'a str,
     m: &'a Manifest,
 ) -> impl Fn(&Level) -> Result<Item, BuildError> + 'a {
-    move |level: &Level| {
-        let missing = || BuildError::NotDeclared(level.target());
-        Ok(match level {
-            Level::System => config::build_system(ns, m.system.as_ref().ok_or_else(missing)?),
-            Level::Resource(r) => {
-                config::build_resource(ns, r, m.resources.get(r).ok_or_else(missing)?)
-            }
-            Level::Entity(e, r) => config::build_entity(
-                ns,
-                e,
-                r,
-                m.entities
-                    .get(e)
-                    .and_then(|rs| rs.get(r))
-                    .ok_or_else(missing)?,
-            ),
-        }?)
-    }
+    move |level: &Level| level.build(ns, m)
 }
 
 /// The item a change would write: `None` for a delete, `Err` when it cannot be built.
-type Desired = Option<Result<Item, BuildError>>;
+pub type Desired = Option<Result<Item, BuildError>>;
 
 /// One change that survives `drop_unchanged`.
 #[derive(Debug, Clone)]
@@ -63,6 +49,24 @@ pub struct PlannedChange {
     /// The live item read before any write (`None` = absent).
     pub live: Option<Item>,
     pub details: Vec<Detail>,
+}
+
+impl PlannedChange {
+    /// A change with its attribute-level detail computed from the two items
+    /// (or the reason the desired item cannot be built).
+    pub fn new(change: Change, desired: Desired, live: Option<Item>) -> Self {
+        let details = match &desired {
+            Some(Err(e)) => vec![Detail::error(e.to_string())],
+            Some(Ok(item)) => details(live.as_ref(), Some(item)),
+            None => details(live.as_ref(), None),
+        };
+        PlannedChange {
+            change,
+            desired,
+            live,
+            details,
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -177,24 +181,7 @@ pub fn prepare_with_record(
             unchanged_digests.extend(digest);
             continue;
         }
-        let new_item = match &desired {
-            Some(Ok(item)) => Some(item),
-            _ => None,
-        };
-        let mut d = if matches!(desired, Some(Err(_))) {
-            Vec::new()
-        } else {
-            details(live.as_ref(), new_item)
-        };
-        if let Some(Err(e)) = &desired {
-            d.push(Detail::error(e.to_string()));
-        }
-        changes.push(PlannedChange {
-            change,
-            desired,
-            live,
-            details: d,
-        });
+        changes.push(PlannedChange::new(change, desired, live));
     }
     if !kind_changes.is_empty() {
         return Err(KindChanges(kind_changes).into());

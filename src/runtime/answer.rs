@@ -23,6 +23,7 @@ use serde_json::{json, Map, Value};
 
 use super::decide::{Closure, Decision, Extended, LimitAnswer};
 use crate::clock::rfc3339;
+use crate::items::source::Source;
 use crate::manifest::model::Disabled;
 
 /// Whole seconds, rounded up: waiting that long is never too short.
@@ -76,16 +77,23 @@ pub fn decision_json(d: &Decision, namespace: &str, entity: &str, resource: &str
         "retry_after_ms": d.retry_after_ms,
         "resets_at": instant(d.resets_at_ms),
         "now": rfc3339(d.now_ms),
-        "disabled": d.disabled.map(|(level, value)| json!({
+        "disabled": disabled_json(d.disabled),
+        "unavailable": d.unavailable,
+        "limits": d.limits.iter().map(limit_json).collect::<Vec<_>>(),
+    })
+}
+
+/// The `disabled` flag in force and the level it comes from, or `null`.
+pub fn disabled_json(disabled: Option<(Source, Disabled)>) -> Value {
+    disabled.map_or(Value::Null, |(level, value)| {
+        json!({
             "level": level.as_str(),
             "value": match value {
                 Disabled::Disabled => "disabled",
                 Disabled::Bypass => "bypass",
                 Disabled::Enforced => "enforced",
             },
-        })),
-        "unavailable": d.unavailable,
-        "limits": d.limits.iter().map(limit_json).collect::<Vec<_>>(),
+        })
     })
 }
 

@@ -393,7 +393,7 @@ pub fn acquire(
         reservation: None,
         retry_after_ms: None,
         resets_at_ms: None,
-        limits: level.limits.iter().map(answer).collect(),
+        limits: level.limits().iter().map(answer).collect(),
         disabled: level.disabled,
         unavailable: None,
         now_ms: now,
@@ -402,7 +402,7 @@ pub fn acquire(
         return Ok((decision, None));
     }
     let concurrency_ttls: Vec<u64> = level
-        .limits
+        .limits()
         .iter()
         .filter_map(|l| match l.kind {
             LimitKind::Concurrency { hold_ttl_seconds } => Some(hold_ttl_seconds),
@@ -421,7 +421,7 @@ pub fn acquire(
     sweep(&mut next, Some(level), now);
 
     // Every limit's verdict, nothing recorded yet.
-    for (l, a) in level.limits.iter().zip(decision.limits.iter_mut()) {
+    for (l, a) in level.limits().iter().zip(decision.limits.iter_mut()) {
         let lenient = l.soft || bypass;
         match l.kind {
             LimitKind::Bucket => {}
@@ -466,7 +466,7 @@ pub fn acquire(
     let mut counted = BTreeMap::new();
     let mut slots = BTreeSet::new();
     let mut wrote = false;
-    for (l, a) in level.limits.iter().zip(decision.limits.iter_mut()) {
+    for (l, a) in level.limits().iter().zip(decision.limits.iter_mut()) {
         let lenient = l.soft || bypass;
         match l.kind {
             LimitKind::Bucket => {}
@@ -799,7 +799,10 @@ mod tests {
             entity: "user-1".into(),
             resource: "gpt-4".into(),
             source: Source::Resource,
-            limits,
+            config: crate::items::config::StoredLevel {
+                limits,
+                ..Default::default()
+            },
             disabled: None,
             on_unavailable: OnUnavailable::Block,
         }

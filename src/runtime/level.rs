@@ -41,29 +41,35 @@ pub struct ResolvedLevel {
     pub resource: String,
     /// Which level the limits come from.
     pub source: Source,
-    /// Every limit of that level, of every kind, sorted by name.
-    pub limits: Vec<StoredLimit>,
+    /// That level's config item as decoded: every limit of it, of every kind,
+    /// sorted by name, and its own flags (what `entity get-limits` shows).
+    pub config: StoredLevel,
     /// The first explicit `disabled` along entity → entity default → resource.
     pub disabled: Option<(Source, Disabled)>,
     pub on_unavailable: OnUnavailable,
 }
 
 impl ResolvedLevel {
+    /// Every limit of the level, of every kind, sorted by name.
+    pub fn limits(&self) -> &[StoredLimit] {
+        &self.config.limits
+    }
+
     /// Whether any limit is enforced here (a rolling window or a concurrency limit).
     pub fn enforces_anything(&self) -> bool {
-        self.limits
+        self.limits()
             .iter()
             .any(|l| !matches!(l.kind, LimitKind::Bucket))
     }
 
     /// The limit called `name`.
     pub fn limit(&self, name: &str) -> Option<&StoredLimit> {
-        self.limits.iter().find(|l| l.name == name)
+        self.limits().iter().find(|l| l.name == name)
     }
 
     /// The names of the level's limits, for messages.
     pub fn names(&self) -> String {
-        let names: Vec<&str> = self.limits.iter().map(|l| l.name.as_str()).collect();
+        let names: Vec<&str> = self.limits().iter().map(|l| l.name.as_str()).collect();
         names.join(", ")
     }
 }
@@ -115,7 +121,7 @@ pub fn from_items(
         entity: entity.to_string(),
         resource: resource.to_string(),
         source: r.source,
-        limits: r.level.limits.clone(),
+        config: r.level.clone(),
         disabled: r.disabled,
         on_unavailable,
     })

@@ -84,7 +84,9 @@ pub mod state;
 pub use decide::{Closure, Decision, Extended, LimitAnswer, Mode, Request};
 pub use id::ReservationId;
 pub use level::{OnUnavailable, ResolvedLevel};
-pub use ops::{acquire, commit, decide, extend, namespace_id, release, resolve, Namespace};
+pub use ops::{
+    acquire, commit, decide, extend, namespace_id, refusal_for, release, resolve, Namespace,
+};
 
 use crate::items::config::CodecError;
 use crate::items::keys::IdentifierError;

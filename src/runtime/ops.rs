@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 
-use super::decide::{self, Closure, Decision, Extended, Request};
+use super::decide::{self, Closure, Decision, Extended, Mode, Request};
 use super::id::ReservationId;
 use super::level::{self, OnUnavailable, ResolvedLevel, DEFAULT_ON_UNAVAILABLE};
 use super::state::{self, Closing, RuntimeState};
@@ -144,6 +144,28 @@ fn degrade(
     let mut d = Decision::unavailable(policy, req.mode, e.to_string(), now);
     d.source = level.map(|l| l.source);
     Ok(d)
+}
+
+/// The answer of a check whose runtime call failed, as every front end gives
+/// it (`acquire`, `serve`): a store that could not be read before the system
+/// level was blocks ([`DEFAULT_ON_UNAVAILABLE`]); other writers that kept
+/// winning the write get a refusal with a retry-after of one second, saying
+/// why. Every other failure stays an error.
+pub fn refusal_for(e: RuntimeError, mode: Mode, now: i64) -> Result<Decision, RuntimeError> {
+    match e {
+        e if e.is_unavailable() => Ok(Decision::unavailable(
+            DEFAULT_ON_UNAVAILABLE,
+            mode,
+            e.to_string(),
+            now,
+        )),
+        e @ RuntimeError::Contended { .. } => {
+            let mut d = Decision::unavailable(DEFAULT_ON_UNAVAILABLE, mode, e.to_string(), now);
+            d.retry_after_ms = Some(1_000);
+            Ok(d)
+        }
+        e => Err(e),
+    }
 }
 
 /// Gives reservation `id`'s slots back (its counted cost stays counted).

@@ -275,6 +275,102 @@ pub fn render_svg(
     Ok(svg)
 }
 
+/// One limit's panel of `limits explain --svg`: its effective capacity as
+/// steps (each value holds from its instant to the next), and its reset edges.
+pub struct CapacityPanel<'a> {
+    pub name: &'a str,
+    pub description: String,
+    /// `(from_ms, capacity)`, in time order, the first at the chart's start.
+    pub steps: Vec<(i64, f64)>,
+    pub resets: Vec<i64>,
+}
+
+/// Effective capacity per limit over `[start, end]`, one panel each, drawn
+/// like `limits simulate`'s limit panels (times on the axis read in `tz`).
+pub fn render_capacity_svg(
+    title: &str,
+    panels: &[CapacityPanel<'_>],
+    start: i64,
+    end: i64,
+    tz: Tz,
+) -> Result<String, ChartError> {
+    let end = end.max(start.saturating_add(1));
+    let (step, keys) = ticks(start, end, tz);
+    let x_range = || (start..end).with_key_points(keys.clone());
+    let x_fmt = |ms: &i64| time_label(*ms, step, tz);
+    let height = TITLE_HEIGHT + PANEL_HEIGHT * (panels.len().max(1) as u32);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let (top, rest) = root.split_vertically(TITLE_HEIGHT);
+        top.titled(title, ("sans-serif", 18)).map_err(err)?;
+        let areas = rest.split_evenly((panels.len().max(1), 1));
+        for (panel, area) in panels.iter().zip(&areas) {
+            let hi = panel.steps.iter().map(|(_, v)| *v).fold(1.0f64, f64::max) * 1.15;
+            let mut chart = ChartBuilder::on(area)
+                .caption(
+                    format!(
+                        "{}: {} (times in {})",
+                        panel.name,
+                        panel.description,
+                        tz.name()
+                    ),
+                    ("sans-serif", 14),
+                )
+                .margin(8)
+                .x_label_area_size(24)
+                .y_label_area_size(64)
+                .build_cartesian_2d(x_range(), 0f64..hi)
+                .map_err(err)?;
+            chart
+                .configure_mesh()
+                .x_label_formatter(&x_fmt)
+                .y_label_formatter(&value_label)
+                .y_desc("effective capacity")
+                .light_line_style(WHITE.mix(0.0))
+                .draw()
+                .map_err(err)?;
+            let mut line = Vec::with_capacity(panel.steps.len() * 2);
+            for (i, (from, v)) in panel.steps.iter().enumerate() {
+                let to = panel.steps.get(i + 1).map_or(end, |(t, _)| *t);
+                line.push((*from, *v));
+                line.push((to, *v));
+            }
+            chart
+                .draw_series(LineSeries::new(line, CAPACITY.stroke_width(2)))
+                .map_err(err)?
+                .label("effective capacity")
+                .legend(|(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 14, y)], CAPACITY.stroke_width(2))
+                });
+            if !panel.resets.is_empty() {
+                chart
+                    .draw_series(
+                        panel
+                            .resets
+                            .iter()
+                            .map(|&t| PathElement::new(vec![(t, 0.0), (t, hi)], REFUSED.mix(0.6))),
+                    )
+                    .map_err(err)?
+                    .label("quota reset")
+                    .legend(|(x, y)| {
+                        PathElement::new(vec![(x + 7, y - 5), (x + 7, y + 5)], REFUSED)
+                    });
+            }
+            chart
+                .configure_series_labels()
+                .position(SeriesLabelPosition::UpperRight)
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK.mix(0.3))
+                .draw()
+                .map_err(err)?;
+        }
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
 /// A step line through bucket values: each value holds for its whole
 /// bucket; buckets without a value carry the previous one.
 fn steps(
@@ -372,5 +468,33 @@ mod tests {
         }
         // An empty series still draws.
         assert!(render_svg(&Series::new(0, 8), "empty", &[], chrono_tz::UTC).is_ok());
+    }
+
+    #[test]
+    fn a_capacity_chart_with_one_panel_per_limit() {
+        let day = 86_400_000;
+        let svg = render_capacity_svg(
+            "u on r",
+            &[CapacityPanel {
+                name: "rpm",
+                description: "1,000/min".into(),
+                steps: vec![(0, 1000.0), (day / 2, 500.0)],
+                resets: vec![day / 4],
+            }],
+            0,
+            day,
+            chrono_tz::UTC,
+        )
+        .unwrap();
+        assert!(svg.starts_with("<svg"));
+        for text in [
+            "u on r",
+            "rpm: 1,000/min",
+            "effective capacity",
+            "quota reset",
+        ] {
+            assert!(svg.contains(text), "missing {text}");
+        }
+        assert!(render_capacity_svg("none", &[], 0, 0, chrono_tz::UTC).is_ok());
     }
 }

@@ -13,16 +13,16 @@ use chrono_tz::Tz;
 use zae_limiter_engine::bucket::BucketState;
 use zae_limiter_engine::concurrency::{ConcurrencyError, ConcurrencyLimit, Holds};
 use zae_limiter_engine::cron::CronSpec;
-use zae_limiter_engine::encoding::scale_permille;
 use zae_limiter_engine::limit::one_zone;
-use zae_limiter_engine::params::{Modifier, Scale};
+use zae_limiter_engine::params::Modifier;
 use zae_limiter_engine::quota::{apply_reset_edge, apply_window_roll, open_window_if_elapsed};
 use zae_limiter_engine::retry::floor_div;
 use zae_limiter_engine::rolling::{RollingLimit, RollingState};
 use zae_limiter_engine::schedule::{Entry, Schedule};
 use zae_limiter_engine::zone::zone;
 
-use crate::manifest::model::{self, LimitKind, LimitSpec};
+use crate::items::config::model_modifier;
+use crate::manifest::model::{LimitKind, LimitSpec};
 
 /// A manifest limit the engine cannot build (the manifest was validated, so
 /// this means the two disagree; reported, never a panic).
@@ -130,10 +130,18 @@ impl Counter {
         };
         let state = match spec.kind {
             LimitKind::Bucket => {
+                // As the limiter reads them back from the table: a scale in per-mille.
+                let modifiers = spec
+                    .schedule
+                    .iter()
+                    .map(|e| model_modifier(&e.modifier).map(|m| m.params()))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| err(e.to_string()))?;
                 let sched = schedule(
                     spec.schedule
                         .iter()
-                        .map(|e| (e.cron.as_str(), e.tz.as_str(), Some(modifier(&e.modifier)))),
+                        .zip(modifiers)
+                        .map(|(e, m)| (e.cron.as_str(), e.tz.as_str(), Some(m))),
                 )
                 .map_err(err)?;
                 let reset_sched = schedule(
@@ -390,24 +398,6 @@ pub fn kind_name(spec: &LimitSpec) -> &'static str {
     }
 }
 
-/// The modifier as the limiter reads it back from the table.
-fn modifier(m: &model::Modifier) -> Modifier {
-    match m {
-        model::Modifier::Scale(s) => {
-            Modifier::Scale(Scale::Float(scale_permille(*s) as f64 / 1000.0))
-        }
-        model::Modifier::Absolute {
-            capacity,
-            refill_amount,
-            refill_period_seconds,
-        } => Modifier::Absolute {
-            capacity: capacity.map(i128::from),
-            refill_amount: refill_amount.map(i128::from),
-            refill_period_seconds: refill_period_seconds.map(i128::from),
-        },
-    }
-}
-
 fn schedule<'a>(
     entries: impl Iterator<Item = (&'a str, &'a str, Option<Modifier>)>,
 ) -> Result<Schedule, String> {
@@ -526,7 +516,7 @@ mod tests {
         s.schedule = vec![ScheduleEntry {
             cron: "* 9-17 * * *".into(),
             tz: "UTC".into(),
-            modifier: model::Modifier::Scale(0.3333),
+            modifier: crate::manifest::model::Modifier::Scale(0.3333),
         }];
         let mut c = Counter::build("rpm", &s, false).unwrap();
         // 09:00Z: the scale is stored as 333 per-mille.

@@ -169,8 +169,10 @@ impl WriteOp {
 
 /// The operations plan, apply, display and cooldowns need. Synchronous on purpose:
 /// the DynamoDB backend owns its async runtime, so commands that never touch AWS
-/// never start one.
-pub trait Store {
+/// never start one. `Send`, so `serve` can keep a pool of stores and lend each
+/// to one blocking thread at a time (never to an async task: the DynamoDB
+/// store blocks on its own runtime).
+pub trait Store: Send {
     /// The table this store reads and writes.
     fn table_name(&self) -> &str;
     /// GetItem. `consistent` asks for a strongly consistent read.

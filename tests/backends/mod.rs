@@ -118,7 +118,7 @@ impl Backend {
 
     /// The environment of every command: `ZAEL_NOW`, moto's credentials, and
     /// nothing of the caller's that would point elsewhere.
-    fn isolate(&self, cmd: &mut Command, now: &str) {
+    pub fn isolate(&self, cmd: &mut Command, now: &str) {
         cmd.env("ZAEL_NOW", now)
             .env_remove("ZAEL_LOCAL_STORE")
             .env_remove("ZAEL_STACK")

@@ -50,3 +50,24 @@ pub fn local_flag(path: &std::path::Path) -> std::ffi::OsString {
     flag.push(path);
     flag
 }
+
+/// The binary run in `dir` with `args` (and no `ZAEL_NOW`): (code, stdout, stderr).
+#[allow(dead_code)]
+pub fn run_in(dir: &std::path::Path, args: &[&str]) -> (i32, String, String) {
+    outcome(
+        zae_limiter()
+            .current_dir(dir)
+            .env_remove("ZAEL_NOW")
+            .args(args)
+            .output()
+            .expect("run zae-limiter"),
+    )
+}
+
+/// [`run_in`], which must exit 0; its stdout.
+#[allow(dead_code)]
+pub fn ok_in(dir: &std::path::Path, args: &[&str]) -> String {
+    let (code, out, err) = run_in(dir, args);
+    assert_eq!(code, 0, "{args:?}\n{out}\n{err}");
+    out
+}

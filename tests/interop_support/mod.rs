@@ -57,8 +57,16 @@ impl Drop for Interop {
 
 pub use crate::common::describe;
 
-/// The reference script's `resolve` command for `pairs` of `table` in the
-/// `default` namespace.
+/// The id of the `default` namespace in a dump.
+pub fn default_nsid(items: &[Value]) -> String {
+    items
+        .iter()
+        .find(|i| i["SK"]["S"] == "#NAMESPACE#default")
+        .and_then(|i| i["namespace_id"]["S"].as_str())
+        .expect("default namespace record")
+        .to_string()
+}
+
 /// Python's `resolve_limits` answers the same on both tables for every pair.
 pub fn assert_same_resolution(ours: &Value, theirs: &Value, pairs: &[&str]) {
     for pair in pairs {
@@ -69,6 +77,8 @@ pub fn assert_same_resolution(ours: &Value, theirs: &Value, pairs: &[&str]) {
     }
 }
 
+/// The reference script's `resolve` command for `pairs` of `table` in the
+/// `default` namespace.
 pub fn resolve_args<'a>(table: &'a str, pairs: &[&'a str]) -> Vec<&'a str> {
     let mut args = vec!["resolve", table, "default"];
     args.extend_from_slice(pairs);
@@ -97,14 +107,22 @@ impl Interop {
 
     /// Ours with extra environment variables.
     pub fn ours_env(&self, args: &[&str], envs: &[(&str, &str)]) -> Output {
+        let mut cmd = self.ours_cmd(args);
+        cmd.envs(envs.iter().copied());
+        cmd.output().expect("run zae-limiter")
+    }
+
+    /// Our binary with the AWS environment of the moto server, not started
+    /// (the test hooks of the caller's environment removed).
+    pub fn ours_cmd(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_zae-limiter"));
         self.aws_env(&mut cmd);
         cmd.env_remove("ZAEL_FAULT_ABORT_AFTER_WRITES")
-            .env_remove("ZAEL_TEST_CLOCK_OFFSET_MS");
-        cmd.envs(envs.iter().copied())
+            .env_remove("ZAEL_TEST_CLOCK_OFFSET_MS")
+            .env_remove("ZAEL_TEST_PAUSE_AT")
             .args(args)
             .current_dir(&self.root);
-        cmd.output().expect("run zae-limiter")
+        cmd
     }
 
     /// Ours, which must succeed (exit 0, or `ok_codes`); returns stdout.

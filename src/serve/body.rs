@@ -1,0 +1,95 @@
+//! Request bodies: JSON, read whatever the `Content-Type` says (a client that
+//! forgets the header is not refused for it), an empty body read as `{}`
+//! (for endpoints whose fields are all optional). A malformed body is a 400
+//! that names the field (`cost.rpm: invalid type: floating point `1.5`,
+//! expected u64`); unknown fields are refused, so a misspelt one never passes
+//! silently. Bodies over the limit (the `DefaultBodyLimit` layer) are a 413.
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, Request};
+use axum::http::StatusCode;
+use serde::de::DeserializeOwned;
+
+use super::error::ApiError;
+
+/// The largest request body accepted, in bytes (a cooldown record carries a
+/// provider's headers and error body; nothing else comes near).
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+
+/// A JSON body of type `T`.
+pub struct JsonBody<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let bytes = Bytes::from_request(req, state).await.map_err(|e| {
+            if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::PayloadTooLarge(MAX_BODY_BYTES)
+            } else {
+                ApiError::BadRequest(format!("cannot read the request body: {}", e.body_text()))
+            }
+        })?;
+        parse(&bytes).map(JsonBody)
+    }
+}
+
+/// Reads `bytes` as a `T`, naming the field that is wrong.
+pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let text: &[u8] = if bytes.iter().all(u8::is_ascii_whitespace) {
+        b"{}"
+    } else {
+        bytes
+    };
+    let de = &mut serde_json::Deserializer::from_slice(text);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        let what = if inner.is_syntax() || inner.is_eof() {
+            "the request body is not valid JSON".to_string()
+        } else if path == "." {
+            "invalid request body".to_string()
+        } else {
+            format!("invalid field `{path}`")
+        };
+        ApiError::BadRequest(format!("{what}: {inner}"))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    #[derive(Debug, serde::Deserialize)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase")]
+    struct Body {
+        ttl_seconds: Option<i64>,
+        #[serde(default)]
+        cost: BTreeMap<String, u64>,
+    }
+
+    fn err(text: &str) -> String {
+        match parse::<Body>(text.as_bytes()) {
+            Err(ApiError::BadRequest(m)) => m,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        assert!(parse::<Body>(b"").unwrap().ttl_seconds.is_none());
+        assert_eq!(
+            parse::<Body>(br#"{"cost": {"rpm": 2}}"#).unwrap().cost["rpm"],
+            2
+        );
+        assert_eq!(
+            err(r#"{"cost": {"rpm": 1.5}}"#),
+            "invalid field `cost.rpm`: invalid type: floating point `1.5`, expected u64 at line 1 column 20"
+        );
+        assert!(err(r#"{"ttlSecond": 5}"#).contains("unknown field `ttlSecond`, expected"));
+        assert!(err("{").starts_with("the request body is not valid JSON"));
+        assert!(err(r#"{"ttlSeconds": "5"}"#)
+            .starts_with("invalid field `ttlSeconds`: invalid type: string"));
+    }
+}

@@ -1,0 +1,256 @@
+//! The one place where a failure becomes an HTTP status and a JSON body:
+//! [`ApiError`] and its `IntoResponse`. The runtime's and the cooldowns'
+//! typed errors map onto it ([`From`] impls below), so a handler only says
+//! `?`.
+//!
+//! Bodies are `{"version": 1, "error": {"status", "code", "message"}}`. A
+//! client error (4xx) says what was wrong with the request in our words. A
+//! server or store failure (5xx) is logged on the server's stderr in full and
+//! answered with a message that names no key, endpoint or SDK detail: no
+//! error leaks a backtrace or store internals.
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+use crate::cooldown::CooldownError;
+use crate::runtime::RuntimeError;
+use crate::store::StoreError;
+
+/// What a request can fail with, by HTTP status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApiError {
+    /// 401: no or a wrong bearer token.
+    Unauthorized,
+    /// 400: the request is malformed or asks for something invalid.
+    BadRequest(String),
+    /// 404: no such reservation, endpoint or limits.
+    NotFound(String),
+    /// 405: the endpoint exists, the method does not.
+    MethodNotAllowed,
+    /// 409: the request conflicts with the stored state (a probe held by another worker).
+    Conflict(String),
+    /// 413: the body is larger than the limit (bytes).
+    PayloadTooLarge(usize),
+    /// 503: the store cannot be used now; retrying later may help.
+    Unavailable {
+        message: String,
+        retry_after_seconds: Option<u64>,
+    },
+    /// 503: the request took longer than the server's request timeout.
+    Timeout,
+    /// 500: a failure on the server's side, logged in full; the client gets `message`.
+    Internal(String),
+}
+
+impl ApiError {
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::Conflict(_) => StatusCode::CONFLICT,
+            ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::Unavailable { .. } | ApiError::Timeout => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// A stable word for programs (`"code"`).
+    pub fn code(&self) -> &'static str {
+        match self {
+            ApiError::Unauthorized => "unauthorized",
+            ApiError::BadRequest(_) => "bad_request",
+            ApiError::NotFound(_) => "not_found",
+            ApiError::MethodNotAllowed => "method_not_allowed",
+            ApiError::Conflict(_) => "conflict",
+            ApiError::PayloadTooLarge(_) => "payload_too_large",
+            ApiError::Unavailable { .. } => "unavailable",
+            ApiError::Timeout => "timeout",
+            ApiError::Internal(_) => "internal",
+        }
+    }
+
+    pub fn message(&self) -> String {
+        match self {
+            ApiError::Unauthorized => {
+                "missing or wrong bearer token: send `Authorization: Bearer <token>` with the server's token".into()
+            }
+            ApiError::BadRequest(m)
+            | ApiError::NotFound(m)
+            | ApiError::Conflict(m)
+            | ApiError::Internal(m) => m.clone(),
+            ApiError::MethodNotAllowed => "this endpoint does not take that method".into(),
+            ApiError::PayloadTooLarge(max) => {
+                format!("the request body is larger than {max} bytes")
+            }
+            ApiError::Unavailable { message, .. } => message.clone(),
+            ApiError::Timeout => "the request took longer than the server's request timeout; nothing is known about its outcome".into(),
+        }
+    }
+
+    /// A store failure: logged in full, answered without its details.
+    fn store(e: &StoreError, what: &str) -> ApiError {
+        log(&format!("{what}: {e}"));
+        match e {
+            StoreError::Backend(_) | StoreError::Corrupt { .. } => ApiError::Unavailable {
+                message: format!("{what}: the store cannot be used right now (the server's log says why); try again later"),
+                retry_after_seconds: Some(1),
+            },
+            _ => ApiError::Internal(format!(
+                "{what}: the store refused the request (the server's log says why)"
+            )),
+        }
+    }
+}
+
+/// One line on the server's stderr (best effort: a log line that cannot be
+/// written must not fail the request).
+pub fn log(text: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "zae-limiter serve: {text}");
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        let body = json!({
+            "version": 1,
+            "error": {"status": status.as_u16(), "code": self.code(), "message": self.message()},
+        });
+        let mut response = (status, axum::Json(body)).into_response();
+        let headers = response.headers_mut();
+        match &self {
+            ApiError::Unauthorized => {
+                headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
+            ApiError::Unavailable {
+                retry_after_seconds: Some(s),
+                ..
+            } => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from(*s));
+            }
+            _ => {}
+        }
+        response
+    }
+}
+
+impl From<RuntimeError> for ApiError {
+    fn from(e: RuntimeError) -> Self {
+        use RuntimeError as R;
+        match e {
+            R::Store(s) => ApiError::store(&s, "the runtime state"),
+            R::StateUnreadable { .. } => {
+                log(&e.to_string());
+                ApiError::Unavailable {
+                    message: "the runtime state of this entity and resource is unreadable (the server's log says where); an operator must look at it".into(),
+                    retry_after_seconds: None,
+                }
+            }
+            R::Contended { .. } => ApiError::Unavailable {
+                message: e.to_string(),
+                retry_after_seconds: Some(1),
+            },
+            R::NamespaceNotFound(_) | R::Table(_) => {
+                log(&e.to_string());
+                ApiError::Unavailable {
+                    message: e.to_string(),
+                    retry_after_seconds: None,
+                }
+            }
+            R::Config(_) => {
+                log(&e.to_string());
+                ApiError::Internal(format!("a stored config item cannot be used: {e}"))
+            }
+            R::Random(_) => {
+                log(&e.to_string());
+                ApiError::Internal("cannot draw a reservation id".into())
+            }
+            R::NoLimits { .. } | R::NotOpen { .. } => ApiError::NotFound(e.to_string()),
+            // The runtime's words name CLI flags; the API's name its fields.
+            R::UnknownCost { name, level, known } => ApiError::BadRequest(format!(
+                "cost names '{name}', which is not a limit of the {level} level (its limits: {known})"
+            )),
+            R::NothingToReserve {
+                entity,
+                resource,
+                level,
+            } => ApiError::BadRequest(format!(
+                "the {level} level of entity '{entity}' on resource '{resource}' has no concurrency limit, so there is no slot to reserve; use \"mode\": \"consume\""
+            )),
+            R::BadHolder { max } => {
+                ApiError::BadRequest(format!("holder must be 1 to {max} printable characters"))
+            }
+            R::Identifier(_)
+            | R::CostTooLarge { .. }
+            | R::TtlOutOfRange { .. }
+            | R::InvalidId(_)
+            | R::NotCounted { .. } => ApiError::BadRequest(e.to_string()),
+        }
+    }
+}
+
+impl From<CooldownError> for ApiError {
+    fn from(e: CooldownError) -> Self {
+        use CooldownError as C;
+        match e {
+            C::Store(s) => ApiError::store(&s, "the cooldown state"),
+            C::Corrupt { .. } => {
+                log(&e.to_string());
+                ApiError::Unavailable {
+                    message: "the cooldown state of this scope is unreadable (the server's log says where); an operator must clear it".into(),
+                    retry_after_seconds: None,
+                }
+            }
+            C::Contended { .. } => ApiError::Unavailable {
+                message: e.to_string(),
+                retry_after_seconds: Some(1),
+            },
+            C::NotHolder { .. } => ApiError::Conflict(e.to_string()),
+            C::Scope(_) | C::Hint(_) => ApiError::BadRequest(e.to_string()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn store_failures_name_no_internals() {
+        let e: ApiError = RuntimeError::Store(StoreError::Backend(
+            "dispatch failure: connection refused to http://10.1.2.3:8000".into(),
+        ))
+        .into();
+        assert_eq!(e.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert!(!e.message().contains("10.1.2.3"), "{}", e.message());
+        let e: ApiError = RuntimeError::Store(StoreError::AccessDenied {
+            action: "PutItem".into(),
+            table: "secret-table".into(),
+        })
+        .into();
+        assert_eq!(e.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert!(!e.message().contains("secret-table"), "{}", e.message());
+    }
+
+    #[test]
+    fn client_errors_say_what() {
+        let e: ApiError = RuntimeError::BadHolder { max: 128 }.into();
+        assert_eq!(
+            (e.status(), e.message().as_str()),
+            (
+                StatusCode::BAD_REQUEST,
+                "holder must be 1 to 128 printable characters"
+            )
+        );
+        let e: ApiError = RuntimeError::NotOpen {
+            id: "z1.x".into(),
+            namespace: "default".into(),
+            why: "it is unknown".into(),
+        }
+        .into();
+        assert_eq!(e.status(), StatusCode::NOT_FOUND);
+    }
+}

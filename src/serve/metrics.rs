@@ -1,0 +1,309 @@
+//! `GET /metrics`: counters and a latency histogram in the Prometheus text
+//! format (version 0.0.4), rendered by hand from atomics and small maps — no
+//! metrics library for a dozen series.
+//!
+//! | series | labels | what |
+//! |---|---|---|
+//! | `zael_decisions_total` | `mode`, `outcome` | checks answered: `allowed`, `refused`, `allowed_unchecked` / `refused_unchecked` (on_unavailable answered, or other writers kept winning) |
+//! | `zael_refusals_total` | `limit` | refused checks by refusing limit (a check refused by two limits counts for both) |
+//! | `zael_http_requests_total` | `route`, `status` | every request, by route template (`/v1/reservations/{id}/release`) |
+//! | `zael_http_request_duration_seconds` | `route` | latency histogram, from the first byte of the request to the response |
+//! | `zael_store_requests_total` | `op` | store calls (`get`, `batch_get`, `query`, `write`, …) |
+//! | `zael_store_errors_total` | | store calls that failed (a lost conditional write excepted) |
+//! | `zael_store_conflicts_total` | | conditional writes that lost a race: each is decided again (a retry) |
+//! | `zael_config_cache_hits_total` / `_misses_total` | | resolved levels and namespaces served from the `--config-ttl` cache, or read |
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use crate::runtime::Decision;
+use crate::store::{Index, Item, Key, Store, StoreError, WriteOp};
+
+/// Upper bounds of the latency buckets, in microseconds (0.5 ms to 10 s).
+const BUCKETS_US: [u64; 14] = [
+    500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000, 1_000_000,
+    2_500_000, 5_000_000, 10_000_000,
+];
+
+/// Distinct limit names kept apart in `zael_refusals_total`; later ones count as `_other_`.
+const MAX_LIMIT_LABELS: usize = 256;
+
+#[derive(Debug, Default, Clone)]
+struct Histogram {
+    counts: [u64; BUCKETS_US.len()],
+    count: u64,
+    sum_us: u64,
+}
+
+/// The server's counters; shared by every request.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    decisions: Mutex<BTreeMap<(&'static str, &'static str), u64>>,
+    refusals: Mutex<BTreeMap<String, u64>>,
+    http: Mutex<BTreeMap<(String, u16), u64>>,
+    latency: Mutex<BTreeMap<String, Histogram>>,
+    store_requests: Mutex<BTreeMap<&'static str, u64>>,
+    store_errors: AtomicU64,
+    store_conflicts: AtomicU64,
+    cache_hits: AtomicU64,
+    cache_misses: AtomicU64,
+}
+
+fn bump<K: Ord>(map: &Mutex<BTreeMap<K, u64>>, key: K) {
+    if let Ok(mut m) = map.lock() {
+        *m.entry(key).or_default() += 1;
+    }
+}
+
+impl Metrics {
+    /// One check's answer.
+    pub fn decision(&self, d: &Decision) {
+        let outcome = match (d.allowed, d.unavailable.is_some()) {
+            (true, false) => "allowed",
+            (false, false) => "refused",
+            (true, true) => "allowed_unchecked",
+            (false, true) => "refused_unchecked",
+        };
+        bump(&self.decisions, (d.mode.as_str(), outcome));
+        if let Ok(mut m) = self.refusals.lock() {
+            for l in d.refused_by() {
+                let known = m.contains_key(&l.name) || m.len() < MAX_LIMIT_LABELS;
+                let name = if known {
+                    l.name.clone()
+                } else {
+                    "_other_".into()
+                };
+                *m.entry(name).or_default() += 1;
+            }
+        }
+    }
+
+    /// One HTTP request, by route template.
+    pub fn request(&self, route: &str, status: u16, took: Duration) {
+        bump(&self.http, (route.to_string(), status));
+        let us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+        if let Ok(mut m) = self.latency.lock() {
+            let h = m.entry(route.to_string()).or_default();
+            for (bound, count) in BUCKETS_US.iter().zip(h.counts.iter_mut()) {
+                if us <= *bound {
+                    *count += 1;
+                }
+            }
+            h.count += 1;
+            h.sum_us = h.sum_us.saturating_add(us);
+        }
+    }
+
+    pub fn cache(&self, hit: bool) {
+        let c = if hit {
+            &self.cache_hits
+        } else {
+            &self.cache_misses
+        };
+        c.fetch_add(1, Relaxed);
+    }
+
+    fn store_call<T>(&self, op: &'static str, out: &Result<T, StoreError>) {
+        bump(&self.store_requests, op);
+        match out {
+            Ok(_) => {}
+            Err(StoreError::ConditionFailed { .. }) => {
+                self.store_conflicts.fetch_add(1, Relaxed);
+            }
+            Err(_) => {
+                self.store_errors.fetch_add(1, Relaxed);
+            }
+        }
+    }
+
+    /// The Prometheus text.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let head = |out: &mut String, name: &str, kind: &str, help: &str| {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+        };
+        head(
+            &mut out,
+            "zael_decisions_total",
+            "counter",
+            "Checks answered, by mode and outcome.",
+        );
+        if let Ok(m) = self.decisions.lock() {
+            for ((mode, outcome), n) in m.iter() {
+                let _ = writeln!(
+                    out,
+                    "zael_decisions_total{{mode=\"{mode}\",outcome=\"{outcome}\"}} {n}"
+                );
+            }
+        }
+        head(
+            &mut out,
+            "zael_refusals_total",
+            "counter",
+            "Refused checks, by refusing limit.",
+        );
+        if let Ok(m) = self.refusals.lock() {
+            for (limit, n) in m.iter() {
+                let _ = writeln!(
+                    out,
+                    "zael_refusals_total{{limit=\"{}\"}} {n}",
+                    escape(limit)
+                );
+            }
+        }
+        head(
+            &mut out,
+            "zael_http_requests_total",
+            "counter",
+            "HTTP requests, by route and status.",
+        );
+        if let Ok(m) = self.http.lock() {
+            for ((route, status), n) in m.iter() {
+                let _ = writeln!(
+                    out,
+                    "zael_http_requests_total{{route=\"{}\",status=\"{status}\"}} {n}",
+                    escape(route)
+                );
+            }
+        }
+        head(
+            &mut out,
+            "zael_http_request_duration_seconds",
+            "histogram",
+            "HTTP request latency, by route.",
+        );
+        if let Ok(m) = self.latency.lock() {
+            for (route, h) in m.iter() {
+                let route = escape(route);
+                for (bound, n) in BUCKETS_US.iter().zip(h.counts.iter()) {
+                    let le = *bound as f64 / 1e6;
+                    let _ = writeln!(
+                        out,
+                        "zael_http_request_duration_seconds_bucket{{route=\"{route}\",le=\"{le}\"}} {n}"
+                    );
+                }
+                let _ = writeln!(
+                    out,
+                    "zael_http_request_duration_seconds_bucket{{route=\"{route}\",le=\"+Inf\"}} {}\n\
+                     zael_http_request_duration_seconds_sum{{route=\"{route}\"}} {}\n\
+                     zael_http_request_duration_seconds_count{{route=\"{route}\"}} {}",
+                    h.count,
+                    h.sum_us as f64 / 1e6,
+                    h.count
+                );
+            }
+        }
+        head(
+            &mut out,
+            "zael_store_requests_total",
+            "counter",
+            "Store calls, by operation.",
+        );
+        if let Ok(m) = self.store_requests.lock() {
+            for (op, n) in m.iter() {
+                let _ = writeln!(out, "zael_store_requests_total{{op=\"{op}\"}} {n}");
+            }
+        }
+        for (name, help, value) in [
+            (
+                "zael_store_errors_total",
+                "Store calls that failed (lost conditional writes excepted).",
+                &self.store_errors,
+            ),
+            (
+                "zael_store_conflicts_total",
+                "Conditional writes that lost a race; each is decided again.",
+                &self.store_conflicts,
+            ),
+            (
+                "zael_config_cache_hits_total",
+                "Namespaces and resolved levels served from the config cache.",
+                &self.cache_hits,
+            ),
+            (
+                "zael_config_cache_misses_total",
+                "Namespaces and resolved levels read from the store.",
+                &self.cache_misses,
+            ),
+        ] {
+            head(&mut out, name, "counter", help);
+            let _ = writeln!(out, "{name} {}", value.load(Relaxed));
+        }
+        out
+    }
+}
+
+/// A label value as Prometheus reads it.
+fn escape(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// A store that counts its calls into [`Metrics`]: what `zael_store_*` report.
+pub struct Metered {
+    pub inner: Box<dyn Store>,
+    pub metrics: std::sync::Arc<Metrics>,
+}
+
+impl Metered {
+    fn count<T>(&self, op: &'static str, out: Result<T, StoreError>) -> Result<T, StoreError> {
+        self.metrics.store_call(op, &out);
+        out
+    }
+}
+
+impl Store for Metered {
+    fn table_name(&self) -> &str {
+        self.inner.table_name()
+    }
+    fn get(&self, key: &Key, consistent: bool) -> Result<Option<Item>, StoreError> {
+        self.count("get", self.inner.get(key, consistent))
+    }
+    fn batch_get(&self, keys: &[Key], consistent: bool) -> Result<Vec<Option<Item>>, StoreError> {
+        self.count("batch_get", self.inner.batch_get(keys, consistent))
+    }
+    fn query(&self, pk: &str, sk_prefix: &str, consistent: bool) -> Result<Vec<Item>, StoreError> {
+        self.count("query", self.inner.query(pk, sk_prefix, consistent))
+    }
+    fn query_index(&self, index: Index, pk: &str, sk_prefix: &str) -> Result<Vec<Key>, StoreError> {
+        self.count("query_index", self.inner.query_index(index, pk, sk_prefix))
+    }
+    fn write(&self, op: WriteOp) -> Result<Option<Item>, StoreError> {
+        self.count("write", self.inner.write(op))
+    }
+    fn transact(&self, ops: Vec<WriteOp>) -> Result<(), StoreError> {
+        self.count("transact", self.inner.transact(ops))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::{Decision, Mode, OnUnavailable};
+
+    #[test]
+    fn renders_counters_and_histograms() {
+        let m = Metrics::default();
+        let d = Decision::unavailable(OnUnavailable::Block, Mode::Consume, "x".into(), 0);
+        m.decision(&d);
+        m.request("/v1/checks", 200, Duration::from_micros(700));
+        m.request("/v1/checks", 200, Duration::from_millis(20));
+        m.cache(true);
+        let text = m.render();
+        for want in [
+            "zael_decisions_total{mode=\"consume\",outcome=\"refused_unchecked\"} 1",
+            "zael_http_requests_total{route=\"/v1/checks\",status=\"200\"} 2",
+            "zael_http_request_duration_seconds_bucket{route=\"/v1/checks\",le=\"0.0005\"} 0",
+            "zael_http_request_duration_seconds_bucket{route=\"/v1/checks\",le=\"0.001\"} 1",
+            "zael_http_request_duration_seconds_bucket{route=\"/v1/checks\",le=\"0.025\"} 2",
+            "zael_http_request_duration_seconds_count{route=\"/v1/checks\"} 2",
+            "zael_config_cache_hits_total 1",
+        ] {
+            assert!(text.contains(want), "{want} in\n{text}");
+        }
+    }
+}

@@ -1,0 +1,238 @@
+//! `zae-limiter serve`: the runtime's checks and reservations, and the
+//! provider cooldowns, over HTTP (axum on hyper, on tokio), for services in
+//! any language. The server keeps no state of its own but a config cache:
+//! every decision reads and conditionally writes the state item in the store,
+//! so any number of instances share one DynamoDB table (or, on one host, one
+//! local store file) and agree. `docs/serve.md` is the user's guide.
+//!
+//! The shape of a request:
+//!
+//! * [`router`] — the routes in one place, and the middleware every route
+//!   goes through: metrics and latency ([`metrics`]), the bearer token
+//!   ([`auth`]), a request timeout, the body limit (413).
+//! * A handler ([`api`], [`cooldowns`]) parses its JSON ([`body`]: a 400
+//!   names the field), then calls one library function — `runtime::decide`,
+//!   `runtime::release`, `Cooldowns::probe`, … — on a blocking thread with a
+//!   store from the [`pool`] ([`App::blocking`]), one request at a time per
+//!   state item in this instance ([`lanes`]), and renders the library's JSON
+//!   (`runtime::answer`, `cooldown::answer`) with camelCase keys.
+//! * Failures are typed (`RuntimeError`, `CooldownError`) and become a status
+//!   in one `IntoResponse` ([`error`]).
+//! * Resolved levels and the namespace id are cached for `--config-ttl`
+//!   ([`cache`]); the state never is.
+//! * [`run`] stops on SIGTERM or Ctrl-C: no new connections, requests in
+//!   flight finish, then it returns.
+
+pub mod api;
+pub mod auth;
+pub mod body;
+pub mod cache;
+pub mod cooldowns;
+pub mod error;
+pub mod lanes;
+pub mod metrics;
+pub mod pool;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use zae_limiter_engine::cooldown::Policy;
+
+use self::auth::Token;
+use self::cache::ConfigCache;
+use self::error::ApiError;
+use self::lanes::Lanes;
+use self::metrics::Metrics;
+use self::pool::StorePool;
+use crate::store::Store;
+
+/// Test-only: with `ZAEL_FAULT_SERVE_DELAY_MS=N` set, every `POST /v1/checks`
+/// waits N ms before it decides, so a test can hold a request in flight
+/// (the SIGTERM drain test). Unset, nothing waits.
+pub const DELAY_FAULT_ENV: &str = "ZAEL_FAULT_SERVE_DELAY_MS";
+
+/// How long a request may take before it is answered 503 (the store's own
+/// retries end well before).
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What the server was started with.
+pub struct Settings {
+    /// The namespace every request is answered in (`-N`).
+    pub namespace: String,
+    /// `--config-ttl`; zero turns the cache off.
+    pub config_ttl: Duration,
+    /// `None`: no token (loopback only, checked before binding).
+    pub token: Option<Token>,
+    /// The cooldowns' policy (ceiling, jitter, default margin).
+    pub cooldown_policy: Policy,
+    /// The [`DELAY_FAULT_ENV`] hook.
+    pub check_delay: Duration,
+    pub request_timeout: Duration,
+}
+
+/// Everything a request may use, behind one `Arc`.
+pub struct App {
+    pub settings: Settings,
+    pub pool: StorePool,
+    pub cache: ConfigCache,
+    pub metrics: Arc<Metrics>,
+    pub lanes: Lanes,
+}
+
+impl App {
+    pub fn new(settings: Settings, pool: StorePool, metrics: Arc<Metrics>) -> App {
+        let cache = ConfigCache::new(settings.config_ttl, &settings.namespace, metrics.clone());
+        App {
+            settings,
+            pool,
+            cache,
+            metrics,
+            lanes: Lanes::default(),
+        }
+    }
+
+    /// Runs `work` on a blocking thread with a store of the pool; with a
+    /// `lane`, after the requests of this instance on the same lane.
+    pub async fn blocking<T: Send + 'static>(
+        self: &Arc<Self>,
+        lane: Option<String>,
+        work: impl FnOnce(&App, &dyn Store) -> Result<T, ApiError> + Send + 'static,
+    ) -> Result<T, ApiError> {
+        let guard = match &lane {
+            Some(key) => Some(self.lanes.enter(key).await),
+            None => None,
+        };
+        let permit = self.pool.permit().await;
+        let app = self.clone();
+        let task = tokio::task::spawn_blocking(move || {
+            // Held until the work is done, even when the request gave up waiting.
+            let _held = (guard, permit);
+            let store = app.pool.take().map_err(|e| {
+                error::log(&format!("cannot open a store: {e}"));
+                ApiError::Unavailable {
+                    message: "the store cannot be opened right now (the server's log says why)"
+                        .into(),
+                    retry_after_seconds: Some(1),
+                }
+            })?;
+            let out = work(&app, store.as_ref());
+            app.pool.give(store);
+            out
+        });
+        task.await.unwrap_or_else(|e| {
+            error::log(&format!("a request's work failed: {e}"));
+            Err(ApiError::Internal(
+                "the request failed on the server".into(),
+            ))
+        })
+    }
+}
+
+/// "Now" for a decision: the one clock (`ZAEL_NOW` when set).
+pub fn now_ms() -> Result<i64, ApiError> {
+    crate::clock::now_ms().map_err(|e| ApiError::Internal(e.to_string()))
+}
+
+/// The lane of the state item of (entity, resource).
+pub fn item_lane(entity: &str, resource: &str) -> String {
+    format!("runtime\0{entity}\0{resource}")
+}
+
+/// Every route, and the middleware around them.
+pub fn router(app: Arc<App>) -> Router {
+    let reservations = "/v1/reservations/{id}";
+    Router::new()
+        .route("/v1/checks", post(api::check))
+        .route(&format!("{reservations}/release"), post(api::release))
+        .route(&format!("{reservations}/commit"), post(api::commit))
+        .route(&format!("{reservations}/extend"), post(api::extend))
+        .route("/v1/limits", get(api::limits))
+        .route("/v1/cooldowns", get(cooldowns::list))
+        .route(
+            "/v1/cooldowns/{scope}",
+            get(cooldowns::check).delete(cooldowns::clear),
+        )
+        .route("/v1/cooldowns/{scope}/record", post(cooldowns::record))
+        .route("/v1/cooldowns/{scope}/probe", post(cooldowns::probe))
+        .route("/v1/cooldowns/{scope}/settle", post(cooldowns::settle))
+        .route("/healthz", get(api::healthz))
+        .route("/metrics", get(api::metrics))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        // Innermost first: the body limit, the timeout, the token, metrics.
+        .layer(DefaultBodyLimit::max(body::MAX_BODY_BYTES))
+        .layer(middleware::from_fn_with_state(app.clone(), timeout))
+        .layer(middleware::from_fn_with_state(
+            app.clone(),
+            auth::require_token,
+        ))
+        .layer(middleware::from_fn_with_state(app.clone(), measure))
+        .with_state(app)
+}
+
+async fn not_found(req: Request) -> ApiError {
+    ApiError::NotFound(format!(
+        "no endpoint {} {}; see docs/serve.md for the API",
+        req.method(),
+        req.uri().path()
+    ))
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::MethodNotAllowed
+}
+
+/// Middleware: answers 503 when a request takes longer than the timeout.
+async fn timeout(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
+    match tokio::time::timeout(app.settings.request_timeout, next.run(req)).await {
+        Ok(response) => response,
+        Err(_) => ApiError::Timeout.into_response(),
+    }
+}
+
+/// Middleware: counts every request and its latency, by route template.
+async fn measure(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or("unmatched", |p| p.as_str())
+        .to_string();
+    let response = next.run(req).await;
+    app.metrics
+        .request(&route, response.status().as_u16(), started.elapsed());
+    response
+}
+
+/// Resolves on SIGTERM or Ctrl-C (SIGINT). The handlers are installed when
+/// this is called, before the future is first polled: a signal that arrives
+/// right after startup is not lost.
+pub fn shutdown_signal() -> std::io::Result<impl Future<Output = ()> + Send> {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let mut int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+        error::log("stopping: no new connections; finishing the requests in flight");
+    })
+}
+
+/// Serves on `listener` until `shutdown` resolves, then lets the requests in
+/// flight finish (axum's graceful shutdown) and returns.
+pub async fn run(
+    listener: tokio::net::TcpListener,
+    app: Arc<App>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(app))
+        .with_graceful_shutdown(shutdown)
+        .await
+}

@@ -1,0 +1,67 @@
+//! Stores for blocking threads. The [`Store`] trait is synchronous, and the
+//! DynamoDB store blocks on a runtime of its own inside every call, so a
+//! store is only ever used on a blocking thread (`spawn_blocking`), never in
+//! an async task. A pool keeps up to `size` stores (a SQLite connection each,
+//! or a DynamoDB client each) and lends each to one call at a time; a
+//! semaphore, taken asynchronously before the blocking thread starts, keeps
+//! more calls than stores waiting without occupying threads.
+
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::store::{Store, StoreError};
+
+/// Opens one more store like the others.
+pub type Opener = Box<dyn Fn() -> Result<Box<dyn Store>, StoreError> + Send + Sync>;
+
+pub struct StorePool {
+    open: Opener,
+    idle: Mutex<Vec<Box<dyn Store>>>,
+    permits: Arc<Semaphore>,
+}
+
+impl StorePool {
+    /// A pool of at most `size` stores, starting with `first` (opened by the
+    /// caller, e.g. to check the table at startup).
+    pub fn new(open: Opener, size: usize, first: Option<Box<dyn Store>>) -> StorePool {
+        StorePool {
+            open,
+            idle: Mutex::new(first.into_iter().collect()),
+            permits: Arc::new(Semaphore::new(size.max(1))),
+        }
+    }
+
+    /// The right to use one store; waits (asynchronously) while all are lent.
+    pub async fn permit(&self) -> OwnedSemaphorePermit {
+        // The semaphore is never closed, so this cannot fail.
+        self.permits
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("the pool's semaphore is never closed")
+    }
+
+    /// A store for this call (on a blocking thread: opening one may block).
+    pub fn take(&self) -> Result<Box<dyn Store>, StoreError> {
+        let idle = self.idle.lock().ok().and_then(|mut v| v.pop());
+        match idle {
+            Some(s) => Ok(s),
+            None => (self.open)(),
+        }
+    }
+
+    /// Gives a store back for the next call.
+    pub fn give(&self, store: Box<dyn Store>) {
+        if let Ok(mut v) = self.idle.lock() {
+            v.push(store);
+        }
+    }
+
+    /// Closes every idle store (on the calling thread, which must not be an
+    /// async task: a DynamoDB store shuts its runtime down when dropped).
+    pub fn close(&self) {
+        let stores = self.idle.lock().map(|mut v| std::mem::take(&mut *v));
+        drop(stores);
+    }
+}
