@@ -10,7 +10,8 @@ Usage (from the repository root):
 
 Without ZAEL_TEST_DYNAMODB_ENDPOINT it starts its own moto_server (and stops it).
 Levels = 1 system + 10 resources + 2 per entity. Steps, each on a fresh table
-per side: first apply, no-op plan, apply after changing 10% of the entity levels.
+per side: first apply, no-op plan, apply after changing 10% of the entity levels,
+apply after dropping 10% of the entities (their levels deleted).
 Ours also runs the no-op plan and a 10% apply (changing those levels back) with
 --no-refresh, which reads only the levels the manifest changes.
 Our request counts come from the binary (ZAEL_REQUEST_STATS=1), the
@@ -37,12 +38,12 @@ def start_moto():
     return int(pid), f"http://127.0.0.1:{port}"
 
 
-def manifest(entities, changed=0):
+def manifest(entities, changed=0, dropped=0):
     lines = ["namespace: default", "system:", "  limits:", "    rpm:", "      capacity: 1000", "resources:"]
     for r in range(10):
         lines += [f"  model-{r}:", "    limits:", "      rpm:", f"        capacity: {100 + r}"]
     lines.append("entities:")
-    for e in range(entities):
+    for e in range(entities - dropped):
         cap = 60 + (1 if e < changed else 0)
         lines += [
             f"  user-{e:05d}:",
@@ -125,10 +126,13 @@ def main():
         changed = a.entities // 10
         tmp = tempfile.mkdtemp()
         first, second = os.path.join(tmp, "first.yaml"), os.path.join(tmp, "second.yaml")
+        third = os.path.join(tmp, "third.yaml")
         with open(first, "w") as f:
             f.write(manifest(a.entities))
         with open(second, "w") as f:
             f.write(manifest(a.entities, changed))
+        with open(third, "w") as f:
+            f.write(manifest(a.entities, 0, changed))
         print(f"levels: {levels}; second apply changes {changed} entity levels; endpoint {endpoint}")
         rows = []
         stamp = int(time.time())
@@ -141,16 +145,20 @@ def main():
         rows.append(("ours", f"apply ({changed} changed)") + ours(a.bin, endpoint, ["limits", "apply", "-q", "-n", t_ours, "-f", second]))
         # Back to the first manifest: the same number of levels change.
         rows.append(("ours", f"apply --no-refresh ({changed})") + ours(a.bin, endpoint, ["limits", "apply", "-q", "--no-refresh", "-n", t_ours, "-f", first]))
+        rows.append(("ours", f"apply ({2 * changed} deleted)") + ours(a.bin, endpoint, ["limits", "apply", "-q", "-n", t_ours, "-f", third]))
 
         if not a.skip_reference:
             counter = Counter()
             t_ref = f"bench-ref-{stamp}"
             zl.create_table(t_ref)
             ns_id = zl.open_repo(t_ref).namespace_id
-            m1, m2 = yaml.safe_load(open(first)), yaml.safe_load(open(second))
+            m1, m2, m3 = (yaml.safe_load(open(p)) for p in (first, second, third))
             rows.append(("reference", "apply (first)") + reference(counter, t_ref, ns_id, "apply", m1))
             rows.append(("reference", "plan (no-op)") + reference(counter, t_ref, ns_id, "plan", m1))
             rows.append(("reference", f"apply ({changed} changed)") + reference(counter, t_ref, ns_id, "apply", m2))
+            # Back to the first manifest, as ours did, then the deletes.
+            reference(counter, t_ref, ns_id, "apply", m1)
+            rows.append(("reference", f"apply ({2 * changed} deleted)") + reference(counter, t_ref, ns_id, "apply", m3))
 
         print(f"{'side':<10} {'step':<28} {'seconds':>9} {'requests':>9}  result")
         for side, step, secs, reqs, summary in rows:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Write an N-entity limits manifest with schedules and quotas (for benchmarks).
 
-usage: bench/gen_manifest.py [--flow] ENTITIES [RESOURCES] > manifest.yaml
+usage: bench/gen_manifest.py [--flow | --simple] ENTITIES [RESOURCES] > manifest.yaml
 
 Every entity gets RESOURCES (default 3) resource entries; each carries a rate
 limit with a business-hours schedule window, a daily calendar quota, and every
@@ -11,16 +11,21 @@ third entity a session quota. Deterministic: the same arguments give the same fi
 every schedule entry a one-line flow mapping (`- {cron: "...", tz: ..., scale: 0.5}`),
 the quotas and the system limit one-line flow mappings (`rpm: {capacity: 100000}`,
 `rpd: {capacity: N, reset_schedule: [{cron: ..., tz: ...}]}`).
+
+--simple makes each entity entry one rate limit and a token quota without
+schedules (about 10 times smaller: 100,000 entities stay under the 64 MiB
+manifest limit).
 """
 import argparse
 import sys
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(usage="%(prog)s [--flow] ENTITIES [RESOURCES] > manifest.yaml")
+    parser = argparse.ArgumentParser(usage="%(prog)s [--flow | --simple] ENTITIES [RESOURCES] > manifest.yaml")
     parser.add_argument("entities", type=int)
     parser.add_argument("resources", type=int, nargs="?", default=3)
     parser.add_argument("--flow", action="store_true")
+    parser.add_argument("--simple", action="store_true")
     args = parser.parse_args()
     names = [f"model-{r}" for r in range(args.resources)]
     w = sys.stdout.write
@@ -40,6 +45,14 @@ def main() -> int:
             w('          - cron: "* 9-17 * * MON-FRI"\n            tz: Europe/Berlin\n            scale: 0.5\n')
             w('      tpd:\n        capacity: 10000000\n        reset_schedule:\n          - cron: "0 0 * * *"\n            tz: Europe/Berlin\n')
     w("entities:\n")
+    if args.simple:
+        for e in range(args.entities):
+            w(f"  user-{e:06d}:\n    resources:\n")
+            for name in names:
+                w(f"      {name}:\n        limits:\n")
+                w(f"          rpm:\n            capacity: {100 + e % 900}\n")
+                w(f"          tpm:\n            capacity: {10000 + e}\n")
+        return 0
     for e in range(args.entities):
         w(f"  user-{e:06d}:\n    resources:\n")
         for name in names:

@@ -11,11 +11,13 @@ const EVERY_MODULE_ABOVE: &str = "*";
 /// `(module, the modules it may use)`, lowest layer first. The engine crate
 /// (`zae_limiter_engine`) is below all of them.
 pub const LAYERS: &[(&str, &[&str])] = &[
-    // Leaves: exit codes, bounded input reads, the clock, randomness.
+    // Leaves: exit codes, bounded input reads, the clock, randomness, the
+    // progress of long work (drawn by the CLI).
     ("exit_codes", &[]),
     ("input", &[]),
     ("clock", &[]),
     ("random", &[]),
+    ("progress", &[]),
     // The store knows items, not manifests (and nothing of the command line).
     ("store", &["random"]),
     // The manifest knows files and YAML, not stores.
@@ -24,11 +26,13 @@ pub const LAYERS: &[(&str, &[&str])] = &[
     ("items", &["clock", "manifest", "random", "store"]),
     ("display", &["items", "manifest", "store"]),
     // Read-only: read, diff, detail.
-    ("plan", &["clock", "items", "manifest", "store"]),
+    ("plan", &["clock", "items", "manifest", "progress", "store"]),
     // Carries a plan out.
     (
         "apply",
-        &["clock", "items", "manifest", "plan", "random", "store"],
+        &[
+            "clock", "items", "manifest", "plan", "progress", "random", "store",
+        ],
     ),
     // request → resolved level → engine decision → one conditional write.
     (
@@ -70,6 +74,7 @@ pub const LAYERS: &[(&str, &[&str])] = &[
             "items",
             "manifest",
             "plan",
+            "progress",
             "runtime",
             "simulate",
             "store",

@@ -19,6 +19,7 @@ pub mod items;
 mod layers;
 pub mod manifest;
 pub mod plan;
+pub mod progress;
 pub mod random;
 pub mod runtime;
 pub mod serve;

@@ -325,8 +325,8 @@ fn comparable(items: Vec<(Key, zae_limiter::store::Item)>) -> Vec<(String, Strin
         .into_iter()
         .map(|(k, mut item)| {
             // The digests hash keys, which hold the namespace id.
-            for volatile in ["last_applied", "generation", "provisioner", "digests"] {
-                item.remove(volatile);
+            for volatile in common::VOLATILE.iter().chain(&["digests"]) {
+                item.remove(*volatile);
             }
             (
                 format!("{} {}", k.pk, k.sk),

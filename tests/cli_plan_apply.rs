@@ -3,6 +3,8 @@
 //! exit codes, JSON, refusals, version gates, and crash safety (a kill after any
 //! write of an apply leaves a store the next apply repairs).
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -336,18 +338,6 @@ fn pending_fanout_transcript_replays_on_the_local_store() {
     replay("pending.transcript");
 }
 
-/// The dump without what legitimately differs between two runs of the same apply.
-/// The dump without what differs between two equal applies: the record's
-/// timestamp, and the digests' generation (the apply's token) and stamp.
-fn comparable(mut d: BTreeMap<Key, Item>) -> BTreeMap<Key, Item> {
-    for item in d.values_mut() {
-        for volatile in ["last_applied", "generation", "provisioner"] {
-            item.remove(volatile);
-        }
-    }
-    d
-}
-
 fn copy_store(from: &Env, to: &Env) {
     for e in std::fs::read_dir(&from.dir).unwrap() {
         let p = e.unwrap().path();
@@ -387,10 +377,10 @@ fn a_kill_after_any_write_is_repaired_by_the_next_apply() {
     copy_store(&base, &clean);
     let out = clean.run(&["limits", "apply", "-f", "crash-b.yaml"], &[]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let want = comparable(clean.dump(&ns));
+    let want = common::comparable(clean.dump(&ns));
     assert_ne!(
         want,
-        comparable(before.clone()),
+        common::comparable(before.clone()),
         "the apply must change something"
     );
     let again = clean.run(&["limits", "plan", "-f", "crash-b.yaml"], &[]);
@@ -410,7 +400,7 @@ fn a_kill_after_any_write_is_repaired_by_the_next_apply() {
         );
         if out.status.code() == Some(0) {
             // Fewer than n writes: the apply finished; every write point was tried.
-            assert_eq!(comparable(env.dump(&ns)), want);
+            assert_eq!(common::comparable(env.dump(&ns)), want);
             break;
         }
         assert_eq!(
@@ -441,13 +431,14 @@ fn a_kill_after_any_write_is_repaired_by_the_next_apply() {
                 text(&out.stdout),
                 text(&out.stderr)
             );
-            comparable(env.dump(&ns))
+            common::comparable(env.dump(&ns))
         };
         for (env, flags) in [(&env, &[][..]), (&trusting, &["--no-refresh"][..])] {
             let got = repair(env, "crash-b.yaml", flags);
-            assert_eq!(
-                got, want,
-                "after a kill at write {n}, repaired with {flags:?}"
+            assert!(
+                got == want,
+                "after a kill at write {n}, repaired with {flags:?}:\n{}",
+                common::differences(&got, &want)
             );
             for k in [keys::resource_config_key(&ns, "legacy"), key.clone()] {
                 assert_eq!(got.get(&k), before.get(&k), "unmanaged {k:?} touched");

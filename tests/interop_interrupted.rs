@@ -60,12 +60,17 @@ fn comparable(items: &[Value]) -> BTreeMap<String, Value> {
         } else if sk == "#PROVISIONER" {
             if let Value::Object(m) = &mut v {
                 m.remove("last_applied");
+                m.remove("zael_counts");
             }
             out.insert(format!("{pk} {sk}"), elide(&v));
         } else if sk.starts_with("#CONFIG")
             || sk.starts_with("#RESOURCES")
             || sk.starts_with("#ENTITY_CONFIG")
         {
+            // The counts' recount stamp differs from apply to apply.
+            if let Value::Object(m) = &mut v {
+                m.remove("zael#recount");
+            }
             out.insert(format!("{pk} {sk}"), elide(&v));
         }
     }

@@ -7,9 +7,13 @@
 //! the record too, and a process can die between its config writes and its
 //! record. So an apply:
 //! * before any write, checks that the record is still the one its plan read
-//!   and adds every level it declares to it ([`widen`]): a crash after the
-//!   config writes leaves those levels managed, so the next apply of any
-//!   manifest keeps or deletes them;
+//!   and, when the result fits the record, adds every level it declares to it
+//!   ([`widen`]): a crash after the config writes leaves those levels managed,
+//!   so the next apply of any manifest (ours or the reference's provisioner)
+//!   keeps or deletes them. A managed set beyond the record is not widened:
+//!   the levels an apply is about to create are also recorded in items of
+//!   ours before the first config write
+//!   ([`crate::apply::record::before_writes`]), which our next apply reads;
 //! * writes its final record only over that one
 //!   ([`crate::apply::record::write_record`] is conditioned on its identity);
 //!   when someone else wrote the record in between, it does not replace their
@@ -18,31 +22,13 @@
 //!   race the other writer (it may have written the same level) and needs the
 //!   entity-count journal again; adding them is one conditional write.
 
-use std::collections::HashMap;
-
 use crate::plan::identity::RecordIdentity;
-use crate::plan::level::{Action, Level};
+use crate::plan::level::Level;
 use crate::plan::managed::{self, ManagedSet};
-use crate::plan::prepare::PlannedChange;
-use crate::store::{Item, Key, Store, StoreError, WriteOp};
+use crate::store::{Item, Store, StoreError, WriteOp};
 
 /// Rounds of read-merge-write before giving up on a record that keeps changing.
 const ROUNDS: usize = 5;
-
-/// The levels an apply created or updated (`items`: what step 5 wrote, by
-/// key; `None` = deleted).
-pub fn written_levels(
-    ns: &str,
-    changes: &[PlannedChange],
-    items: &HashMap<Key, Option<Item>>,
-) -> Vec<Level> {
-    changes
-        .iter()
-        .filter(|pc| pc.change.action != Action::Delete)
-        .filter(|pc| matches!(items.get(&pc.change.level.key(ns)), Some(Some(_))))
-        .map(|pc| pc.change.level.clone())
-        .collect()
-}
 
 /// What [`keep_written`] found and did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,26 +39,44 @@ pub struct Kept {
     pub added: usize,
 }
 
-/// Step 4a, before any write of an apply: the record must still be the one
-/// the plan read (`planned`), and it now also manages every level the apply
-/// `declares` (written with a condition on `planned`), so an apply that dies
-/// after its config writes leaves nothing outside the managed set: the next
-/// apply, of any manifest, sees those levels and keeps or deletes them.
-/// Returns the identity the final record write must find.
-pub fn widen(
+/// The record must still be the one the plan read (`planned`): an apply
+/// whose plan is already stale stops before it writes anything.
+pub fn unchanged(
     store: &dyn Store,
     ns: &str,
     planned: &RecordIdentity,
-    declares: &[Level],
-    now_ms: i64,
-    fallback_hash: &str,
-) -> Result<RecordIdentity, Changed> {
+) -> Result<Option<Item>, Changed> {
     let item = store.get(&managed::record_key(ns), true)?;
     let found = RecordIdentity::of(item.as_ref());
     if found != *planned {
         return Err(Changed::Record(found));
     }
-    match add_levels(store, ns, item, declares, now_ms, fallback_hash) {
+    Ok(item)
+}
+
+/// Step 4a, before any write of an apply: the record must still be the one
+/// the plan read (`planned`, see [`unchanged`]), and it now also manages
+/// every level the apply `declares` (written with a condition on `planned`),
+/// so an apply that dies after its config writes leaves nothing outside the
+/// managed set: the next apply, of any manifest, sees those levels and keeps
+/// or deletes them. Not when the record has a managed set beyond it
+/// (`overflow`) or would outgrow the record: then only the check. Returns
+/// the identity the final record write must find.
+pub fn widen(
+    store: &dyn Store,
+    ns: &str,
+    planned: &RecordIdentity,
+    overflow: bool,
+    declares: &ManagedSet,
+    now_ms: i64,
+    fallback_hash: &str,
+) -> Result<RecordIdentity, Changed> {
+    let item = unchanged(store, ns, planned)?;
+    if overflow {
+        return Ok(planned.clone());
+    }
+    let levels = levels_of(declares);
+    match add_levels(store, ns, item, &levels, now_ms, fallback_hash, true) {
         Ok((_, now)) => Ok(now),
         Err(StoreError::ConditionFailed { .. }) => {
             let now = RecordIdentity::of(store.get(&managed::record_key(ns), true)?.as_ref());
@@ -108,7 +112,7 @@ pub fn keep_written(
     for _ in 0..ROUNDS {
         let item = store.get(&key, true)?;
         let found = RecordIdentity::of(item.as_ref());
-        match add_levels(store, ns, item, levels, now_ms, fallback_hash) {
+        match add_levels(store, ns, item, levels, now_ms, fallback_hash, false) {
             Ok((added, _)) => return Ok(Kept { found, added }),
             Err(StoreError::ConditionFailed { .. }) => continue,
             Err(e) => return Err(e),
@@ -122,7 +126,7 @@ pub fn keep_written(
 /// Writes `item` (the record as read; `None`: none) with `levels` added to
 /// its managed set, conditioned on it being unchanged. Returns how many levels
 /// were added and the identity now stored (nothing is written when none is
-/// new).
+/// new, nor, with `only_if_fits`, when the set would outgrow the record).
 fn add_levels(
     store: &dyn Store,
     ns: &str,
@@ -130,6 +134,7 @@ fn add_levels(
     levels: &[Level],
     now_ms: i64,
     fallback_hash: &str,
+    only_if_fits: bool,
 ) -> Result<(usize, RecordIdentity), StoreError> {
     let key = managed::record_key(ns);
     let found = RecordIdentity::of(item.as_ref());
@@ -146,7 +151,19 @@ fn add_levels(
         return Ok((0, found));
     }
     let hash = found.applied_hash.as_deref().unwrap_or(fallback_hash);
-    let fresh = managed::record_item(ns, &set, &managed::iso_timestamp(now_ms), hash);
+    // A set beyond the record's size keeps what fits; the rest stays known to
+    // this tool through the items that recorded the levels before their writes.
+    let (fresh, beyond) = managed::record_item(
+        ns,
+        &set,
+        &managed::iso_timestamp(now_ms),
+        hash,
+        managed::record_limit(),
+        &[],
+    );
+    if only_if_fits && !beyond.is_empty() {
+        return Ok((0, found));
+    }
     let mut merged = item.unwrap_or_default();
     for (name, value) in fresh {
         if name != "applied_hash" || !merged.contains_key(&name) {
@@ -213,36 +230,11 @@ pub fn message(planned: &RecordIdentity, kept: &Result<Kept, StoreError>) -> Str
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::level::Change;
     use crate::store::memory::MemoryStore;
     use crate::store::AttrValue;
 
     fn entity(e: &str) -> Level {
         Level::Entity(e.into(), "r".into())
-    }
-
-    #[test]
-    fn written_levels_are_the_creates_and_updates_that_landed() {
-        let change = |action, level: Level| PlannedChange {
-            change: Change::new(action, level),
-            desired: None,
-            live: None,
-            details: vec![],
-        };
-        let changes = vec![
-            change(Action::Create, entity("a")),
-            change(Action::Update, entity("b")),
-            change(Action::Delete, entity("c")),
-            change(Action::Create, entity("failed")),
-        ];
-        let mut items = HashMap::new();
-        items.insert(entity("a").key("ns"), Some(Item::new()));
-        items.insert(entity("b").key("ns"), Some(Item::new()));
-        items.insert(entity("c").key("ns"), None);
-        assert_eq!(
-            written_levels("ns", &changes, &items),
-            vec![entity("a"), entity("b")]
-        );
     }
 
     #[test]
@@ -255,7 +247,7 @@ mod tests {
             .entry("x".into())
             .or_default()
             .insert("r".into());
-        let mut rec = managed::record_item("ns", &theirs, "t-theirs", "sha256:theirs");
+        let mut rec = record("ns", &theirs, "t-theirs", "sha256:theirs");
         rec.insert("extra".into(), AttrValue::s("kept"));
         s.put(rec);
         let kept = keep_written(
@@ -286,10 +278,12 @@ mod tests {
         let s = MemoryStore::new();
         let mut old = ManagedSet::default();
         old.resources.insert("old".into());
-        s.put(managed::record_item("ns", &old, "t0", "sha256:old"));
+        s.put(record("ns", &old, "t0", "sha256:old"));
         let planned = managed::read(&s, "ns").unwrap().identity;
-        let declares = [Level::Resource("new".into()), entity("a")];
-        let now = widen(&s, "ns", &planned, &declares, 0, "sha256:new").unwrap();
+        let mut declares = ManagedSet::default();
+        declares.insert(&Level::Resource("new".into()));
+        declares.insert(&entity("a"));
+        let now = widen(&s, "ns", &planned, false, &declares, 0, "sha256:new").unwrap();
         let rec = managed::read(&s, "ns").unwrap();
         assert_eq!(rec.identity, now);
         assert_ne!(now, planned);
@@ -304,14 +298,61 @@ mod tests {
         );
         // Nothing new to manage: nothing written.
         assert_eq!(
-            widen(&s, "ns", &now, &declares, 5, "sha256:new").unwrap(),
+            widen(&s, "ns", &now, false, &declares, 5, "sha256:new").unwrap(),
             now
         );
+        // A record with a managed set beyond it is only checked.
+        declares.insert(&entity("b"));
+        assert_eq!(
+            widen(&s, "ns", &now, true, &declares, 7, "sha256:new").unwrap(),
+            now
+        );
+        assert!(!managed::read(&s, "ns")
+            .unwrap()
+            .managed
+            .contains(&entity("b")));
         // The record the plan read was replaced: stop before any write.
-        let err = widen(&s, "ns", &planned, &declares, 9, "sha256:new").unwrap_err();
+        let err = widen(&s, "ns", &planned, false, &declares, 9, "sha256:new").unwrap_err();
         assert!(matches!(err, Changed::Record(ref found) if *found == now));
         assert!(err.to_string().contains("Nothing was written"), "{err}");
         assert_eq!(managed::read(&s, "ns").unwrap().identity, now);
+    }
+
+    #[test]
+    fn widen_leaves_a_record_that_would_outgrow_its_item_alone() {
+        let s = MemoryStore::new();
+        let mut big = ManagedSet::default();
+        for e in 0..12_000 {
+            big.insert(&Level::Entity(format!("tenant-{e:06}"), "model-0".into()));
+        }
+        let planned = RecordIdentity::default();
+        assert_eq!(
+            widen(&s, "ns", &planned, false, &big, 0, "sha256:new").unwrap(),
+            planned
+        );
+        assert!(!managed::read(&s, "ns").unwrap().identity.exists);
+    }
+
+    #[test]
+    fn unchanged_stops_an_apply_whose_record_was_replaced() {
+        let s = MemoryStore::new();
+        assert!(unchanged(&s, "ns", &RecordIdentity::default()).is_ok());
+        let mut old = ManagedSet::default();
+        old.resources.insert("old".into());
+        s.put(record("ns", &old, "t0", "sha256:old"));
+        let planned = managed::read(&s, "ns").unwrap().identity;
+        assert!(unchanged(&s, "ns", &planned).is_ok());
+        // Planned against no record, but one was written since.
+        let err = unchanged(&s, "ns", &RecordIdentity::default()).unwrap_err();
+        assert!(matches!(err, Changed::Record(ref found) if *found == planned));
+        // The record the plan read was replaced: stop before any write.
+        s.put(record("ns", &old, "t1", "sha256:old"));
+        let err = unchanged(&s, "ns", &planned).unwrap_err();
+        assert!(err.to_string().contains("Nothing was written"), "{err}");
+    }
+
+    fn record(ns: &str, set: &ManagedSet, at: &str, hash: &str) -> Item {
+        managed::record_item(ns, set, at, hash, usize::MAX, &[]).0
     }
 
     #[test]

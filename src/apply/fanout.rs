@@ -85,7 +85,64 @@ pub fn run(store: &dyn Store, ns_id: &str, owed: &Owed, now_ms: i64) -> Result<(
 
 /// At or above this many fan-outs, buckets are discovered with one listing of
 /// the namespace (GSI4) instead of two index queries per fan-out.
-const BULK_DISCOVERY_AT: usize = 32;
+pub const BULK_DISCOVERY_AT: usize = 32;
+/// The most buckets one round of reads and updates handles: a fan-out over a
+/// large namespace holds one round's items, whatever the namespace's size.
+const BUCKETS_PER_ROUND: usize = 2_000;
+
+/// Every bucket of a namespace, from one listing (GSI4), found by the levels
+/// that govern it.
+#[derive(Debug, Default)]
+pub struct Listing {
+    all: Vec<(Key, BucketId)>,
+    by_entity: HashMap<String, Vec<usize>>,
+    by_resource: HashMap<String, Vec<usize>>,
+}
+
+impl Listing {
+    /// Lists the namespace's buckets (keys only).
+    pub fn of(store: &dyn Store, ns: &str) -> Result<Listing, StoreError> {
+        let all = discover(store, ns, &Scope::System)?;
+        let mut listing = Listing::default();
+        for (i, (_, id)) in all.iter().enumerate() {
+            listing
+                .by_entity
+                .entry(id.entity.clone())
+                .or_default()
+                .push(i);
+            listing
+                .by_resource
+                .entry(id.resource.clone())
+                .or_default()
+                .push(i);
+        }
+        listing.all = all;
+        Ok(listing)
+    }
+
+    /// The buckets under `scope`, as its index query would find them.
+    fn under(&self, scope: &Scope) -> Vec<(Key, BucketId)> {
+        let pick = |ix: Option<&Vec<usize>>| -> Vec<(Key, BucketId)> {
+            ix.into_iter()
+                .flatten()
+                .map(|i| &self.all[*i])
+                .filter(|(_, id)| scope.covers(id))
+                .cloned()
+                .collect()
+        };
+        match scope {
+            Scope::System => self.all.clone(),
+            Scope::Resource(r) => pick(self.by_resource.get(r)),
+            Scope::Entity(e, _) => pick(self.by_entity.get(e)),
+        }
+    }
+
+    /// Whether the level `owed` fans out from governs any listed bucket (a
+    /// malformed target governs none).
+    pub fn governs(&self, owed: &Owed) -> bool {
+        Scope::parse(owed.level, &owed.target).is_some_and(|s| !self.under(&s).is_empty())
+    }
+}
 
 /// Performs many owed fan-outs at once, with the same effect as [`run`] on each
 /// in turn: config items and buckets are read in batches (100 keys a request),
@@ -97,7 +154,25 @@ pub fn run_many(
     owed: &[Owed],
     now_ms: i64,
 ) -> Vec<Result<(), FanOutError>> {
+    run_listed(store, ns_id, owed, now_ms, None)
+        .into_iter()
+        .map(|r| r.map(|_| ()))
+        .collect()
+}
+
+/// [`run_many`], taking the first pass's listing as given when there is one
+/// (a caller that listed the buckets before its config writes), and telling
+/// for each fan-out whether any bucket was under it (`false`: nothing was
+/// there to update, in either pass).
+pub fn run_listed(
+    store: &dyn Store,
+    ns_id: &str,
+    owed: &[Owed],
+    now_ms: i64,
+    mut first: Option<Listing>,
+) -> Vec<Result<bool, FanOutError>> {
     let mut results: Vec<Result<(), FanOutError>> = vec![Ok(()); owed.len()];
+    let mut touched = vec![false; owed.len()];
     let mut work: Vec<(usize, Scope, Job)> = vec![];
     for (i, o) in owed.iter().enumerate() {
         let Some(scope) = Scope::parse(o.level, &o.target) else {
@@ -123,13 +198,13 @@ pub fn run_many(
     let mut seen: Vec<HashSet<Key>> = vec![HashSet::new(); work.len()];
     for _pass in 0..2 {
         let all = if bulk {
-            match discover(store, ns_id, &Scope::System) {
-                Ok(found) => Some(found),
+            match first.take().map_or_else(|| Listing::of(store, ns_id), Ok) {
+                Ok(listing) => Some(listing),
                 Err(e) => {
                     for (i, ..) in &work {
                         results[*i] = Err(e.clone().into());
                     }
-                    return results;
+                    return results.into_iter().map(|r| r.map(|_| false)).collect();
                 }
             }
         } else {
@@ -141,15 +216,12 @@ pub fn run_many(
                 continue;
             }
             let found = match &all {
-                Some(all) => Ok(all
-                    .iter()
-                    .filter(|(_, id)| scope.covers(id))
-                    .cloned()
-                    .collect()),
+                Some(all) => Ok(all.under(scope)),
                 None => discover(store, ns_id, scope),
             };
             match found {
                 Ok(found) => {
+                    touched[*i] |= !found.is_empty();
                     let fresh: Vec<(Key, BucketId)> = found
                         .into_iter()
                         .filter(|(k, _)| seen[w].insert(k.clone()))
@@ -166,13 +238,46 @@ pub fn run_many(
                 Err(e) => results[*i] = Err(e.into()),
             }
         }
-        for (i, res) in fan_out(store, ns_id, &batch, now_ms) {
-            if let Err(e) = res {
-                results[i] = Err(e);
+        // A round at a time: a task's buckets, and whole tasks, up to a
+        // bounded number of buckets per round.
+        let mut round: Vec<Task> = vec![];
+        let mut in_round = 0;
+        let mut tasks = batch.into_iter().flat_map(split_task).peekable();
+        while let Some(t) = tasks.next() {
+            in_round += t.buckets.len();
+            round.push(t);
+            if in_round >= BUCKETS_PER_ROUND || tasks.peek().is_none() {
+                for (i, res) in fan_out(store, ns_id, &round, now_ms) {
+                    if let Err(e) = res {
+                        results[i] = Err(e);
+                    }
+                }
+                round.clear();
+                in_round = 0;
             }
         }
     }
     results
+        .into_iter()
+        .zip(touched)
+        .map(|(r, t)| r.map(|()| t))
+        .collect()
+}
+
+/// A task cut into tasks of at most [`BUCKETS_PER_ROUND`] buckets.
+fn split_task(t: Task) -> Vec<Task> {
+    if t.buckets.len() <= BUCKETS_PER_ROUND {
+        return vec![t];
+    }
+    t.buckets
+        .chunks(BUCKETS_PER_ROUND)
+        .map(|part| Task {
+            index: t.index,
+            scope: t.scope.clone(),
+            job: t.job,
+            buckets: part.to_vec(),
+        })
+        .collect()
 }
 
 /// One fan-out's share of a batch: the buckets it still has to update.

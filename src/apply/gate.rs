@@ -12,6 +12,8 @@ use crate::store::{AttrValue, Condition, Store, StoreError, UpdateAction, WriteO
 pub enum GateError {
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error("reading the version record: {0}")]
+    Read(StoreError),
     #[error("the version record (_/SYSTEM# #VERSION) is missing")]
     NoRecord,
     #[error("Version mismatch: client={CLIENT_VERSION}, schema={schema}, lambda={lambda}. Refusing to store {what}: the table's Lambdas must run {min} or later to enforce it; upgrade them first.")]
@@ -38,7 +40,9 @@ pub fn enforce(store: &dyn Store, m: &Manifest) -> Result<(), GateError> {
         return Ok(());
     };
     for attempt in 0..3 {
-        let rec = read(store)?.ok_or(GateError::NoRecord)?;
+        let rec = read(store)
+            .map_err(GateError::Read)?
+            .ok_or(GateError::NoRecord)?;
         for g in &gates {
             let ok = match &rec.lambda_version {
                 Some(v) => v == CLIENT_VERSION || parse(v) >= parse(g.min_version()),

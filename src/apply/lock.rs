@@ -54,7 +54,7 @@ impl LockInfo {
     /// A new lock for this process, taken at `now_ms`.
     pub fn new(operation: &str, now_ms: i64) -> LockInfo {
         LockInfo {
-            id: crate::apply::run::new_token(),
+            id: crate::apply::new_token(),
             who: who(),
             pid: std::process::id(),
             operation: operation.to_string(),

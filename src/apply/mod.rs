@@ -31,6 +31,36 @@ pub enum ApplyError {
     /// any config write.
     #[error("{why}: {}", .before.stopped_before())]
     Stopped { why: String, before: run::Step },
+    /// The store failed at a named step before any config write.
+    #[error("{what}: {source}")]
+    At {
+        what: String,
+        source: crate::store::StoreError,
+    },
+}
+
+impl ApplyError {
+    /// The store failed while `what` (before any config write).
+    pub fn at(what: impl Into<String>) -> impl FnOnce(crate::store::StoreError) -> ApplyError {
+        let what = what.into();
+        move |source| ApplyError::At { what, source }
+    }
+}
+
+/// A fresh apply token: 32 hex digits from the OS's random source (should it
+/// fail, two draws of [`crate::random::jitter`]'s fallback stand in).
+pub fn new_token() -> String {
+    let buf = crate::random::bytes::<16>().unwrap_or_else(|_| {
+        let (a, b) = (
+            crate::random::jitter(u64::MAX),
+            crate::random::jitter(u64::MAX),
+        );
+        let mut buf = [0u8; 16];
+        buf[..8].copy_from_slice(&a.to_le_bytes());
+        buf[8..].copy_from_slice(&b.to_le_bytes());
+        buf
+    });
+    buf.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 pub mod conflict;

@@ -133,6 +133,32 @@ pub fn count(store: &dyn Store, ns: &str) -> Result<usize, StoreError> {
     Ok(store.query(&keys::system_pk(ns), PREFIX, true)?.len())
 }
 
+/// The pending items left, and when the next apply can take them all.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Left {
+    pub count: usize,
+    /// The latest lease still running among them (epoch ms): an apply claims
+    /// an item only once every lease on it has run out, so before this
+    /// instant the next apply leaves some of them alone. `None`: the next
+    /// apply takes them all.
+    pub leased_until: Option<i64>,
+}
+
+/// What [`Left`] says at `now_ms`.
+pub fn left(store: &dyn Store, ns: &str, now_ms: i64) -> Result<Left, StoreError> {
+    let items = store.query(&keys::system_pk(ns), PREFIX, true)?;
+    let leased_until = items
+        .iter()
+        .filter_map(decode)
+        .filter(|p| !p.claimable(now_ms))
+        .flat_map(|p| p.owners.into_values().map(|s| s.lease))
+        .max();
+    Ok(Left {
+        count: items.len(),
+        leased_until,
+    })
+}
+
 fn encode(ns: &str, owed: &Owed, owners: &BTreeMap<String, Share>, written_ms: i64) -> Item {
     let k = key(ns, owed);
     let mut item = Item::new();
@@ -273,9 +299,24 @@ fn modify_many<E>(
 where
     E: FnMut(Option<&Pending>, &mut BTreeMap<String, Share>) -> bool,
 {
-    if owed.is_empty() {
-        return Ok(());
+    // A chunk at a time: however many fan-outs an apply owes, it holds one
+    // chunk of their items.
+    for owed in owed.chunks(crate::plan::prepare::CHUNK) {
+        modify_chunk(store, ns, owed, now_ms, &make_edit)?;
     }
+    Ok(())
+}
+
+fn modify_chunk<E>(
+    store: &dyn Store,
+    ns: &str,
+    owed: &[Owed],
+    now_ms: i64,
+    make_edit: &impl Fn() -> E,
+) -> Result<(), StoreError>
+where
+    E: FnMut(Option<&Pending>, &mut BTreeMap<String, Share>) -> bool,
+{
     let keys: Vec<Key> = owed.iter().map(|o| key(ns, o)).collect();
     let reads = store.batch_get(&keys, true)?;
     let (mut batched, mut conditional) = (Vec::new(), Vec::new());

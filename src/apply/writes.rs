@@ -3,207 +3,193 @@
 //! counted per resource in `#ENTITY_CONFIG_RESOURCES` (docs/storage.md,
 //! "Registries").
 //!
-//! Many levels are written at once, as batched writes ([`Store::batch_write`])
-//! and, for entity creates and deletes, concurrent conditional writes: one
-//! transaction per level (or per 98 levels) costs far more, on DynamoDB and even
-//! more on moto. Crash safety without them:
-//! * the `#RESOURCES` set is updated *before* the config writes; adding or
-//!   removing a name is idempotent, so a later apply redoes it harmlessly;
-//! * the entity counts go through a journal ([`counts`]) that makes each
-//!   increment happen exactly once, even when the process dies mid-apply.
+//! Many levels are written at once as batched, unconditional puts and
+//! deletes ([`Store::batch_write`]: 25 a request on DynamoDB); a transaction
+//! per level costs far more, on DynamoDB and even more on moto. Crash safety
+//! without them:
+//! * a resource name is added to the `#RESOURCES` set *before* its level is
+//!   written and removed only *after* its level is deleted (both idempotent,
+//!   so a later apply redoes them harmlessly); a name added for a create that
+//!   then failed is taken out again;
+//! * the entity counts are the caller's: [`write_levels`] returns what its
+//!   writes did to each count, and [`crate::apply::counts`] applies that
+//!   exactly once.
 
-use std::collections::HashSet;
-
-use crate::apply::counts::{self, Entry};
-use crate::plan::level::Level;
-use crate::store::{Condition, Item, Store, StoreError, UpdateAction, WriteOp};
+use std::collections::BTreeMap;
 
 use crate::items::keys::resources_registry_key as resources_key;
+use crate::plan::level::Level;
+use crate::store::{Condition, Item, Store, StoreError, UpdateAction, WriteOp};
 
 /// One level write.
 #[derive(Debug, Clone, Copy)]
 pub enum LevelWrite<'a> {
-    /// Full replace. `existed`: the pre-read saw the item (it is not counted again).
+    /// Full replace. `existed`: the pre-read saw the item; `indexed`: it was in
+    /// the entity-config index (so it is already counted).
     Put {
         level: &'a Level,
         item: &'a Item,
         existed: bool,
+        indexed: bool,
     },
-    /// `existed: false` writes nothing (already gone).
-    Delete { level: &'a Level, existed: bool },
-}
-
-impl LevelWrite<'_> {
-    fn level(&self) -> &Level {
-        match self {
-            LevelWrite::Put { level, .. } | LevelWrite::Delete { level, .. } => level,
-        }
-    }
+    /// `existed: false` writes nothing but the registry (already gone).
+    Delete {
+        level: &'a Level,
+        existed: bool,
+        indexed: bool,
+    },
 }
 
 /// What [`write_levels`] did.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Written {
-    /// One result per write, in order.
-    pub results: Vec<Result<(), StoreError>>,
-    /// Keeping the entity counts failed after the writes; the journal stays and
-    /// a later apply settles it.
-    pub counts: Option<StoreError>,
+    /// One result per write, in order; an error says what failed.
+    pub results: Vec<Result<(), String>>,
+    /// Per resource, the entity levels these writes added to the entity-config
+    /// index minus those they removed.
+    pub deltas: BTreeMap<String, i64>,
 }
 
-/// Writes many levels and keeps the registries. `token` and `lease` name and
-/// time-limit this writer's count journal (see [`counts`]).
-pub fn write_levels(
-    store: &dyn Store,
-    ns: &str,
-    token: &str,
-    lease: i64,
-    writes: &[LevelWrite<'_>],
-) -> Written {
-    let mut results: Vec<Option<Result<(), StoreError>>> = writes.iter().map(|_| None).collect();
+/// Whether `item` is in the entity-config index (GSI3), where the Python
+/// client counts it.
+pub fn indexed(item: &Item) -> bool {
+    crate::store::emulate::index_keys(item, crate::store::Index::Gsi3).is_some()
+}
 
-    // 1. The `#RESOURCES` set, ahead of the writes.
-    let (mut added, mut removed) = (Vec::new(), Vec::new());
-    for w in writes {
-        match w {
-            LevelWrite::Put {
-                level: Level::Resource(r),
-                ..
-            } => added.push(r.clone()),
-            LevelWrite::Delete {
-                level: Level::Resource(r),
-                ..
-            } => removed.push(r.clone()),
-            _ => {}
-        }
-    }
-    if let Err(e) = update_resources_set(store, ns, added, removed) {
-        fail(writes, &mut results, &e, |l| {
-            matches!(l, Level::Resource(_))
-        });
-    }
+/// Writes many levels and keeps the `#RESOURCES` set.
+pub fn write_levels(store: &dyn Store, ns: &str, writes: &[LevelWrite<'_>]) -> Written {
+    let mut results: Vec<Option<Result<(), String>>> = writes.iter().map(|_| None).collect();
 
-    // 2. The count journal, ahead of the writes.
-    let entries: Vec<Entry> = writes
+    // 1. Resource names into `#RESOURCES`, ahead of their levels.
+    let added: Vec<String> = writes
         .iter()
-        .zip(&results)
-        .filter(|(_, r)| r.is_none())
-        .filter_map(|(w, _)| match w {
+        .filter_map(|w| match w {
             LevelWrite::Put {
-                level: Level::Entity(e, r),
-                existed: false,
+                level: Level::Resource(r),
                 ..
-            } => Some((e, r, true)),
-            LevelWrite::Delete {
-                level: Level::Entity(e, r),
-                existed: true,
-            } => Some((e, r, false)),
+            } => Some(r.clone()),
             _ => None,
         })
-        .map(|(e, r, create)| Entry {
-            entity: e.clone(),
-            resource: r.clone(),
-            create,
-        })
         .collect();
-    let journal = match counts::write_ahead(store, ns, token, lease, entries) {
-        Ok(j) => j,
-        Err(e) => {
-            fail(writes, &mut results, &e, |l| matches!(l, Level::Entity(..)));
-            Vec::new()
+    if let Err(e) = update_resources_set(store, ns, added, Vec::new()) {
+        let why = format!("adding it to the #RESOURCES registry: {e}");
+        for (w, r) in writes.iter().zip(results.iter_mut()) {
+            if matches!(
+                w,
+                LevelWrite::Put {
+                    level: Level::Resource(_),
+                    ..
+                }
+            ) {
+                *r = Some(Err(why.clone()));
+            }
         }
-    };
+    }
 
-    // 3. The config writes: entity deletes are conditional, so a count never
-    //    drops for a level someone else deleted (a count too low makes the
-    //    Python limiter skip entity configs); every other write is a batched
-    //    unconditional put or delete. A level another writer creates between
-    //    our pre-read and our put is counted twice: too high only costs the
-    //    limiter a read.
-    let mut counted: Vec<usize> = Vec::new();
-    let mut counted_ops = Vec::new();
-    let mut batched: Vec<usize> = Vec::new();
-    let mut batched_ops = Vec::new();
+    // 2. The levels, in batches.
+    let mut which = Vec::new();
+    let mut ops = Vec::new();
     for (i, w) in writes.iter().enumerate() {
         if results[i].is_some() {
             continue;
         }
-        match *w {
-            LevelWrite::Put { item, .. } => {
-                batched.push(i);
-                batched_ops.push(WriteOp::Put {
-                    item: item.clone(),
-                    condition: None,
-                });
+        let op = match *w {
+            LevelWrite::Put { item, .. } => WriteOp::Put {
+                item: item.clone(),
+                condition: None,
+            },
+            LevelWrite::Delete { existed: false, .. } => {
+                results[i] = Some(Ok(())); // already gone
+                continue;
             }
-            LevelWrite::Delete { existed: false, .. } => results[i] = Some(Ok(())), // already gone
-            LevelWrite::Delete {
-                level: level @ Level::Entity(..),
-                ..
-            } => {
-                counted.push(i);
-                counted_ops.push(WriteOp::Delete {
-                    key: level.key(ns),
-                    condition: Some(Condition::Exists),
-                });
-            }
-            LevelWrite::Delete { level, .. } => {
-                batched.push(i);
-                batched_ops.push(WriteOp::Delete {
-                    key: level.key(ns),
-                    condition: None,
-                });
-            }
-        }
+            LevelWrite::Delete { level, .. } => WriteOp::Delete {
+                key: level.key(ns),
+                condition: None,
+            },
+        };
+        which.push(i);
+        ops.push(op);
     }
-    let mut ours: HashSet<(&str, &str)> = HashSet::new();
-    for (i, r) in counted.into_iter().zip(store.write_many(counted_ops)) {
-        results[i] = Some(match r {
-            Ok(_) => {
-                if let Level::Entity(e, res) = writes[i].level() {
-                    ours.insert((e.as_str(), res.as_str()));
-                }
-                Ok(())
-            }
-            // Deleted meanwhile by someone else (who counted it).
-            Err(StoreError::ConditionFailed { .. }) => Ok(()),
-            Err(e) => Err(e),
-        });
-    }
-    for (i, r) in batched.into_iter().zip(store.batch_write(batched_ops)) {
-        if r.is_ok() {
-            if let LevelWrite::Put {
-                level: Level::Entity(e, res),
-                existed: false,
-                ..
-            } = &writes[i]
-            {
-                ours.insert((e.as_str(), res.as_str()));
-            }
-        }
-        results[i] = Some(r);
+    for (i, r) in which.into_iter().zip(store.batch_write(ops)) {
+        results[i] = Some(r.map_err(|e| e.to_string()));
     }
 
-    // 4. Settle the journal with what this apply did.
-    let did = |e: &Entry| ours.contains(&(e.entity.as_str(), e.resource.as_str()));
-    let mut counts_error = None;
-    for chunk in &journal {
-        if let Err(e) = counts::settle(store, ns, chunk, Some(&did)) {
-            counts_error.get_or_insert(e);
+    // 3. What the writes did to the counts and to `#RESOURCES`.
+    let mut deltas: BTreeMap<String, i64> = BTreeMap::new();
+    let (mut removed, mut undo) = (Vec::new(), Vec::new());
+    for (w, r) in writes.iter().zip(&results) {
+        let ok = matches!(r, Some(Ok(())));
+        match (*w, ok) {
+            (
+                LevelWrite::Put {
+                    level: Level::Entity(_, res),
+                    item,
+                    indexed: before,
+                    ..
+                },
+                true,
+            ) => {
+                *deltas.entry(res.clone()).or_default() +=
+                    i64::from(indexed(item)) - i64::from(before)
+            }
+            (
+                LevelWrite::Delete {
+                    level: Level::Entity(_, res),
+                    existed: true,
+                    indexed: true,
+                },
+                true,
+            ) => *deltas.entry(res.clone()).or_default() -= 1,
+            (
+                LevelWrite::Delete {
+                    level: Level::Resource(r),
+                    ..
+                },
+                true,
+            ) => removed.push(r.clone()),
+            (
+                LevelWrite::Put {
+                    level: Level::Resource(r),
+                    existed: false,
+                    ..
+                },
+                false,
+            ) => undo.push(r.clone()),
+            _ => {}
         }
     }
+    deltas.retain(|_, d| *d != 0);
+    if let Err(e) = update_resources_set(store, ns, Vec::new(), removed) {
+        // The level is gone; its name stays listed until an apply removes it.
+        let why = format!("deleted, but removing it from the #RESOURCES registry failed: {e}");
+        for (w, r) in writes.iter().zip(results.iter_mut()) {
+            if matches!(
+                w,
+                LevelWrite::Delete {
+                    level: Level::Resource(_),
+                    ..
+                }
+            ) && matches!(r, Some(Ok(())))
+            {
+                *r = Some(Err(why.clone()));
+            }
+        }
+    }
+    // Best effort: a name listed for a level that was never written.
+    let _ = update_resources_set(store, ns, Vec::new(), undo);
     Written {
         results: results
             .into_iter()
-            .map(|r| r.unwrap_or_else(|| Err(StoreError::Backend("write was not run".into()))))
+            .map(|r| r.unwrap_or_else(|| Err("the write was not run".into())))
             .collect(),
-        counts: counts_error,
+        deltas,
     }
 }
 
-/// Writes `item` as the level's config (full replace), with its registry entry.
-/// `existed` is what the caller's read saw; `false` is checked with a fresh read,
-/// so a stale "absent" does not count the level twice.
+/// Writes `item` as the level's config (full replace), with its registry
+/// entries and count, as an apply of that one level would. `existed` is what
+/// the caller's read saw; an entity level is read again (whether it is
+/// already counted decides its count).
 pub fn put_level(
     store: &dyn Store,
     ns: &str,
@@ -211,43 +197,43 @@ pub fn put_level(
     item: Item,
     existed: bool,
 ) -> Result<(), StoreError> {
-    let counted = matches!(level, Level::Entity(..));
-    let existed = existed || (counted && store.get(&level.key(ns), true)?.is_some());
+    let live = match level {
+        Level::Entity(..) => store.get(&level.key(ns), true)?,
+        _ => None,
+    };
     let w = LevelWrite::Put {
         level,
         item: &item,
-        existed,
+        existed: existed || live.is_some(),
+        indexed: live.as_ref().is_some_and(indexed),
     };
-    single(store, ns, w)
+    single(store, ns, level, w)
 }
 
-/// Deletes the level's config item (and its registry entry).
+/// Deletes the level's config item, with its registry entries and count.
 pub fn delete_level(store: &dyn Store, ns: &str, level: &Level) -> Result<(), StoreError> {
-    let existed = store.get(&level.key(ns), true)?.is_some();
-    single(store, ns, LevelWrite::Delete { level, existed })
+    let live = store.get(&level.key(ns), true)?;
+    let w = LevelWrite::Delete {
+        level,
+        existed: live.is_some(),
+        indexed: live.as_ref().is_some_and(indexed),
+    };
+    single(store, ns, level, w)
 }
 
-fn single(store: &dyn Store, ns: &str, w: LevelWrite<'_>) -> Result<(), StoreError> {
-    let now = crate::clock::system_ms();
-    let token = format!("single-{}-{now}", std::process::id());
-    let mut out = write_levels(store, ns, &token, now + crate::apply::LEASE_MS, &[w]);
-    match (out.results.pop(), out.counts) {
-        (Some(Err(e)), _) | (_, Some(e)) => Err(e),
+fn single(store: &dyn Store, ns: &str, level: &Level, w: LevelWrite<'_>) -> Result<(), StoreError> {
+    let resources = match level {
+        Level::Entity(_, r) => [r.clone()].into(),
+        _ => Default::default(),
+    };
+    let token = crate::apply::new_token();
+    let lease = crate::clock::system_ms().saturating_add(crate::apply::LEASE_MS);
+    let journal = crate::apply::counts::begin(store, ns, &token, lease, resources)?;
+    let mut out = write_levels(store, ns, &[w]);
+    crate::apply::counts::settle(store, ns, &journal, &out.deltas)?;
+    match out.results.pop() {
+        Some(Err(e)) => Err(StoreError::Backend(e)),
         _ => Ok(()),
-    }
-}
-
-/// Marks every not-yet-decided write on a level `which` accepts as failed with `e`.
-fn fail(
-    writes: &[LevelWrite<'_>],
-    results: &mut [Option<Result<(), StoreError>>],
-    e: &StoreError,
-    which: impl Fn(&Level) -> bool,
-) {
-    for (w, r) in writes.iter().zip(results.iter_mut()) {
-        if r.is_none() && which(w.level()) {
-            *r = Some(Err(e.clone()));
-        }
     }
 }
 
@@ -261,7 +247,7 @@ fn update_resources_set(
 ) -> Result<(), StoreError> {
     if !added.is_empty() {
         let mut actions = vec![UpdateAction::AddToSet("resources".into(), added)];
-        actions.extend(counts::gsi4(ns));
+        actions.extend(crate::apply::counts::gsi4(ns));
         store.write(WriteOp::Update {
             key: resources_key(ns),
             actions,
@@ -283,15 +269,42 @@ fn update_resources_set(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+    use crate::apply::counts;
     use crate::store::item::keyed;
     use crate::store::memory::MemoryStore;
     use crate::store::AttrValue;
+    use crate::store::Key;
 
     fn item(level: &Level) -> Item {
         let k = level.key("ns");
-        keyed(&k.pk, &k.sk, &[("l_rpm_cp", AttrValue::n(5))])
+        let mut attrs = vec![("l_rpm_cp", AttrValue::n(5))];
+        if let Level::Entity(e, r) = level {
+            attrs.push((
+                "GSI3PK",
+                AttrValue::s(crate::items::keys::entity_config_gsi3pk("ns", r)),
+            ));
+            attrs.push(("GSI3SK", AttrValue::s(e)));
+        }
+        keyed(&k.pk, &k.sk, &attrs)
+    }
+
+    pub(crate) fn put_level(store: &dyn Store, ns: &str, level: &Level, item: Item) {
+        super::put_level(store, ns, level, item, false).unwrap();
+    }
+
+    pub(crate) fn delete_level(store: &dyn Store, ns: &str, level: &Level) {
+        super::delete_level(store, ns, level).unwrap();
+    }
+
+    /// The store's items without the counts' recount stamp (a random token).
+    fn unstamped(s: &MemoryStore) -> std::collections::BTreeMap<Key, Item> {
+        let mut all = s.snapshot();
+        for item in all.values_mut() {
+            item.remove(counts::STAMP_ATTR);
+        }
+        all
     }
 
     #[test]
@@ -299,16 +312,16 @@ mod tests {
         let s = MemoryStore::new();
         let a = Level::Resource("a".into());
         let b = Level::Resource("b".into());
-        put_level(&s, "ns", &a, item(&a), false).unwrap();
-        put_level(&s, "ns", &b, item(&b), false).unwrap();
+        put_level(&s, "ns", &a, item(&a));
+        put_level(&s, "ns", &b, item(&b));
         let reg = s.item("ns/SYSTEM#", "#RESOURCES").unwrap();
         assert_eq!(
             reg.get("resources"),
             Some(&AttrValue::Ss(["a".to_string(), "b".to_string()].into()))
         );
         assert_eq!(reg.get("GSI4PK"), Some(&AttrValue::s("ns")));
-        delete_level(&s, "ns", &a).unwrap();
-        delete_level(&s, "ns", &b).unwrap();
+        delete_level(&s, "ns", &a);
+        delete_level(&s, "ns", &b);
         assert!(s.item("ns/RESOURCE#a", "#CONFIG").is_none());
         assert!(!s
             .item("ns/SYSTEM#", "#RESOURCES")
@@ -329,7 +342,7 @@ mod tests {
         let one = MemoryStore::new();
         let many = MemoryStore::new();
         for l in &levels {
-            put_level(&one, "ns", l, item(l), false).unwrap();
+            put_level(&one, "ns", l, item(l));
         }
         let items: Vec<Item> = levels.iter().map(item).collect();
         let puts = |existed: bool| -> Vec<LevelWrite<'_>> {
@@ -340,57 +353,106 @@ mod tests {
                     level,
                     item,
                     existed,
+                    indexed: existed,
                 })
                 .collect()
         };
-        let out = write_levels(&many, "ns", "t", 0, &puts(false));
-        assert!(out.results.iter().all(Result::is_ok) && out.counts.is_none());
-        assert_eq!(one.snapshot(), many.snapshot());
+        let all: std::collections::BTreeSet<String> =
+            ["a".to_string(), "_default_".to_string()].into();
+        let j = counts::begin(&many, "ns", "t", 0, all.clone()).unwrap();
+        let out = write_levels(&many, "ns", &puts(false));
+        assert!(out.results.iter().all(Result::is_ok));
+        counts::settle(&many, "ns", &j, &out.deltas).unwrap();
+        assert_eq!(unstamped(&one), unstamped(&many));
         // Marked as existing, they are replaced without counting them again.
         let before = many.snapshot();
-        write_levels(&many, "ns", "t", 0, &puts(true));
-        assert_eq!(many.snapshot(), before);
+        let out = write_levels(&many, "ns", &puts(true));
+        assert!(out.deltas.is_empty());
+        assert_eq!(many.snapshot(), before, "no journal, no settle");
         // Deleting them all, in one batch, empties the registries.
         let batch: Vec<LevelWrite<'_>> = levels
             .iter()
             .map(|level| LevelWrite::Delete {
                 level,
                 existed: true,
+                indexed: matches!(level, Level::Entity(..)),
             })
             .collect();
-        write_levels(&many, "ns", "t", 0, &batch);
+        let j = counts::begin(&many, "ns", "t", 0, all).unwrap();
+        let out = write_levels(&many, "ns", &batch);
+        counts::settle(&many, "ns", &j, &out.deltas).unwrap();
         for l in &levels {
-            delete_level(&one, "ns", l).unwrap();
+            delete_level(&one, "ns", l);
         }
-        assert_eq!(one.snapshot(), many.snapshot());
+        assert_eq!(unstamped(&one), unstamped(&many));
         let counts = many.item("ns/SYSTEM#", "#ENTITY_CONFIG_RESOURCES");
         assert!(counts.is_some_and(|c| !c.contains_key("a") && !c.contains_key("_default_")));
     }
 
     #[test]
-    fn entity_writes_count_references_per_resource() {
+    fn a_level_that_was_not_in_the_index_is_counted_when_written_into_it() {
         let s = MemoryStore::new();
         let u1 = Level::Entity("u1".into(), "gpt-4".into());
-        let u2 = Level::Entity("u2".into(), "gpt-4".into());
-        put_level(&s, "ns", &u1, item(&u1), false).unwrap();
-        // A stale "absent" pre-read must not count the same item twice.
-        put_level(&s, "ns", &u1, item(&u1), false).unwrap();
-        put_level(&s, "ns", &u2, item(&u2), true).unwrap();
-        let count = |s: &MemoryStore| {
-            s.item("ns/SYSTEM#", "#ENTITY_CONFIG_RESOURCES")
-                .and_then(|i| i.get("gpt-4").cloned())
-        };
-        // u2 was claimed to exist but did not: written without counting, as the
-        // reference does for an existing item.
-        assert_eq!(count(&s), Some(AttrValue::n(1)));
-        put_level(&s, "ns", &u2, item(&u2), false).unwrap();
-        assert_eq!(count(&s), Some(AttrValue::n(1)));
-        delete_level(&s, "ns", &u1).unwrap();
-        assert_eq!(count(&s), None);
-        assert!(s.item("ns/ENTITY#u1", "#CONFIG#gpt-4").is_none());
-        // Deleting an item that is already gone changes nothing.
-        delete_level(&s, "ns", &u1).unwrap();
-        delete_level(&s, "ns", &u2).unwrap();
-        assert!(s.item("ns/ENTITY#u2", "#CONFIG#gpt-4").is_none());
+        // Written by the reference's provisioner: no GSI3 keys, not counted.
+        let k = u1.key("ns");
+        s.put(keyed(&k.pk, &k.sk, &[("l_rpm_cp", AttrValue::n(1))]));
+        put_level(&s, "ns", &u1, item(&u1));
+        let count = s
+            .item("ns/SYSTEM#", "#ENTITY_CONFIG_RESOURCES")
+            .and_then(|i| i.get("gpt-4").cloned());
+        assert_eq!(count, Some(AttrValue::n(1)));
+        assert!(counts::check(&s, "ns", &["gpt-4".to_string()].into(), None)
+            .unwrap()
+            .is_empty());
+        delete_level(&s, "ns", &u1);
+        assert!(s
+            .get(&Key::new("ns/ENTITY#u1", "#CONFIG#gpt-4"), true)
+            .unwrap()
+            .is_none());
+    }
+
+    #[test]
+    fn a_failed_resource_create_leaves_no_name_and_a_failed_delete_keeps_it() {
+        use crate::apply::fault::tests::failing;
+        let s = failing("put:RESOURCE#b,delete:RESOURCE#a");
+        let a = Level::Resource("a".into());
+        let b = Level::Resource("b".into());
+        let ia = item(&a);
+        let out = write_levels(
+            s.as_ref(),
+            "ns",
+            &[LevelWrite::Put {
+                level: &a,
+                item: &ia,
+                existed: false,
+                indexed: false,
+            }],
+        );
+        assert!(out.results[0].is_ok());
+        let ib = item(&b);
+        let out = write_levels(
+            s.as_ref(),
+            "ns",
+            &[
+                LevelWrite::Put {
+                    level: &b,
+                    item: &ib,
+                    existed: false,
+                    indexed: false,
+                },
+                LevelWrite::Delete {
+                    level: &a,
+                    existed: true,
+                    indexed: false,
+                },
+            ],
+        );
+        assert!(out.results.iter().all(Result::is_err), "{:?}", out.results);
+        let reg = s.get(&resources_key("ns"), true).unwrap().unwrap();
+        assert_eq!(
+            reg.get("resources"),
+            Some(&AttrValue::Ss(["a".to_string()].into())),
+            "a is still there, b was never written"
+        );
     }
 }

@@ -9,6 +9,7 @@ pub mod error;
 pub mod help;
 pub mod interrupt;
 pub mod output;
+pub mod progress;
 
 pub use args::{command, Cli, Command};
 pub use error::CliError;

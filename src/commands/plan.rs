@@ -21,16 +21,17 @@
 
 use std::path::Path;
 
-use crate::apply::{fault, pending, run};
+use crate::apply::{counts, fault, pending, record, run};
 use crate::cli::args::{ApplyArgs, PlanArgs, PlanCmdArgs, RefreshArg, TextOrJson};
 use crate::cli::interrupt::Interrupt;
-use crate::cli::CliError;
+use crate::cli::{progress, CliError};
 use crate::exit_codes;
 use crate::items::namespace;
 use crate::manifest::{self, Manifest, Severity};
-use crate::plan::digests::Untrusted;
+use crate::plan::digests::{self, Untrusted};
+use crate::plan::managed::{self, ManagedSet};
 use crate::plan::output::{self, ApplyCounts, Command, Report};
-use crate::plan::prepare::{builder, prepare, BuildFn, Refresh};
+use crate::plan::prepare::{builder, prepare_each, BuildFn, Prepared, Refresh};
 use crate::plan::saved::{SavedPlan, StaleOr};
 use crate::plan::version;
 use crate::store::empty::EmptyStore;
@@ -121,22 +122,65 @@ fn read_only(
             (Box::new(EmptyStore::new(&args.name)), namespace::new_id()?)
         }
     };
+    let store = store.as_ref();
     let build = builder(&ns, &m);
     let build: &BuildFn<'_> = &build;
-    let prepared = prepare(store.as_ref(), &ns, &m, false, build, refresh)?;
+    let record = managed::read(store, &ns)?;
+    let recorded = match refresh {
+        Refresh::All => None,
+        Refresh::Trust => Some(digests::read(store, &ns, record.stamp.as_deref())?),
+    };
+    // Only what output needs is kept of each change, unless the plan is
+    // saved (the file holds the items).
+    let mut changes = Vec::new();
+    let bar = progress::Bar::stderr();
+    let summary = prepare_each(
+        store,
+        &ns,
+        &m,
+        false,
+        build,
+        &record,
+        recorded.as_ref(),
+        &bar,
+        &mut |pc| {
+            changes.push(if save_to.is_some() {
+                pc
+            } else {
+                pc.without_items()
+            })
+        },
+    )?;
+    drop(bar);
     let mut warnings = if command == Command::Plan {
         warnings
     } else {
         Vec::new()
     };
-    warnings.extend(fallback_warning(prepared.fallback.as_ref()));
-    let pending = pending::count(store.as_ref(), &ns)? + prepared.record.cascade_pending.len();
+    warnings.extend(fallback_warning(summary.fallback.as_ref()));
+    if command == Command::Plan {
+        warnings.extend(record.warnings());
+        warnings.extend(record_size_warning(&ns, &m));
+        if refresh == Refresh::All {
+            let mut resources = ManagedSet::from_manifest(&m).entity_resources();
+            resources.extend(record.all().entity_resources());
+            let wrong = counts::check(store, &ns, &resources, record.counts_left.as_deref())?;
+            warnings.extend(
+                wrong
+                    .iter()
+                    .map(|r| format!("{r}; the next apply repairs it")),
+            );
+        }
+    }
+    let left = pending::left(store, &ns, crate::clock::system_ms())?;
+    let pending = left.count + record.cascade_pending.len();
     let report = Report {
         command,
         namespace: &name,
-        changes: &prepared.changes,
-        unchanged: prepared.unchanged,
+        changes: &changes,
+        unchanged: summary.unchanged,
         pending,
+        pending_leased_until: left.leased_until,
         full: false,
         resumed: false,
         warnings: warnings.clone(),
@@ -155,7 +199,14 @@ fn read_only(
             no_refresh: refresh == Refresh::Trust,
             pending,
             warnings,
-            prepared: prepared.clone(),
+            prepared: Prepared {
+                record,
+                changes: changes.clone(),
+                unchanged: summary.unchanged,
+                unchanged_digests: summary.unchanged_digests,
+                fallback: summary.fallback,
+                forgotten: summary.forgotten,
+            },
         };
         super::saved_plan::save(&saved, path)?;
     }
@@ -163,7 +214,22 @@ fn read_only(
     if let Some(path) = save_to {
         super::saved_plan::saved_note(path, &args)?;
     }
-    Ok(exit_code(&args, !prepared.changes.is_empty(), false))
+    Ok(exit_code(&args, !changes.is_empty(), false))
+}
+
+/// Says so when the managed set the manifest declares does not fit the
+/// `#PROVISIONER` record (docs/storage.md, "The managed set beyond the record").
+fn record_size_warning(ns: &str, m: &Manifest) -> Option<String> {
+    let declared = ManagedSet::from_manifest(m);
+    let (fits, size) = record::record_size(ns, &declared);
+    (!fits).then(|| {
+        format!(
+            "the {} levels this manifest manages need a #PROVISIONER record of {} KB, more than the {} KB one item holds: the record keeps what fits and this tool keeps the whole managed set in its own items; the reference's provisioner sees only the levels in the record (docs/storage.md, \"The managed set beyond the record\")",
+            declared.len(),
+            size / 1024,
+            managed::record_limit() / 1024
+        )
+    })
 }
 
 pub fn apply(args: ApplyArgs) -> Result<i32, CliError> {
@@ -178,10 +244,16 @@ pub fn apply(args: ApplyArgs) -> Result<i32, CliError> {
     let name = namespace_name(&args.plan, &m)?;
     let store = fault::wrap(open::open(&args.plan.store.target(), &args.plan.name)?);
     let store = store.as_ref();
-    crate::items::version::ensure_initialized(store)?;
+    crate::items::version::ensure_initialized(store).map_err(|e| {
+        CliError::Failed(format!(
+            "initialising the table (the version record and the default namespace): {e}"
+        ))
+    })?;
     let rec = version::read(store)?;
     version::check_usable(rec.as_ref(), store.table_name())?;
-    let ns = namespace::register(store, &name)?.id;
+    let ns = namespace::register(store, &name)
+        .map_err(|e| CliError::Failed(format!("registering namespace '{name}': {e}")))?
+        .id;
     let build = builder(&ns, &m);
     let hash = manifest::applied_hash(&m);
     let operation = format!("limits apply -f {}", manifest_path(&args.plan)?.display());
@@ -251,8 +323,9 @@ pub(super) fn carry_out(
             StaleOr::Store(e) => CliError::Failed(format!("checking the saved plan: {e}")),
         })?;
     }
-    let token = run::new_token();
+    let token = crate::apply::new_token();
     let stop = super::lock::stop_check(&interrupt, held.as_ref());
+    let bar = progress::Bar::stderr();
     let req = run::ApplyRequest {
         ns: target.ns,
         manifest: what.manifest,
@@ -264,18 +337,22 @@ pub(super) fn carry_out(
         refresh: what.refresh,
         stop: &stop,
         saved: what.saved.map(|s| &s.prepared),
+        progress: &bar,
     };
     let done = run::apply(store, &req)?;
+    drop(bar);
     let mut warnings: Vec<String> = fallback_warning(done.fallback.as_ref())
         .into_iter()
         .collect();
+    warnings.extend(record_size_warning(target.ns, what.manifest));
     warnings.extend(done.warnings.iter().cloned());
     let report = Report {
         command: Command::Apply,
         namespace: target.name,
         changes: &done.changes,
         unchanged: done.unchanged,
-        pending: done.pending,
+        pending: done.pending.count,
+        pending_leased_until: done.pending.leased_until,
         full: done.full,
         resumed: done.resumed,
         warnings,

@@ -64,6 +64,7 @@ pub fn show_plan(args: ShowPlanArgs) -> Result<i32, CliError> {
         changes: &p.changes,
         unchanged: p.unchanged,
         pending: plan.pending,
+        pending_leased_until: None,
         full: false,
         resumed: false,
         warnings: plan.warnings.clone(),

@@ -21,11 +21,14 @@
 //!   [`crate::apply::writes`], which writes each level and its registry entry in
 //!   one transaction.
 //! * [`namespace`] — `register(store, name)`, `resolve(store, name)`, `list(store)`.
+//! * [`chunked`] — splitting our own growing items (digests, the count
+//!   journal, the managed set's overflow) below the 400 KB item limit.
 //! * [`version`] — `read(store)`, `ensure_initialized(store)` (version record +
 //!   `default` namespace, as `Repository.open` does on a new table).
 
 pub mod attrs;
 pub mod base64url;
+pub mod chunked;
 pub mod config;
 pub mod keys;
 pub mod namespace;

@@ -18,6 +18,18 @@ pub struct Manifest {
     pub entities: IndexMap<String, IndexMap<String, LevelConfig>>,
 }
 
+impl Manifest {
+    /// A manifest of namespace `namespace` that declares nothing yet.
+    pub fn new(namespace: &str) -> Manifest {
+        Manifest {
+            namespace: namespace.to_string(),
+            system: None,
+            resources: IndexMap::new(),
+            entities: IndexMap::new(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct SystemLevel {
     pub limits: IndexMap<String, LimitSpec>,
@@ -32,6 +44,15 @@ pub struct LevelConfig {
     pub disabled: Option<Disabled>,
     /// `None` inherits.
     pub cascade: Option<bool>,
+}
+
+impl LevelConfig {
+    /// A level with one limit and no flags.
+    pub fn with_limit(name: &str, spec: LimitSpec) -> LevelConfig {
+        let mut level = LevelConfig::default();
+        level.limits.insert(name.to_string(), spec);
+        level
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -13,6 +13,20 @@ use super::model::{Disabled, LevelConfig, LimitKind, LimitSpec, Manifest, Modifi
 /// YAML `2` as the int 2; a `2.0` written as a float is the only case where the
 /// informational hash can differ, since the model keeps the scale as f64).
 pub fn normalised_json(m: &Manifest) -> Value {
+    let mut top = head_json(m);
+    if !m.entities.is_empty() {
+        let ents = m
+            .entities
+            .iter()
+            .map(|(id, resources)| (id.clone(), entity_json(resources)))
+            .collect();
+        top.insert("entities".into(), Value::Object(ents));
+    }
+    Value::Object(top)
+}
+
+/// The normalised manifest without its entities (small, whatever the manifest's size).
+fn head_json(m: &Manifest) -> Map<String, Value> {
     let mut top = Map::new();
     top.insert("namespace".into(), Value::String(m.namespace.clone()));
     if let Some(sys) = &m.system {
@@ -30,20 +44,18 @@ pub fn normalised_json(m: &Manifest) -> Value {
         }
         top.insert("resources".into(), Value::Object(res));
     }
-    if !m.entities.is_empty() {
-        let mut ents = Map::new();
-        for (id, resources) in &m.entities {
-            let mut res = Map::new();
-            for (name, cfg) in resources {
-                res.insert(name.clone(), level_json(cfg));
-            }
-            let mut e = Map::new();
-            e.insert("resources".into(), Value::Object(res));
-            ents.insert(id.clone(), Value::Object(e));
-        }
-        top.insert("entities".into(), Value::Object(ents));
+    top
+}
+
+/// One entity of the normalised manifest: `{"resources": {…}}`.
+fn entity_json(resources: &indexmap::IndexMap<String, LevelConfig>) -> Value {
+    let mut res = Map::new();
+    for (name, cfg) in resources {
+        res.insert(name.clone(), level_json(cfg));
     }
-    Value::Object(top)
+    let mut e = Map::new();
+    e.insert("resources".into(), Value::Object(res));
+    Value::Object(e)
 }
 
 fn level_json(cfg: &LevelConfig) -> Value {
@@ -167,9 +179,49 @@ fn scale_json(s: f64) -> Value {
 }
 
 /// `"sha256:"` + hex SHA-256 of [`python_dumps_sorted`] of the normalised form.
+///
+/// Hashed as it is written, one entity at a time: the text of a large
+/// manifest is never held whole.
 pub fn applied_hash(m: &Manifest) -> String {
-    let text = python_dumps_sorted(&normalised_json(m));
-    let digest = Sha256::digest(text.as_bytes());
+    let head = head_json(m);
+    let mut keys: Vec<&str> = head.keys().map(String::as_str).collect();
+    if !m.entities.is_empty() {
+        keys.push("entities");
+    }
+    keys.sort_unstable();
+    let mut h = Sha256::new();
+    let mut out = String::from("{");
+    for (i, k) in keys.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        write_string(&mut out, k);
+        out.push_str(": ");
+        match head.get(*k) {
+            Some(v) => write_value(&mut out, v),
+            None => {
+                let mut ids: Vec<&String> = m.entities.keys().collect();
+                ids.sort_unstable();
+                out.push('{');
+                for (j, id) in ids.into_iter().enumerate() {
+                    if j > 0 {
+                        out.push_str(", ");
+                    }
+                    write_string(&mut out, id);
+                    out.push_str(": ");
+                    if let Some(resources) = m.entities.get(id) {
+                        write_value(&mut out, &entity_json(resources));
+                    }
+                    h.update(out.as_bytes());
+                    out.clear();
+                }
+                out.push('}');
+            }
+        }
+    }
+    out.push('}');
+    h.update(out.as_bytes());
+    let digest = h.finalize();
     let mut hex = String::with_capacity(7 + 64);
     hex.push_str("sha256:");
     for b in digest {
@@ -320,6 +372,33 @@ mod tests {
         ] {
             assert_eq!(python_float_repr(f), want, "{f}");
         }
+    }
+
+    #[test]
+    fn the_streamed_hash_is_the_hash_of_the_whole_text() {
+        use crate::manifest::model::{LimitSpec, SystemLevel};
+        let whole = |m: &Manifest| {
+            let text = python_dumps_sorted(&normalised_json(m));
+            let hex: String = Sha256::digest(text.as_bytes())
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            format!("sha256:{hex}")
+        };
+        let mut m = Manifest::new("d");
+        m.system = Some(SystemLevel::default());
+        let level = LevelConfig::with_limit("rpm", LimitSpec::bucket(5, 5, 60));
+        m.resources.insert("gpt-4".into(), level.clone());
+        for e in ["zeta", "alpha", "é-user", "Beta", "empty"] {
+            let r = m.entities.entry(e.into()).or_default();
+            if e != "empty" {
+                r.insert("gpt-4".into(), level.clone());
+                r.insert("_default_".into(), level.clone());
+            }
+        }
+        assert_eq!(applied_hash(&m), whole(&m));
+        m.entities.clear();
+        assert_eq!(applied_hash(&m), whole(&m));
     }
 
     #[test]

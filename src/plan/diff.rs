@@ -17,8 +17,16 @@ use crate::store::{Item, Store, StoreError};
 /// resources sorted; entity pairs sorted by the (entity, resource) tuple, then deleted
 /// pairs sorted the same way. Create vs update comes from `previous` only.
 pub fn compute_diff(m: &Manifest, previous: &ManagedSet) -> Vec<Change> {
+    declared_changes(m, previous, previous)
+}
+
+/// [`compute_diff`] where the levels to delete are those of `held` (the
+/// managed set and any unconfirmed levels) no longer declared, and create vs
+/// update still comes from `managed` alone.
+pub fn declared_changes(m: &Manifest, managed: &ManagedSet, held: &ManagedSet) -> Vec<Change> {
+    let previous = held;
     let label = |level: &Level| {
-        if previous.contains(level) {
+        if managed.contains(level) {
             Action::Update
         } else {
             Action::Create

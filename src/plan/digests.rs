@@ -38,8 +38,6 @@ use crate::store::{AttrValue, Item, Key, Store, StoreError};
 
 /// SK prefix of the digest items, under the namespace's `SYSTEM#` partition.
 pub const SK_PREFIX: &str = "#APPLY#DIGESTS#";
-/// Digests per item: 32 hex characters each, about 290 KB (the limit is 400 KB).
-pub const PER_CHUNK: usize = 9_000;
 
 /// One level's digest.
 pub type Digest = [u8; 16];
@@ -136,7 +134,8 @@ fn usable(items: &[Item], record_stamp: Option<&str>) -> Result<HashSet<Digest>,
 
 /// The items that record `digests` for the `#PROVISIONER` record stamped
 /// `record_stamp`, chunk 0 first (apply writes it last, see
-/// [`crate::apply::record`]): sorted, so the same levels always make the same items.
+/// [`crate::apply::record`]): sorted, so the same levels always make the same
+/// items, and split below the item limit as the stores measure it.
 pub fn chunk_items(
     ns: &str,
     generation: &str,
@@ -146,13 +145,8 @@ pub fn chunk_items(
     let mut digests = digests.to_vec();
     digests.sort_unstable();
     digests.dedup();
-    let parts: Vec<&[Digest]> = if digests.is_empty() {
-        vec![&[]]
-    } else {
-        digests.chunks(PER_CHUNK).collect()
-    };
     let pk = keys::system_pk(ns);
-    let item = |i: usize, part: &[Digest]| {
+    let item = |i: usize, chunks: usize, part: &[Digest]| {
         let mut text = String::with_capacity(part.len() * 32);
         for d in part {
             for b in d {
@@ -165,12 +159,20 @@ pub fn chunk_items(
         it.insert("GSI4PK".into(), AttrValue::s(ns));
         it.insert("GSI4SK".into(), AttrValue::s(&pk));
         it.insert("generation".into(), AttrValue::s(generation));
-        it.insert("chunks".into(), AttrValue::n(parts.len()));
+        it.insert("chunks".into(), AttrValue::n(chunks));
         it.insert("provisioner".into(), AttrValue::s(record_stamp));
         it.insert("digests".into(), AttrValue::s(text));
         it
     };
-    parts.iter().enumerate().map(|(i, p)| item(i, p)).collect()
+    // 32 hex digits each, nothing to escape.
+    let room = crate::items::chunked::room(&item(9999, 9999, &[]), crate::items::chunked::LIMIT);
+    let parts = crate::items::chunked::split(digests, room, |_| 32);
+    let n = parts.len();
+    parts
+        .iter()
+        .enumerate()
+        .map(|(i, p)| item(i, n, p))
+        .collect()
 }
 
 /// The key of chunk 0, whose absence makes the recorded digests unusable.

@@ -140,10 +140,12 @@ impl Change {
 }
 
 impl fmt::Display for Change {
-    /// The reference's per-change error prefix: `{action} {level} {target}`, system as `None`.
+    /// The per-change error prefix, `{action} {level} {target}`, naming the
+    /// level it was writing (the reference prints the system level's target
+    /// as `None`; we name it as plan does).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let target = match &self.level {
-            Level::System => "None".to_string(),
+            Level::System => "(system defaults)".to_string(),
             other => other.target(),
         };
         write!(
@@ -188,10 +190,10 @@ mod tests {
     }
 
     #[test]
-    fn change_error_prefix_prints_system_as_none() {
+    fn change_error_prefix_names_the_level() {
         assert_eq!(
             Change::new(Action::Create, Level::System).to_string(),
-            "create system None"
+            "create system (system defaults)"
         );
         assert_eq!(
             Change::new(Action::Delete, Level::Entity("u".into(), "r".into())).to_string(),

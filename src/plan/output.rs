@@ -24,6 +24,7 @@
 //!   ],
 //!   "unchanged": 1,
 //!   "pending": 0,
+//!   "pending_retry_after": null | "2026-12-03T11:32:34Z",
 //!   "full": false,
 //!   "resumed": false,
 //!   "warnings": ["…"],
@@ -74,6 +75,9 @@ pub struct Report<'a> {
     pub changes: &'a [PlannedChange],
     pub unchanged: usize,
     pub pending: usize,
+    /// Some pending fan-outs are leased until then (epoch ms): no apply takes
+    /// them before it.
+    pub pending_leased_until: Option<i64>,
     pub full: bool,
     pub resumed: bool,
     pub warnings: Vec<String>,
@@ -105,12 +109,34 @@ fn suffix(unchanged: usize) -> String {
     }
 }
 
-fn retried_line(p: usize) -> String {
-    format!("No config changes; {p} bucket fan-out(s) an earlier apply did not finish will be retried by the next apply.\n")
+/// When the pending fan-outs are retried: by the next apply (the
+/// reference's words), or, while the lease of the apply that left them runs,
+/// by the first apply after it ends.
+fn retry_when(r: &Report<'_>) -> String {
+    match r.pending_leased_until {
+        None => "the next apply".to_string(),
+        Some(ms) => format!(
+            "the first apply after {} (when the lease of the apply that left them runs out)",
+            crate::clock::rfc3339(ms.saturating_add(999) / 1000 * 1000)
+        ),
+    }
 }
 
-fn note_line(p: usize) -> String {
-    format!("Note: {p} bucket fan-out(s) an earlier apply did not finish; the next apply retries them.\n")
+fn retried_line(r: &Report<'_>) -> String {
+    format!(
+        "No config changes; {} bucket fan-out(s) an earlier apply did not finish will be retried by {}.\n",
+        r.pending,
+        retry_when(r)
+    )
+}
+
+fn note_line(r: &Report<'_>) -> String {
+    let when = retry_when(r);
+    let when = when.strip_prefix("the ").unwrap_or(&when);
+    format!(
+        "Note: {} bucket fan-out(s) an earlier apply did not finish; the {when} retries them.\n",
+        r.pending
+    )
 }
 
 fn change_lines(out: &mut String, r: &Report<'_>) {
@@ -151,14 +177,14 @@ pub fn text(r: &Report<'_>, quiet: bool) -> Rendered {
         Command::Plan => {
             if n == 0 {
                 if r.pending > 0 {
-                    out.push_str(&retried_line(r.pending));
+                    out.push_str(&retried_line(r));
                 } else {
                     out.push_str("No changes. Infrastructure is up-to-date.\n");
                 }
             } else {
                 out.push_str(&format!("Plan: {n} change(s){}\n", suffix(r.unchanged)));
                 if r.pending > 0 {
-                    out.push_str(&note_line(r.pending));
+                    out.push_str(&note_line(r));
                 }
                 if !quiet {
                     out.push('\n');
@@ -170,7 +196,7 @@ pub fn text(r: &Report<'_>, quiet: bool) -> Rendered {
             if n == 0 {
                 out.push_str("No drift detected. Live state matches YAML.\n");
                 if r.pending > 0 {
-                    out.push_str(&note_line(r.pending));
+                    out.push_str(&note_line(r));
                 }
             } else {
                 out.push_str(&format!(
@@ -178,7 +204,7 @@ pub fn text(r: &Report<'_>, quiet: bool) -> Rendered {
                     suffix(r.unchanged)
                 ));
                 if r.pending > 0 {
-                    out.push_str(&note_line(r.pending));
+                    out.push_str(&note_line(r));
                 }
                 if !quiet {
                     out.push('\n');
@@ -194,7 +220,7 @@ pub fn text(r: &Report<'_>, quiet: bool) -> Rendered {
                         "No config changes; retried fan-outs did not finish (see errors).\n",
                     );
                 } else if r.pending > 0 {
-                    out.push_str(&retried_line(r.pending));
+                    out.push_str(&retried_line(r));
                 } else {
                     out.push_str("No changes. Infrastructure is up-to-date.\n");
                 }
@@ -211,7 +237,7 @@ pub fn text(r: &Report<'_>, quiet: bool) -> Rendered {
                     suffix(r.unchanged)
                 ));
                 if r.pending > 0 {
-                    out.push_str(&note_line(r.pending));
+                    out.push_str(&note_line(r));
                 }
             }
             if r.resumed {
@@ -253,6 +279,7 @@ pub fn json(r: &Report<'_>) -> Value {
         "changes": changes,
         "unchanged": r.unchanged,
         "pending": r.pending,
+        "pending_retry_after": r.pending_leased_until.map(crate::clock::rfc3339),
         "full": r.full,
         "resumed": r.resumed,
         "warnings": r.warnings,
@@ -288,6 +315,7 @@ mod tests {
             changes,
             unchanged: 0,
             pending: 0,
+            pending_leased_until: None,
             full: false,
             resumed: false,
             warnings: vec![],
@@ -340,6 +368,21 @@ mod tests {
             text(&r, false).stdout,
             "No config changes; 1 bucket fan-out(s) an earlier apply did not finish will be retried by the next apply.\n"
         );
+        // While the lease of the apply that left them runs, not the next apply.
+        r.pending_leased_until = Some(1_796_218_335_001);
+        assert_eq!(
+            text(&r, false).stdout,
+            "No config changes; 1 bucket fan-out(s) an earlier apply did not finish will be retried by the first apply after 2026-12-02T13:32:16Z (when the lease of the apply that left them runs out).\n"
+        );
+        assert_eq!(json(&r)["pending_retry_after"], "2026-12-02T13:32:15.001Z");
+        let changes = [pc(Action::Create, Level::System)];
+        let mut planned = r.clone();
+        planned.changes = &changes;
+        assert!(text(&planned, true).stdout.contains(
+            "Note: 1 bucket fan-out(s) an earlier apply did not finish; the first apply after 2026-12-02T13:32:16Z (when the lease of the apply that left them runs out) retries them.\n"
+        ));
+        r.pending_leased_until = None;
+        assert_eq!(json(&r)["pending_retry_after"], Value::Null);
         r.command = Command::Apply;
         r.applied = Some(ApplyCounts {
             errors: vec!["bucket param sync entity u/r: boom (retried on the next apply)".into()],

@@ -228,6 +228,10 @@ impl SavedPlan {
                 unchanged: file.summary.unchanged,
                 unchanged_digests,
                 fallback: None,
+                // Levels the plan dropped because only an unconfirmed set
+                // named them and they do not exist: not saved; the record
+                // keeps them until the next plan drops them again.
+                forgotten: Vec::new(),
             },
         })
     }
@@ -559,7 +563,14 @@ mod tests {
         s.put(same);
         check_fresh(&s, "ns", &p).unwrap();
         // Another apply wrote the record.
-        let rec = crate::plan::managed::record_item("ns", &Default::default(), "t2", "sha256:x");
+        let (rec, _) = crate::plan::managed::record_item(
+            "ns",
+            &Default::default(),
+            "t2",
+            "sha256:x",
+            usize::MAX,
+            &[],
+        );
         s.put(rec);
         let e = check_fresh(&s, "ns", &p).unwrap_err().to_string();
         assert!(e.contains("it was made against no #PROVISIONER record, but the namespace now has the #PROVISIONER record written at t2"), "{e}");

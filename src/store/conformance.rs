@@ -256,6 +256,71 @@ fn write_many_keeps_each_condition_its_own() {
 }
 
 #[test]
+fn batched_puts_and_deletes_fail_one_by_one() {
+    each_store(|s| {
+        put(s, item("p", "old", &[("v", AttrValue::n(1))]));
+        let too_big = item("p", "big", &[("x", AttrValue::s("y".repeat(500_000)))]);
+        let out = s.batch_write(vec![
+            WriteOp::Put {
+                item: item("p", "new", &[("v", AttrValue::n(2))]),
+                condition: None,
+            },
+            WriteOp::Put {
+                item: too_big,
+                condition: None,
+            },
+            WriteOp::Delete {
+                key: Key::new("p", "old"),
+                condition: None,
+            },
+            WriteOp::Delete {
+                key: Key::new("p", "never"),
+                condition: None,
+            },
+        ]);
+        assert!(
+            out[0].is_ok() && out[2].is_ok() && out[3].is_ok(),
+            "{out:?}"
+        );
+        assert!(matches!(&out[1], Err(StoreError::Backend(m)) if m.contains("400 KB")));
+        let get = |sk: &str| s.get(&Key::new("p", sk), true).unwrap();
+        assert_eq!(get("new").unwrap().get("v"), Some(&AttrValue::n(2)));
+        assert!(get("old").is_none() && get("big").is_none());
+        assert!(s.batch_write(Vec::new()).is_empty());
+    });
+}
+
+#[test]
+fn a_transactions_condition_check_writes_nothing() {
+    each_store(|s| {
+        let check = |cond: Condition| WriteOp::Update {
+            key: Key::new("p", "checked"),
+            actions: vec![],
+            condition: Some(cond),
+        };
+        s.transact(vec![
+            check(Condition::AttrNotExists("stamp".into())),
+            WriteOp::Put {
+                item: item("p", "written", &[]),
+                condition: None,
+            },
+        ])
+        .unwrap();
+        assert!(s.get(&Key::new("p", "checked"), true).unwrap().is_none());
+        assert!(s.get(&Key::new("p", "written"), true).unwrap().is_some());
+        let failed = s.transact(vec![
+            check(Condition::Exists),
+            WriteOp::Delete {
+                key: Key::new("p", "written"),
+                condition: None,
+            },
+        ]);
+        assert!(matches!(failed, Err(StoreError::TransactionCanceled(_))));
+        assert!(s.get(&Key::new("p", "written"), true).unwrap().is_some());
+    });
+}
+
+#[test]
 fn transactions_are_all_or_nothing() {
     each_store(|s| {
         put(s, item("p", "exists", &[]));
@@ -421,6 +486,21 @@ fn index_queries_find_items_by_their_gsi_keys() {
             .query_index(Index::Gsi1, "ns/ENTITY_CONFIG#gpt-4", "")
             .unwrap()
             .is_empty());
+        // Counting agrees with the query, prefix or not.
+        for (index, prefix, n) in [
+            (Index::Gsi3, "", 3),
+            (Index::Gsi3, "user-", 2),
+            (Index::Gsi3, "user-1", 1),
+            (Index::Gsi3, "user-3", 0),
+            (Index::Gsi1, "", 0),
+        ] {
+            assert_eq!(
+                s.count_index(index, "ns/ENTITY_CONFIG#gpt-4", prefix)
+                    .unwrap(),
+                n,
+                "{index:?} {prefix:?}"
+            );
+        }
         // Replacing the item without its index keys takes it out of the index.
         put(s, item("ns/ENTITY#admin", "#CONFIG#gpt-4", &[]));
         assert_eq!(

@@ -42,9 +42,9 @@ const BATCH_GET_MAX: usize = 100;
 const CONCURRENCY: usize = 16;
 /// Rounds for unprocessed keys and transaction conflicts before giving up.
 const MAX_ROUNDS: u32 = 10;
-/// Environment variable: when set, the number of HTTP requests sent is printed
-/// on stderr when the store is dropped (used by the benchmarks).
-pub const REQUEST_STATS_ENV: &str = "ZAEL_REQUEST_STATS";
+/// When set, the number of HTTP requests sent is printed on stderr when the
+/// store is dropped (used by the benchmarks).
+pub use super::REQUEST_STATS_ENV;
 
 /// Connects to `table` through the standard AWS configuration chain.
 pub fn connect(
@@ -569,6 +569,16 @@ impl Store for DynamoStore {
         })
     }
 
+    fn index_lags(&self) -> bool {
+        true
+    }
+
+    fn count_index(&self, index: Index, pk: &str, sk_prefix: &str) -> Result<usize, StoreError> {
+        self.timed("count_index", || {
+            self.count_index_untimed(index, pk, sk_prefix)
+        })
+    }
+
     fn write(&self, op: WriteOp) -> Result<Option<Item>, StoreError> {
         self.timed("write", || self.write_untimed(op))
     }
@@ -667,32 +677,28 @@ impl DynamoStore {
         sk_prefix: &str,
         consistent: bool,
     ) -> Result<Vec<Item>, StoreError> {
-        let mut p = Placeholders::new();
-        let cond = key_condition(&mut p, "PK", "SK", pk, sk_prefix);
-        let vals = wire_values(&p)?;
         let mut out = vec![];
-        let mut start: Option<HashMap<String, Av>> = None;
-        loop {
-            let res = self.block_on(
-                self.client
-                    .query()
-                    .table_name(&self.table)
-                    .key_condition_expression(&cond)
-                    .set_expression_attribute_names(p.names_map())
-                    .set_expression_attribute_values(vals.clone())
-                    .consistent_read(consistent)
-                    .set_exclusive_start_key(start.take())
-                    .send(),
-            );
-            let page = res.map_err(|e| self.explain(e, "Query", None))?;
+        self.query_pages(None, pk, sk_prefix, Want::Items { consistent }, |page| {
             for raw in page.items.unwrap_or_default() {
                 out.push(item_from_wire(&raw)?);
             }
-            match page.last_evaluated_key {
-                Some(k) if !k.is_empty() => start = Some(k),
-                _ => return Ok(out),
-            }
-        }
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    fn count_index_untimed(
+        &self,
+        index: Index,
+        pk: &str,
+        sk_prefix: &str,
+    ) -> Result<usize, StoreError> {
+        let mut total = 0usize;
+        self.query_pages(Some(index), pk, sk_prefix, Want::Count, |page| {
+            total += usize::try_from(page.count).unwrap_or(0);
+            Ok(())
+        })?;
+        Ok(total)
     }
 
     fn query_index_untimed(
@@ -701,42 +707,63 @@ impl DynamoStore {
         pk: &str,
         sk_prefix: &str,
     ) -> Result<Vec<Key>, StoreError> {
-        let (ipk, isk) = index.key_attrs();
-        let mut p = Placeholders::new();
-        let cond = key_condition(&mut p, ipk, isk, pk, sk_prefix);
-        let projection = format!("{}, {}", p.name("PK"), p.name("SK"));
-        let vals = wire_values(&p)?;
-        let name = match index {
-            Index::Gsi1 => "GSI1",
-            Index::Gsi2 => "GSI2",
-            Index::Gsi3 => "GSI3",
-            Index::Gsi4 => "GSI4",
-        };
         let mut out = vec![];
-        let mut start: Option<HashMap<String, Av>> = None;
-        loop {
-            let res = self.block_on(
-                self.client
-                    .query()
-                    .table_name(&self.table)
-                    .index_name(name)
-                    .key_condition_expression(&cond)
-                    .projection_expression(&projection)
-                    .set_expression_attribute_names(p.names_map())
-                    .set_expression_attribute_values(vals.clone())
-                    .set_exclusive_start_key(start.take())
-                    .send(),
-            );
-            let page = res.map_err(|e| self.explain(e, "Query", None))?;
+        self.query_pages(Some(index), pk, sk_prefix, Want::Keys, |page| {
             out.extend(
                 page.items
                     .unwrap_or_default()
                     .iter()
                     .filter_map(key_from_wire),
             );
-            match page.last_evaluated_key {
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// A Query of the table (`index` `None`) or an index for the items whose
+    /// partition key is `pk` and sort key begins with `sk_prefix`, page by
+    /// page until DynamoDB has no more; `want` says what comes back.
+    fn query_pages(
+        &self,
+        index: Option<Index>,
+        pk: &str,
+        sk_prefix: &str,
+        want: Want,
+        mut on_page: impl FnMut(
+            aws_sdk_dynamodb::operation::query::QueryOutput,
+        ) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        let (ipk, isk) = index.map_or(("PK", "SK"), Index::key_attrs);
+        let mut p = Placeholders::new();
+        let cond = key_condition(&mut p, ipk, isk, pk, sk_prefix);
+        let projection =
+            matches!(want, Want::Keys).then(|| format!("{}, {}", p.name("PK"), p.name("SK")));
+        let vals = wire_values(&p)?;
+        let mut start: Option<HashMap<String, Av>> = None;
+        loop {
+            let mut query = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .set_index_name(index.map(|i| index_name(i).to_string()))
+                .key_condition_expression(&cond)
+                .set_projection_expression(projection.clone())
+                .set_expression_attribute_names(p.names_map())
+                .set_expression_attribute_values(vals.clone())
+                .set_exclusive_start_key(start.take());
+            query = match want {
+                Want::Items { consistent } => query.consistent_read(consistent),
+                Want::Count => query.select(aws_sdk_dynamodb::types::Select::Count),
+                Want::Keys => query,
+            };
+            let page = self
+                .block_on(query.send())
+                .map_err(|e| self.explain(e, "Query", None))?;
+            let next = page.last_evaluated_key.clone();
+            on_page(page)?;
+            match next {
                 Some(k) if !k.is_empty() => start = Some(k),
-                _ => return Ok(out),
+                _ => return Ok(()),
             }
         }
     }
@@ -878,6 +905,25 @@ impl DynamoStore {
                 }
             }
         })
+    }
+}
+
+/// What a Query returns: whole items, keys (an index projection), or only
+/// their number.
+#[derive(Clone, Copy)]
+enum Want {
+    Items { consistent: bool },
+    Keys,
+    Count,
+}
+
+/// The index's name in the table definition.
+fn index_name(index: Index) -> &'static str {
+    match index {
+        Index::Gsi1 => "GSI1",
+        Index::Gsi2 => "GSI2",
+        Index::Gsi3 => "GSI3",
+        Index::Gsi4 => "GSI4",
     }
 }
 

@@ -11,9 +11,11 @@ use super::number::{num_eq, NotANumber, Number};
 use super::typed_json::item_to_json;
 use super::{AttrValue, Condition, Index, Item, Key, StoreError, UpdateAction, WriteOp};
 
-/// DynamoDB's item size limit, measured here on the item's typed JSON (a
-/// little larger than DynamoDB's own count, so what fits here fits there).
-pub const MAX_ITEM_BYTES: usize = 400 * 1024;
+/// DynamoDB's item size limit, "400 KB", taken as 400,000 bytes and measured
+/// here on the item's typed JSON, which is never smaller than DynamoDB's own
+/// count (names and values in UTF-8, a few bytes per list or map element):
+/// what fits here fits there, and on moto (which refuses above 405,000).
+pub const MAX_ITEM_BYTES: usize = 400_000;
 /// The most writes one transaction may hold.
 pub const MAX_TRANSACT_OPS: usize = 100;
 
@@ -28,6 +30,8 @@ pub enum Change {
         body: String,
     },
     Delete,
+    /// Nothing: a transaction's condition check (an update without actions).
+    Keep,
 }
 
 /// The condition a write carries, if any.
@@ -105,6 +109,13 @@ fn validate_value(v: &AttrValue) -> Result<(), InvalidValue> {
         AttrValue::L(l) => l.iter().try_for_each(validate_value),
         _ => Ok(()),
     }
+}
+
+/// An item's size as this emulation measures it against [`MAX_ITEM_BYTES`]:
+/// the length of its typed JSON. Code that splits growing data into items
+/// measures with this, so what it writes is never refused.
+pub fn item_size(item: &Item) -> usize {
+    item_to_json(item).to_string().len()
 }
 
 /// A valid item as it is stored: checked, encoded, within the size limit.
@@ -347,10 +358,15 @@ pub fn decide_transaction(
             reasons.join(", ")
         )));
     }
+    // An update without actions is a condition check, as the DynamoDB store
+    // sends it (ConditionCheck): it writes nothing, not even an empty item.
     ops.iter()
         .zip(keys)
         .zip(olds)
-        .map(|((op, key), old)| change(op, key, old.as_ref()))
+        .map(|((op, key), old)| match op {
+            WriteOp::Update { actions, .. } if actions.is_empty() => Ok(Change::Keep),
+            _ => change(op, key, old.as_ref()),
+        })
         .collect()
 }
 

@@ -416,6 +416,7 @@ impl LocalStore {
         match change {
             Change::Put { item, body } => self.save(conn, key, &item, &body),
             Change::Delete => self.remove(conn, key),
+            Change::Keep => Ok(()),
         }
     }
 
@@ -433,6 +434,35 @@ impl LocalStore {
                 Ok(Ok(old))
             }
             Err(e) => Ok(Err(e)),
+        }
+    }
+}
+
+impl LocalStore {
+    /// Runs `each` on every op inside one SQLite transaction: an op's own
+    /// error (`Ok(Err)`: a failed condition, an item DynamoDB would refuse)
+    /// fails it alone; a storage error fails them all and commits nothing.
+    fn each_in_one_transaction<T>(
+        &self,
+        ops: &[WriteOp],
+        each: impl Fn(&Connection, &Key, &WriteOp) -> Result<Result<T, StoreError>, StoreError>,
+    ) -> Vec<Result<T, StoreError>> {
+        if ops.is_empty() {
+            return Vec::new();
+        }
+        let outcome = self.with_write(|tx| {
+            let mut out = Vec::with_capacity(ops.len());
+            for op in ops {
+                out.push(match op_key(op) {
+                    Ok(key) => each(tx, &key, op)?,
+                    Err(e) => Err(e),
+                });
+            }
+            Ok(out)
+        });
+        match outcome {
+            Ok(out) => out,
+            Err(e) => ops.iter().map(|_| Err(e.clone())).collect(),
         }
     }
 }
@@ -513,6 +543,24 @@ impl Store for LocalStore {
         })
     }
 
+    /// `COUNT(*)` over the index partition: no row leaves SQLite.
+    fn count_index(&self, index: Index, pk: &str, sk_prefix: &str) -> Result<usize, StoreError> {
+        let (pcol, scol) = columns(index);
+        let sql = format!(
+            "SELECT COUNT(*) FROM items WHERE tbl = ?1 AND {pcol} = ?2 AND {scol} >= ?3 AND substr({scol}, 1, ?4) = ?3"
+        );
+        self.with_read(|conn| {
+            let mut stmt = conn.prepare_cached(&sql).map_err(|e| self.backend(e))?;
+            let n: i64 = stmt
+                .query_row(
+                    params![self.table, pk, sk_prefix, sk_prefix.chars().count() as i64],
+                    |r| r.get(0),
+                )
+                .map_err(|e| self.backend(e))?;
+            Ok(usize::try_from(n).unwrap_or(0))
+        })
+    }
+
     fn write(&self, op: WriteOp) -> Result<Option<Item>, StoreError> {
         let key = op_key(&op)?;
         self.with_write(|tx| self.write_in(tx, &key, &op)?)
@@ -522,24 +570,26 @@ impl Store for LocalStore {
     /// succeeds or fails on its own, as separate requests would. A storage
     /// error fails every op: nothing is committed then.
     fn write_many(&self, ops: Vec<WriteOp>) -> Vec<Result<Option<Item>, StoreError>> {
-        if ops.is_empty() {
-            return Vec::new();
+        self.each_in_one_transaction(&ops, |tx, key, op| self.write_in(tx, key, op))
+    }
+
+    /// Unconditional puts and deletes need no old image: written without
+    /// reading the stored item, in one SQLite transaction (anything else goes
+    /// through [`Store::write_many`]).
+    fn batch_write(&self, ops: Vec<WriteOp>) -> Vec<Result<(), StoreError>> {
+        if !ops.iter().all(WriteOp::batchable) {
+            return self
+                .write_many(ops)
+                .into_iter()
+                .map(|r| r.map(|_| ()))
+                .collect();
         }
-        let n = ops.len();
-        let outcome = self.with_write(|tx| {
-            let mut out = Vec::with_capacity(n);
-            for op in &ops {
-                out.push(match op_key(op) {
-                    Ok(key) => self.write_in(tx, &key, op)?,
-                    Err(e) => Err(e),
-                });
-            }
-            Ok(out)
-        });
-        match outcome {
-            Ok(out) => out,
-            Err(e) => (0..n).map(|_| Err(e.clone())).collect(),
-        }
+        self.each_in_one_transaction(&ops, |tx, key, op| {
+            Ok(match emulate::decide(op, key, None) {
+                Ok(change) => self.apply(tx, key, change),
+                Err(e) => Err(e),
+            })
+        })
     }
 
     fn transact(&self, ops: Vec<WriteOp>) -> Result<(), StoreError> {

@@ -55,6 +55,7 @@ fn apply(items: &mut BTreeMap<Key, Item>, key: Key, change: Change) {
         Change::Delete => {
             items.remove(&key);
         }
+        Change::Keep => {}
     }
 }
 

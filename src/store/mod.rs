@@ -16,12 +16,18 @@ pub mod local;
 pub mod memory;
 pub mod number;
 pub mod open;
+pub mod stats;
 pub mod typed_json;
 
 #[cfg(test)]
 mod conformance;
 
 pub use item::{AttrValue, Item, Key};
+
+/// Environment variable: when set, the store's requests (DynamoDB) or
+/// operations (local store) are printed on stderr when it is dropped (used by
+/// the benchmarks).
+pub const REQUEST_STATS_ENV: &str = "ZAEL_REQUEST_STATS";
 
 /// What a store operation can fail with. Rendered once, at the CLI edge.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -159,6 +165,21 @@ pub enum WriteOp {
 }
 
 impl WriteOp {
+    /// An unconditional put or delete: what a batched write (BatchWriteItem)
+    /// may carry.
+    pub fn batchable(&self) -> bool {
+        matches!(
+            self,
+            WriteOp::Put {
+                condition: None,
+                ..
+            } | WriteOp::Delete {
+                condition: None,
+                ..
+            }
+        )
+    }
+
     pub fn key(&self) -> Key {
         match self {
             WriteOp::Put { item, .. } => Key::of(item).unwrap_or_else(|| Key::new("", "")),
@@ -169,10 +190,11 @@ impl WriteOp {
 
 /// The operations plan, apply, display and cooldowns need. Synchronous on purpose:
 /// the DynamoDB backend owns its async runtime, so commands that never touch AWS
-/// never start one. `Send`, so `serve` can keep a pool of stores and lend each
-/// to one blocking thread at a time (never to an async task: the DynamoDB
-/// store blocks on its own runtime).
-pub trait Store: Send {
+/// never start one. `Send + Sync`: `serve` keeps a pool of stores and lends
+/// each to one blocking thread at a time (never to an async task: the DynamoDB
+/// store blocks on its own runtime), and independent reads can overlap on
+/// scoped threads (apply checks the entity counts while it reads the levels).
+pub trait Store: Send + Sync {
     /// The table this store reads and writes.
     fn table_name(&self) -> &str;
     /// GetItem. `consistent` asks for a strongly consistent read.
@@ -183,6 +205,18 @@ pub trait Store: Send {
     fn query(&self, pk: &str, sk_prefix: &str, consistent: bool) -> Result<Vec<Item>, StoreError>;
     /// Query an index: keys (PK, SK) of items whose index PK is `pk` and index SK begins with `sk_prefix`.
     fn query_index(&self, index: Index, pk: &str, sk_prefix: &str) -> Result<Vec<Key>, StoreError>;
+    /// How many items an index query would return (DynamoDB's `Select=COUNT`:
+    /// nothing but the number comes back). The default counts the keys.
+    fn count_index(&self, index: Index, pk: &str, sk_prefix: &str) -> Result<usize, StoreError> {
+        self.query_index(index, pk, sk_prefix)
+            .map(|keys| keys.len())
+    }
+    /// Whether index queries may trail the writes (DynamoDB's global
+    /// secondary indexes are eventually consistent; the emulating stores
+    /// update their indexes with the write).
+    fn index_lags(&self) -> bool {
+        false
+    }
     /// One write; returns the item as it was before (ALL_OLD), if any.
     fn write(&self, op: WriteOp) -> Result<Option<Item>, StoreError>;
     /// Many independent writes, one result per op in the same order; a failure

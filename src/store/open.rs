@@ -99,7 +99,9 @@ pub fn open_for_plan(target: &Target, table: &str) -> Result<Option<Box<dyn Stor
 pub fn open(target: &Target, table: &str) -> Result<Box<dyn Store>, StoreError> {
     super::check_table_name(table)?;
     match target {
-        Target::Local(path) => Ok(Box::new(super::local::LocalStore::open(path, table)?)),
+        Target::Local(path) => Ok(super::stats::wrap(Box::new(
+            super::local::LocalStore::open(path, table)?,
+        ))),
         Target::DynamoDb {
             region,
             endpoint_url,

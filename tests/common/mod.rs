@@ -2,15 +2,33 @@
 //! caller's environment, and its outcome as (exit code, stdout, stderr).
 #![allow(dead_code)] // every test binary uses some of them
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::process::{Command, Output};
+
+use zae_limiter::store::{Item, Key};
 
 /// The `zae-limiter` binary with the variables that would redirect it to
 /// another store or table removed.
+#[allow(dead_code)] // not every test binary runs it this way
 pub fn zae_limiter() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_zae-limiter"));
-    cmd.env_remove("ZAEL_STACK")
-        .env_remove("ZAEL_LOCAL_STORE")
-        .env_remove("AWS_ENDPOINT_URL");
+    isolated(Command::new(env!("CARGO_BIN_EXE_zae-limiter")))
+}
+
+/// `cmd` (which runs the binary, maybe through another program) without the
+/// variables that would redirect it to another store or table, or arm a fault.
+#[allow(dead_code)] // not every test binary wraps the binary
+pub fn isolated(mut cmd: Command) -> Command {
+    for var in [
+        "ZAEL_STACK",
+        "ZAEL_LOCAL_STORE",
+        "AWS_ENDPOINT_URL",
+        "ZAEL_FAULT_ABORT_AFTER_WRITES",
+        "ZAEL_FAULT_FAIL_WRITES",
+        "ZAEL_TEST_CLOCK_OFFSET_MS",
+        "ZAEL_TEST_RECORD_LIMIT_BYTES",
+    ] {
+        cmd.env_remove(var);
+    }
     cmd
 }
 
@@ -25,6 +43,7 @@ pub fn describe(out: &Output) -> String {
 }
 
 /// Exit code (-1 when killed by a signal), stdout and stderr as text.
+#[allow(dead_code)] // not every test binary reads outcomes
 pub fn outcome(out: Output) -> (i32, String, String) {
     (
         out.status.code().unwrap_or(-1),
@@ -40,6 +59,47 @@ pub fn column<'a>(v: &'a serde_json::Value, key: &str) -> Vec<&'a str> {
         .expect("an array")
         .iter()
         .map(|e| e[key].as_str().expect("a string"))
+        .collect()
+}
+
+/// What differs between two equal applies: the record's timestamp and
+/// counts fingerprint, the digests' generation and stamp, the counts'
+/// recount stamp.
+#[allow(dead_code)] // not every test binary compares dumps
+pub const VOLATILE: [&str; 5] = [
+    "last_applied",
+    "generation",
+    "provisioner",
+    "zael#recount",
+    "zael_counts",
+];
+
+/// A store dump without what differs between two equal applies ([`VOLATILE`]).
+#[allow(dead_code)] // not every test binary compares dumps
+pub fn comparable(mut d: BTreeMap<Key, Item>) -> BTreeMap<Key, Item> {
+    for item in d.values_mut() {
+        for volatile in VOLATILE {
+            item.remove(volatile);
+        }
+    }
+    d
+}
+
+/// The keys whose items differ between two dumps, with both sides.
+#[allow(dead_code)] // not every test binary compares dumps
+pub fn differences(a: &BTreeMap<Key, Item>, b: &BTreeMap<Key, Item>) -> String {
+    let keys: BTreeSet<&Key> = a.keys().chain(b.keys()).collect();
+    keys.into_iter()
+        .filter(|k| a.get(*k) != b.get(*k))
+        .map(|k| {
+            format!(
+                "{} / {}:\n  got  {:?}\n  want {:?}\n",
+                k.pk,
+                k.sk,
+                a.get(k),
+                b.get(k)
+            )
+        })
         .collect()
 }
 

@@ -39,18 +39,7 @@ impl DynamoStore {
         // Batchable: unconditional puts and deletes, each key once (a call may not
         // name a key twice, and chunks run in any order). Anything else is a write.
         let mut seen: HashSet<Key> = HashSet::new();
-        let all_batchable = ops.iter().all(|op| {
-            matches!(
-                op,
-                WriteOp::Put {
-                    condition: None,
-                    ..
-                } | WriteOp::Delete {
-                    condition: None,
-                    ..
-                }
-            ) && seen.insert(op.key())
-        });
+        let all_batchable = ops.iter().all(|op| op.batchable() && seen.insert(op.key()));
         if !all_batchable {
             return self
                 .write_many_concurrent(ops)
