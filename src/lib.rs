@@ -15,9 +15,12 @@ pub mod explain;
 pub mod export;
 pub mod input;
 pub mod items;
+#[cfg(test)]
+mod layers;
 pub mod manifest;
 pub mod plan;
 pub mod progress;
+pub mod random;
 pub mod runtime;
 pub mod serve;
 pub mod simulate;

@@ -9,5 +9,5 @@ fn main() {
     // whose help prints examples verbatim.
     let matches = zae_limiter::cli::command().get_matches();
     let cli = zae_limiter::cli::Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
-    std::process::exit(zae_limiter::cli::run(cli));
+    std::process::exit(zae_limiter::commands::run(cli));
 }

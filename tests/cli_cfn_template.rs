@@ -73,31 +73,31 @@ Resources:
 
 #[test]
 fn example_2_matches_the_reference_byte_for_byte() {
-    let (code, out, err) = run(&[
-        "limits",
-        "cfn-template",
-        "-n",
+    let (code, out, err) = template(
         "prod-stack",
-        "-f",
         "fixtures/manifests/valid/reference-example-2.yaml",
-        "--full",
-    ]);
+        &["--full"],
+    );
     assert_eq!(code, 0, "{err}");
     similar_asserts(EXAMPLE_2_FULL, &out);
 }
 
 #[test]
 fn without_full_there_is_no_full_apply_property() {
-    let (code, out, err) = run(&[
-        "limits",
-        "cfn-template",
-        "-n",
+    let (code, out, err) = template(
         "prod-stack",
-        "-f",
         "fixtures/manifests/valid/reference-example-2.yaml",
-    ]);
+        &[],
+    );
     assert_eq!(code, 0, "{err}");
     assert_eq!(out, EXAMPLE_2_FULL.replace("      FullApply: true\n", ""));
+}
+
+/// `limits cfn-template -n STACK -f FILE EXTRA…`.
+fn template(stack: &str, file: &str, extra: &[&str]) -> (i32, String, String) {
+    let mut args = vec!["limits", "cfn-template", "-n", stack, "-f", file];
+    args.extend_from_slice(extra);
+    run(&args)
 }
 
 fn write(dir: &Path, name: &str, text: &str) -> String {
@@ -142,7 +142,7 @@ entities:
             refill_period: 3600
 ",
     );
-    let (code, out, err) = run(&["limits", "cfn-template", "-n", "s", "-f", &file]);
+    let (code, out, err) = template("s", &file, &[]);
     assert_eq!(code, 0, "{err}");
     let expected_tail = "      Namespace: default
       System:
@@ -193,45 +193,24 @@ resources:
             scale: 2
 ",
     );
-    let (code, out, err) = run(&["limits", "cfn-template", "-n", "s", "-f", &file]);
+    let (code, out, err) = template("s", &file, &[]);
     assert_eq!(code, 1, "{err}");
     assert_eq!(out, "", "no template on stdout");
     assert!(err.contains("bad.yaml:8:"), "located error expected: {err}");
-    let (code, out, err) = run(&[
-        "limits",
-        "cfn-template",
-        "-n",
-        "s",
-        "-f",
-        "/nonexistent/x.yaml",
-    ]);
+    let (code, out, err) = template("s", "/nonexistent/x.yaml", &[]);
     assert_eq!(code, 1, "{err}");
     assert_eq!(out, "");
 }
 
 #[test]
 fn limits_the_reference_provisioner_cannot_express_are_refused() {
-    let (code, out, err) = run(&[
-        "limits",
-        "cfn-template",
-        "-n",
-        "s",
-        "-f",
-        "fixtures/manifests/valid/every-kind.yaml",
-    ]);
+    let (code, out, err) = template("s", "fixtures/manifests/valid/every-kind.yaml", &[]);
     assert_eq!(code, 1, "{err}");
     assert_eq!(out, "", "no template on stdout");
     assert!(err.contains("limits apply"), "{err}");
     assert!(err.contains("limit 'in_flight'"), "{err}");
     // A bucket-only manifest still gets its template.
-    let (code, out, err) = run(&[
-        "limits",
-        "cfn-template",
-        "-n",
-        "s",
-        "-f",
-        "fixtures/manifests/valid/quickstart.yaml",
-    ]);
+    let (code, out, err) = template("s", "fixtures/manifests/valid/quickstart.yaml", &[]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("Custom::ZaeLimiterLimits"));
 }

@@ -3,6 +3,7 @@
 //! available — the local store always, DynamoDB (moto) when
 //! `ZAEL_TEST_DYNAMODB_ENDPOINT` is set (required when `ZAEL_REQUIRE_INTEROP=1`).
 
+mod common;
 mod interop_support;
 
 use std::process::Output;
@@ -34,7 +35,8 @@ impl Backend {
     }
 
     /// Like [`cooldown`], asserting the exit code; returns stdout.
-    fn expect(&self, code: i32, now: &str, args: &[&str]) -> String {
+    /// `cooldown ARGS` at `now`, which must exit `code`.
+    fn exits(&self, code: i32, now: &str, args: &[&str]) -> Output {
         let out = self.cooldown(now, args);
         assert_eq!(
             out.status.code(),
@@ -43,7 +45,17 @@ impl Backend {
             self.label,
             describe(&out)
         );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        out
+    }
+
+    /// [`Backend::exits`]' standard output.
+    fn expect(&self, code: i32, now: &str, args: &[&str]) -> String {
+        String::from_utf8_lossy(&self.exits(code, now, args).stdout).into_owned()
+    }
+
+    /// [`Backend::exits`]' standard error.
+    fn stderr_of(&self, code: i32, now: &str, args: &[&str]) -> String {
+        String::from_utf8_lossy(&self.exits(code, now, args).stderr).into_owned()
     }
 
     fn json(&self, code: i32, now: &str, args: &[&str]) -> Value {
@@ -52,6 +64,22 @@ impl Backend {
         let text = self.expect(code, now, &all);
         serde_json::from_str(&text)
             .unwrap_or_else(|e| panic!("[{}] {args:?}: not JSON ({e}):\n{text}", self.label))
+    }
+
+    /// The stored state item of `scope` (namespace `default`).
+    fn state_item(&self, scope: &str) -> zae_limiter::store::Item {
+        let key = self.cooldown_key(scope);
+        let item = self.store().get(&key, true).expect("read");
+        item.expect("recorded item")
+    }
+
+    /// Writes `item` as it is, over whatever is stored.
+    fn overwrite(&self, item: zae_limiter::store::Item) {
+        let put = WriteOp::Put {
+            item,
+            condition: None,
+        };
+        self.store().write(put).expect("write the item");
     }
 
     fn cooldown_key(&self, scope: &str) -> Key {
@@ -82,6 +110,15 @@ fn record_issue_429(b: &Backend, scope: &str) {
         b.label
     );
     assert_eq!(out["recorded"]["not_before"], DEADLINE);
+}
+
+/// A 429 recorded for `scope`, whose probe `w1` holds (2 minutes from the
+/// instant returned, after the deadline).
+fn probing(b: &Backend, scope: &str) -> &'static str {
+    record_issue_429(b, scope);
+    let at = "2026-12-04T18:21:00Z";
+    b.expect(0, at, &["probe", scope, "--holder", "w1", "--lease", "2m"]);
+    at
 }
 
 #[test]
@@ -205,13 +242,14 @@ fn jitter_spreads_workers_after_the_deadline() {
 fn settle_records_a_new_quota_deadline_or_clears() {
     for b in backends("settle") {
         let scope = "openai/acct-42/gpt-4";
-        record_issue_429(&b, scope);
-        let at = "2026-12-04T18:21:00Z";
-        b.expect(0, at, &["probe", scope, "--holder", "w1", "--lease", "2m"]);
+        let at = probing(&b, scope);
         // Only the holder may settle.
-        let out = b.cooldown(at, &["settle", scope, "--holder", "w2", "--outcome", "ok"]);
-        assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
-        assert!(String::from_utf8_lossy(&out.stderr).contains("does not hold"));
+        let err = b.stderr_of(
+            1,
+            at,
+            &["settle", scope, "--holder", "w2", "--outcome", "ok"],
+        );
+        assert!(err.contains("does not hold"));
         // The probe is refused again: one more hour (+ 5 s margin) from now.
         let v = b.json(
             0,
@@ -267,27 +305,12 @@ fn corrupt_state_is_never_permission() {
     for b in backends("corrupt") {
         let scope = "openai/acct-42/gpt-4";
         record_issue_429(&b, scope);
-        let key = b.cooldown_key(scope);
-        let store = b.store();
-        let mut item = store.get(&key, true).expect("read").expect("recorded item");
+        let mut item = b.state_item(scope);
         item.insert("not_before".into(), AttrValue::s("soon"));
-        store
-            .write(WriteOp::Put {
-                item,
-                condition: None,
-            })
-            .expect("write malformed item");
+        b.overwrite(item);
         // Long after any deadline, the unreadable state still refuses.
         let later = "2027-06-01T00:00:00Z";
-        let out = b.cooldown(later, &["check", scope]);
-        assert_eq!(
-            out.status.code(),
-            Some(76),
-            "[{}] {}",
-            b.label,
-            describe(&out)
-        );
-        let err = String::from_utf8_lossy(&out.stderr);
+        let err = b.stderr_of(76, later, &["check", scope]);
         assert!(
             err.contains("unreadable") && err.contains("not_before"),
             "{err}"
@@ -334,9 +357,8 @@ fn an_undecodable_local_row_is_refused() {
 fn auth_rejections_and_implausible_resets_need_an_operator() {
     for b in backends("auth") {
         b.expect(0, T0, &["record", "anthropic/acct-7", "--status", "401"]);
-        let out = b.cooldown("2030-01-01T00:00:00Z", &["check", "anthropic/acct-7"]);
-        assert_eq!(out.status.code(), Some(76), "{}", describe(&out));
-        assert!(String::from_utf8_lossy(&out.stderr).contains("needs an operator"));
+        let err = b.stderr_of(76, "2030-01-01T00:00:00Z", &["check", "anthropic/acct-7"]);
+        assert!(err.contains("needs an operator"));
         b.expect(
             76,
             "2030-01-01T00:00:00Z",
@@ -451,12 +473,11 @@ fn a_response_body_and_http_dates_are_read() {
         // A known field with a bad value is left out, named, and the refusal
         // still recorded (with backoff: nothing else was usable).
         std::fs::write(&body, r#"{"resets_in_seconds": -3}"#).expect("write body");
-        let out = b.cooldown(
+        let err = b.stderr_of(
+            0,
             T0,
             &["record", "neg", "--response", &body.display().to_string()],
         );
-        assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
-        let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains("'-3' is negative"), "{err}");
         assert_eq!(
             b.json(75, T0, &["check", "neg"])["until_ms"],
@@ -577,15 +598,7 @@ fn an_unknown_namespace_is_never_permission() {
     for b in backends("ns") {
         let scope = "openai/acct-42/gpt-4";
         record_issue_429(&b, scope);
-        let out = b.cooldown(T0, &["check", scope, "-N", "defualt"]);
-        assert_eq!(
-            out.status.code(),
-            Some(76),
-            "[{}] {}",
-            b.label,
-            describe(&out)
-        );
-        let err = String::from_utf8_lossy(&out.stderr);
+        let err = b.stderr_of(76, T0, &["check", scope, "-N", "defualt"]);
         assert!(
             err.contains("namespace 'defualt' is not registered")
                 && err.contains("did you mean 'default'?")
@@ -608,9 +621,7 @@ fn out_of_range_state_is_corruption() {
     for b in backends("range") {
         let scope = "openai/acct-42/gpt-4";
         record_issue_429(&b, scope);
-        let key = b.cooldown_key(scope);
-        let store = b.store();
-        let good = store.get(&key, true).expect("read").expect("recorded item");
+        let good = b.state_item(scope);
         for (attr, v) in [
             ("not_before", "-1"),
             ("not_before", "0"),
@@ -623,22 +634,9 @@ fn out_of_range_state_is_corruption() {
             if attr == "probe_expires" {
                 item.insert("probe_holder".into(), AttrValue::s("w"));
             }
-            store
-                .write(WriteOp::Put {
-                    item,
-                    condition: None,
-                })
-                .expect("write out-of-range item");
+            b.overwrite(item);
             let later = "2027-06-01T00:00:00Z";
-            let out = b.cooldown(later, &["check", scope]);
-            assert_eq!(
-                out.status.code(),
-                Some(76),
-                "[{}] {attr}={v}: {}",
-                b.label,
-                describe(&out)
-            );
-            let err = String::from_utf8_lossy(&out.stderr);
+            let err = b.stderr_of(76, later, &["check", scope]);
             assert!(err.contains(attr) && err.contains("out of range"), "{err}");
             b.expect(76, later, &["probe", scope, "--holder", "w"]);
             let list = b.json(0, later, &["list"]);
@@ -656,7 +654,7 @@ fn absurd_durations_are_refused() {
     for (lease, needle) in [
         ("99999999999d", "must be at most 1d"),
         ("2d", "must be at most 1d"),
-        ("0s", "must be at least 1s"),
+        ("0s", "must be at least 1ms"),
     ] {
         let out = b.cooldown(T0, &["probe", "s", "--holder", "w", "--lease", lease]);
         assert_eq!(out.status.code(), Some(2), "{lease}: {}", describe(&out));
@@ -699,9 +697,7 @@ fn bad_input_is_refused_and_nothing_is_written() {
         (vec!["record", "a#b"], "'#' is reserved"),
         (vec!["record", ""], "empty"),
     ] {
-        let out = b.cooldown(T0, &args);
-        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", describe(&out));
-        let err = String::from_utf8_lossy(&out.stderr);
+        let err = b.stderr_of(1, T0, &args);
         assert!(err.contains(needle), "{args:?}: {err}");
     }
     let out = b.cooldown(T0, &["record", "s", "--status", "200"]);
@@ -711,9 +707,8 @@ fn bad_input_is_refused_and_nothing_is_written() {
     // A store that does not exist is unreadable, never permission.
     b.expect(76, T0, &["check", "s"]);
     // A bad clock override is a usage error.
-    let out = b.cooldown("yesterday", &["check", "s"]);
-    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("ZAEL_NOW"));
+    let err = b.stderr_of(2, "yesterday", &["check", "s"]);
+    assert!(err.contains("ZAEL_NOW"));
 }
 
 #[test]
@@ -1121,25 +1116,27 @@ fn curl_dump_details_status_blocks_case_and_repeats() {
         .unwrap_or_default()
         .contains("usage_limit_reached"));
     // Standard input cannot feed both files.
-    let out = b.cooldown(T0, &["record", "both", "--headers", "-", "--response", "-"]);
-    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot both read standard input"));
+    let err = b.stderr_of(
+        2,
+        T0,
+        &["record", "both", "--headers", "-", "--response", "-"],
+    );
+    assert!(err.contains("cannot both read standard input"));
 }
 
 #[test]
 fn settle_reads_headers_like_record() {
     for b in backends("settle-hdr") {
         let scope = "openai/acct-42/gpt-4";
-        record_issue_429(&b, scope);
-        let at = "2026-12-04T18:21:00Z";
-        b.expect(0, at, &["probe", scope, "--holder", "w1", "--lease", "2m"]);
+        let at = probing(&b, scope);
         let h = b.file(
             "again.h",
             "HTTP/1.1 429 Too Many Requests\r\nx-ratelimit-reset-tokens: 1h0m0s\r\nretry-after: nonsense\r\n\r\n",
         );
         let body = b.file("again.json", r#"{"error":{"type":"tokens"}}"#);
         // Received a minute before it is settled; no margin.
-        let out = b.cooldown(
+        let out = b.exits(
+            0,
             at,
             &[
                 "settle",
@@ -1159,13 +1156,6 @@ fn settle_reads_headers_like_record() {
                 "--format",
                 "json",
             ],
-        );
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "[{}] {}",
-            b.label,
-            describe(&out)
         );
         let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
         assert_eq!(
@@ -1326,7 +1316,7 @@ fn wait_up_to_looks_again_after_a_probe() {
     b.expect(
         0,
         deadline,
-        &["probe", scope, "--holder", "prober", "--lease", "3s"],
+        &["probe", scope, "--holder", "prober", "--lease", "5s"],
     );
     let mut cmd = b.command(
         deadline,
@@ -1337,7 +1327,20 @@ fn wait_up_to_looks_again_after_a_probe() {
         .stdout(std::process::Stdio::piped());
     let started = std::time::Instant::now();
     let waiting = cmd.spawn().expect("spawn check");
-    // The probe is refused again, well before its lease ends.
+    // Once the check has opened the store (and so read the state, a moment
+    // later), the probe is refused again, well before its lease ends.
+    let store = std::fs::canonicalize(b.local.as_ref().expect("local store")).unwrap();
+    let fds = format!("/proc/{}/fd", waiting.id());
+    while !std::fs::read_dir(&fds).is_ok_and(|mut d| {
+        d.any(|e| e.is_ok_and(|e| std::fs::read_link(e.path()).is_ok_and(|l| l == store)))
+    }) {
+        assert!(
+            started.elapsed().as_secs() < 4,
+            "the check never opened the store"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
     b.expect(
         0,
         deadline,
@@ -1353,14 +1356,14 @@ fn wait_up_to_looks_again_after_a_probe() {
         ],
     );
     assert!(
-        started.elapsed().as_millis() < 3000,
-        "settle took longer than the lease; the check may have looked before it"
+        started.elapsed().as_millis() < 5000,
+        "settle took longer than the lease; the check may have looked after it ended"
     );
     let out = waiting.wait_with_output().expect("wait for check");
     let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(out.status.code(), Some(75), "{v}");
     assert_eq!(v["verdict"], "wait");
-    assert!(v["waited_ms"].as_i64().unwrap_or_default() >= 3000, "{v}");
+    assert!(v["waited_ms"].as_i64().unwrap_or_default() >= 5000, "{v}");
     assert_eq!(v["until"], "2026-12-02T11:01:36Z", "{v}");
     // Without the new refusal the same wait ends in go: the lease expires.
     b.record_at(T0, "svc/quiet", &["--retry-after", "60"]);

@@ -16,6 +16,11 @@ fn quickstart() -> String {
     .unwrap()
 }
 
+/// A command line's words (no word here has a space).
+fn words(line: &str) -> Vec<&str> {
+    line.split_whitespace().collect()
+}
+
 fn run_in(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
     let mut cmd = zae_limiter();
     cmd.current_dir(dir).args(args).envs(env.iter().copied());
@@ -36,158 +41,44 @@ fn local_may_stand_anywhere_and_never_swallows_an_argument() {
     )
     .unwrap();
     // The default store gets b.yaml (burst 3,000), a.sqlite gets a.yaml (2,000).
-    for args in [
-        &["limits", "apply", "-n", "demo", "-f", "b.yaml", "--local"][..],
-        &[
-            "limits",
-            "apply",
-            "-n",
-            "demo",
-            "-f",
-            "a.yaml",
-            "--local=a.sqlite",
-        ],
+    for line in [
+        "limits apply -n demo -f b.yaml --local",
+        "limits apply -n demo -f a.yaml --local=a.sqlite",
     ] {
-        let (code, _, err) = run_in(d, args, &[]);
-        assert_eq!(code, 0, "{args:?}: {err}");
+        let (code, _, err) = run_in(d, &words(line), &[]);
+        assert_eq!(code, 0, "{line}: {err}");
     }
     assert!(d.join(".zae-limiter/local.sqlite").exists() && d.join("a.sqlite").exists());
     let default_store = "rpm: 1,000/min (burst: 3,000)";
     let a_store = "rpm: 1,000/min (burst: 2,000)";
-    /// Arguments, environment, and the store the output must come from.
-    type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
-    let cases: &[Case<'_>] = &[
+    let env_a: &[(&str, &str)] = &[("ZAEL_LOCAL_STORE", "a.sqlite")];
+    // Arguments, environment, and the store the output must come from.
+    for (line, env, want) in [
+        ("--local user-premium -r gpt-4", &[][..], default_store),
+        ("user-premium --local -r gpt-4", &[], default_store),
+        ("user-premium -r gpt-4 --local", &[], default_store),
+        ("--local=a.sqlite user-premium -r gpt-4", &[], a_store),
+        ("user-premium -r gpt-4 --local=a.sqlite", &[], a_store),
+        ("user-premium -r gpt-4", env_a, a_store),
+        ("--local user-premium -r gpt-4", env_a, a_store),
         (
-            &[
-                "entity",
-                "get-limits",
-                "--local",
-                "user-premium",
-                "-r",
-                "gpt-4",
-                "-n",
-                "demo",
-            ],
-            &[],
+            "--local=.zae-limiter/local.sqlite user-premium -r gpt-4",
+            env_a,
             default_store,
         ),
-        (
-            &[
-                "entity",
-                "get-limits",
-                "user-premium",
-                "--local",
-                "-r",
-                "gpt-4",
-                "-n",
-                "demo",
-            ],
-            &[],
-            default_store,
-        ),
-        (
-            &[
-                "entity",
-                "get-limits",
-                "user-premium",
-                "-r",
-                "gpt-4",
-                "-n",
-                "demo",
-                "--local",
-            ],
-            &[],
-            default_store,
-        ),
-        (
-            &[
-                "entity",
-                "get-limits",
-                "--local=a.sqlite",
-                "user-premium",
-                "-r",
-                "gpt-4",
-                "-n",
-                "demo",
-            ],
-            &[],
-            a_store,
-        ),
-        (
-            &[
-                "entity",
-                "get-limits",
-                "user-premium",
-                "-r",
-                "gpt-4",
-                "-n",
-                "demo",
-                "--local=a.sqlite",
-            ],
-            &[],
-            a_store,
-        ),
-        (
-            &[
-                "entity",
-                "get-limits",
-                "user-premium",
-                "-r",
-                "gpt-4",
-                "-n",
-                "demo",
-            ],
-            &[("ZAEL_LOCAL_STORE", "a.sqlite")],
-            a_store,
-        ),
-        (
-            &[
-                "entity",
-                "get-limits",
-                "--local",
-                "user-premium",
-                "-r",
-                "gpt-4",
-                "-n",
-                "demo",
-            ],
-            &[("ZAEL_LOCAL_STORE", "a.sqlite")],
-            a_store,
-        ),
-        (
-            &[
-                "entity",
-                "get-limits",
-                "--local=.zae-limiter/local.sqlite",
-                "user-premium",
-                "-r",
-                "gpt-4",
-                "-n",
-                "demo",
-            ],
-            &[("ZAEL_LOCAL_STORE", "a.sqlite")],
-            default_store,
-        ),
-    ];
-    for (args, env, want) in cases {
-        let (code, out, err) = run_in(d, args, env);
-        assert_eq!(code, 0, "{args:?} {env:?}: {err}");
+    ] {
+        let line = format!("entity get-limits {line} -n demo");
+        let (code, out, err) = run_in(d, &words(&line), env);
+        assert_eq!(code, 0, "{line} {env:?}: {err}");
         assert!(
             out.contains(want),
-            "{args:?} {env:?}: read the wrong store:\n{out}"
+            "{line} {env:?}: read the wrong store:\n{out}"
         );
     }
     // A scope right after --local is the scope, not a store path.
     let (code, out, err) = run_in(
         d,
-        &[
-            "cooldown",
-            "check",
-            "--local",
-            "openai/acct-42",
-            "-n",
-            "demo",
-        ],
+        &words("cooldown check --local openai/acct-42 -n demo"),
         &[],
     );
     assert_eq!((code, err.as_str()), (0, ""), "{out}");
@@ -195,15 +86,7 @@ fn local_may_stand_anywhere_and_never_swallows_an_argument() {
     // The spaced form is refused as a usage error, never read as a path.
     let (code, _, err) = run_in(
         d,
-        &[
-            "entity",
-            "get-limits",
-            "user-premium",
-            "-n",
-            "demo",
-            "--local",
-            "a.sqlite",
-        ],
+        &words("entity get-limits user-premium -n demo --local a.sqlite"),
         &[],
     );
     assert_eq!(code, 2, "{err}");
@@ -231,20 +114,9 @@ fn read_only_commands_work_on_a_store_in_a_read_only_directory() {
         &[],
     );
     assert_eq!(code, 0, "{err}");
-    let (code, _, err) = run_in(
-        dir.path(),
-        &[
-            "cooldown",
-            "record",
-            "p/a",
-            "--resets-in-seconds",
-            "60",
-            "-n",
-            "demo",
-            &local,
-        ],
-        &[],
-    );
+    let mut record = words("cooldown record p/a --resets-in-seconds 60 -n demo");
+    record.push(&local);
+    let (code, _, err) = run_in(dir.path(), &record, &[]);
     assert_eq!(code, 0, "{err}");
     // Read-only for the commands below.
     use std::os::unix::fs::PermissionsExt;
@@ -286,54 +158,31 @@ fn read_only_commands_work_on_a_store_in_a_read_only_directory() {
         .unwrap()
         .map(|e| e.unwrap().file_name())
         .collect();
-    let checks: &[(&[&str], i32, &str)] = &[
+    let plan = format!("limits plan -n demo -f {m}");
+    let diff = format!("limits diff -n demo -f {m}");
+    for (line, want_code, want) in [
         (
-            &[
-                "entity",
-                "get-limits",
-                "user-premium",
-                "-r",
-                "gpt-4",
-                "-n",
-                "demo",
-            ],
+            "entity get-limits user-premium -r gpt-4 -n demo",
             0,
             "burst: 2,000",
         ),
-        (
-            &["resource", "get-defaults", "gpt-4", "-n", "demo"],
-            0,
-            "rpm",
-        ),
-        (&["system", "get-defaults", "-n", "demo"], 0, "rpm"),
-        (&["namespace", "list", "-n", "demo"], 0, "default"),
-        (&["limits", "plan", "-n", "demo", "-f", m], 0, "No changes."),
-        (
-            &["limits", "diff", "-n", "demo", "-f", m],
-            0,
-            "No drift detected.",
-        ),
-        (&["cooldown", "check", "p/a", "-n", "demo"], 75, "wait"),
-        (&["cooldown", "list", "-n", "demo"], 0, "p/a"),
-    ];
-    for (args, want_code, want) in checks {
-        let (code, out, err) = outcome(as_reader(args).output().unwrap());
-        assert_eq!(code, *want_code, "{args:?}: {err}");
-        assert!(out.contains(want), "{args:?}: {out}");
+        ("resource get-defaults gpt-4 -n demo", 0, "rpm"),
+        ("system get-defaults -n demo", 0, "rpm"),
+        ("namespace list -n demo", 0, "default"),
+        (&plan, 0, "No changes."),
+        (&diff, 0, "No drift detected."),
+        ("cooldown check p/a -n demo", 75, "wait"),
+        ("cooldown list -n demo", 0, "p/a"),
+    ] {
+        let (code, out, err) = outcome(as_reader(&words(line)).output().unwrap());
+        assert_eq!(code, want_code, "{line}: {err}");
+        assert!(out.contains(want), "{line}: {out}");
     }
     // A write is refused with an error, not a panic or a partial write.
     let (code, _, err) = outcome(
-        as_reader(&[
-            "cooldown",
-            "record",
-            "p/b",
-            "--resets-in-seconds",
-            "60",
-            "-n",
-            "demo",
-        ])
-        .output()
-        .unwrap(),
+        as_reader(&words("cooldown record p/b --resets-in-seconds 60 -n demo"))
+            .output()
+            .unwrap(),
     );
     assert_eq!(code, 1, "{err}");
     let after: Vec<_> = std::fs::read_dir(&store_dir)
@@ -468,22 +317,8 @@ fn trace_errors_name_the_problem_not_the_parser() {
     .unwrap();
     std::fs::write(d.join("empty.csv"), "").unwrap();
     let sim = |trace: &str| {
-        run_in(
-            d,
-            &[
-                "limits",
-                "simulate",
-                "-f",
-                "limits.yaml",
-                "-e",
-                "u",
-                "-r",
-                "gpt-4",
-                "--trace",
-                trace,
-            ],
-            &[],
-        )
+        let line = format!("limits simulate -f limits.yaml -e u -r gpt-4 --trace {trace}");
+        run_in(d, &words(&line), &[])
     };
     let (code, _, err) = sim("frac.jsonl");
     assert_eq!(code, 1);

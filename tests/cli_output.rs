@@ -11,22 +11,13 @@ use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use common::{outcome, zae_limiter};
+use common::{describe, outcome, zae_limiter};
 
 fn root(rel: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join(rel)
         .display()
         .to_string()
-}
-
-fn describe(out: &Output) -> String {
-    format!(
-        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 /// A local store with the quickstart manifest applied and a cooldown recorded,
@@ -63,6 +54,15 @@ impl Env {
             .env("ZAEL_NOW", "2026-12-02T10:00:00Z")
             .current_dir(self.dir.path());
         cmd
+    }
+
+    /// [`Env::cmd`] started with piped standard output and error.
+    fn spawn(&self, args: &[&str]) -> std::process::Child {
+        self.cmd(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn")
     }
 }
 
@@ -184,12 +184,7 @@ fn a_closed_pipe_is_a_quiet_stop_with_the_commands_own_exit_code() {
     for (args, code) in every_group() {
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
         // The read end is closed before the command writes anything.
-        let mut child = env
-            .cmd(&refs)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn");
+        let mut child = env.spawn(&refs);
         drop(child.stdout.take());
         let out = child.wait_with_output().expect("wait");
         no_panic(&args, &out);
@@ -224,12 +219,7 @@ fn head_c1_reads_one_byte_and_nothing_panics() {
         ],
         vec!["cooldown", "check", "openai/a"],
     ] {
-        let mut child = env
-            .cmd(&args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn");
+        let mut child = env.spawn(&args);
         let mut stdout = child.stdout.take().expect("stdout");
         let mut one = [0u8; 1];
         std::io::Read::read_exact(&mut stdout, &mut one).expect("one byte");

@@ -6,6 +6,7 @@
 //! `on_unavailable`. "Now" is `ZAEL_NOW` in every process.
 
 mod backends;
+mod common;
 
 use std::process::{Child, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -600,28 +601,27 @@ fn unreadable_state_follows_on_unavailable_and_says_so() {
     }
 }
 
-#[test]
-fn an_unreachable_store_blocks() {
-    // Nothing listens on port 9: the SDK's retries fail, the answer is block.
-    let b = backends::local();
-    let out = b.run(
-        &at(0),
-        &[
-            "acquire",
-            "c",
-            "-r",
-            "api",
-            "-n",
-            "unreachable",
-            "--endpoint-url",
-            "http://127.0.0.1:9",
-        ],
-    );
+/// `acquire c -r api ARGS` at 0, which must block (the outage answer).
+fn blocked(b: &Backend, args: &[&str]) -> Output {
+    let mut all = vec!["acquire", "c", "-r", "api"];
+    all.extend_from_slice(args);
+    let out = b.run(&at(0), &all);
     assert_eq!(code(&out), 75, "{}", describe(&out));
     assert!(
         stderr(&out).contains("on_unavailable blocks it"),
         "{}",
         describe(&out)
+    );
+    out
+}
+
+#[test]
+fn an_unreachable_store_blocks() {
+    // Nothing listens on port 9: the SDK's retries fail, the answer is block.
+    let b = backends::local();
+    let out = blocked(
+        &b,
+        &["-n", "outage", "--endpoint-url", "http://127.0.0.1:9"],
     );
     assert!(stdout(&out).is_empty(), "{}", describe(&out));
 }
@@ -632,33 +632,10 @@ fn an_unreadable_local_store_blocks() {
     let path = dir.path().join("store.sqlite");
     std::fs::write(&path, "this is not a database, just some bytes of text").unwrap();
     let b = backends::local();
-    let out = b.run(
-        &at(0),
-        &[
-            "acquire",
-            "c",
-            "-r",
-            "api",
-            &format!("--local={}", path.display()),
-        ],
-    );
-    assert_eq!(code(&out), 75, "{}", describe(&out));
-    assert!(
-        stderr(&out).contains("on_unavailable blocks it"),
-        "{}",
-        describe(&out)
-    );
+    blocked(&b, &[&format!("--local={}", path.display())]);
     // A store that does not exist is an error, not an outage.
     let missing = dir.path().join("missing.sqlite");
-    let out = b.run(
-        &at(0),
-        &[
-            "acquire",
-            "c",
-            "-r",
-            "api",
-            &format!("--local={}", missing.display()),
-        ],
-    );
+    let local = format!("--local={}", missing.display());
+    let out = b.run(&at(0), &["acquire", "c", "-r", "api", &local]);
     assert_eq!(code(&out), 1, "{}", describe(&out));
 }

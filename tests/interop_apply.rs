@@ -6,11 +6,12 @@
 //!     changes; (3) a running Python limiter with an existing bucket enforces a
 //!     lowered entity limit right after our apply.
 
+mod common;
 mod interop_support;
 
 use std::collections::BTreeMap;
 
-use interop_support::{default_nsid, interop, resolve_args};
+use interop_support::{assert_same_resolution, default_nsid, interop, resolve_args};
 use serde_json::Value;
 
 const FIXTURE: &str = include_str!("../scripts/interop/manifests/fixture.yaml");
@@ -70,12 +71,7 @@ fn apply_matches_the_reference_provisioner_and_resolution() {
     assert_eq!(applied["created"], Value::from(7), "{applied}");
 
     // (1) The Python client resolves the same limits, sources and flags.
-    for pair in PAIRS {
-        assert_eq!(
-            answers[4][pair], answers[5][pair],
-            "resolve_limits differs for {pair}"
-        );
-    }
+    assert_same_resolution(&answers[4], &answers[5], PAIRS);
     assert_eq!(answers[4]["user-1/gpt-4"]["source"], "entity");
     assert_eq!(answers[4]["user-1/claude-3"]["source"], "entity_default");
     assert_eq!(answers[4]["team-a/claude-3"]["source"], "resource");
@@ -134,23 +130,7 @@ fn apply_matches_the_reference_provisioner_and_resolution() {
     );
 
     // And our plan then has nothing to do.
-    let out = ours.ours(&[
-        "limits",
-        "plan",
-        "-n",
-        o,
-        "-f",
-        &m,
-        "--endpoint-url",
-        &ours.endpoint,
-        "--detailed-exitcode",
-    ]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    ours.assert_plan_is_empty(&manifest);
 }
 
 #[test]

@@ -6,6 +6,7 @@
 //! managed set); a second plan is clean; and Python resolves every pair to
 //! exactly what it resolved before.
 
+mod common;
 mod interop_support;
 
 use interop_support::{interop, resolve_args, Interop};

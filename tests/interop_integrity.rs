@@ -9,6 +9,7 @@
 //!   resolves the entities as declared, and when the reference's provisioner
 //!   rewrites the record our next apply says so and loses track of no level.
 
+mod common;
 mod interop_support;
 
 use std::collections::BTreeMap;

@@ -4,6 +4,7 @@
 //! `kill -9`, via the test-only ZAEL_FAULT_ABORT_AFTER_WRITES), and connections
 //! dropped mid-request by a proxy (the store retries them).
 
+mod common;
 mod interop_support;
 
 use std::collections::BTreeMap;
@@ -12,7 +13,7 @@ use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use interop_support::{default_nsid, interop, Interop};
+use interop_support::{default_nsid, describe, interop, Interop};
 use serde_json::Value;
 
 const V1: &str = include_str!("../scripts/interop/manifests/fixture.yaml");
@@ -38,6 +39,11 @@ fn v2() -> String {
 /// with the namespace id elided; and no pending fan-out left.
 fn comparable(items: &[Value]) -> BTreeMap<String, Value> {
     let ns = default_nsid(items);
+    // The item as JSON with its namespace id written `{ns}`.
+    let elide = |v: &Value| {
+        let text = serde_json::to_string(v).unwrap_or_default();
+        serde_json::from_str(&text.replace(&ns, "{ns}")).unwrap_or(Value::Null)
+    };
     let mut out = BTreeMap::new();
     for i in items {
         let pk = i["PK"]["S"]
@@ -56,13 +62,7 @@ fn comparable(items: &[Value]) -> BTreeMap<String, Value> {
                 m.remove("last_applied");
                 m.remove("zael_counts");
             }
-            let text = serde_json::to_string(&v)
-                .unwrap_or_default()
-                .replace(&ns, "{ns}");
-            out.insert(
-                format!("{pk} {sk}"),
-                serde_json::from_str(&text).unwrap_or(Value::Null),
-            );
+            out.insert(format!("{pk} {sk}"), elide(&v));
         } else if sk.starts_with("#CONFIG")
             || sk.starts_with("#RESOURCES")
             || sk.starts_with("#ENTITY_CONFIG")
@@ -71,13 +71,7 @@ fn comparable(items: &[Value]) -> BTreeMap<String, Value> {
             if let Value::Object(m) = &mut v {
                 m.remove("zael#recount");
             }
-            let text = serde_json::to_string(&v)
-                .unwrap_or_default()
-                .replace(&ns, "{ns}");
-            out.insert(
-                format!("{pk} {sk}"),
-                serde_json::from_str(&text).unwrap_or(Value::Null),
-            );
+            out.insert(format!("{pk} {sk}"), elide(&v));
         }
     }
     out
@@ -218,9 +212,8 @@ fn a_killed_apply_is_finished_by_the_next_one() {
         );
         assert!(
             repair.status.success(),
-            "write {n}: repair failed\n{}{}",
-            String::from_utf8_lossy(&repair.stdout),
-            String::from_utf8_lossy(&repair.stderr)
+            "write {n}: repair failed\n{}",
+            describe(&repair)
         );
         let items = it.dump();
         same(
@@ -312,9 +305,8 @@ fn dropped_connections_are_retried_and_lose_nothing() {
     assert!(cut >= 3, "the proxy cut only {cut} requests");
     assert!(
         out.status.success(),
-        "apply through a flaky connection failed\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+        "apply through a flaky connection failed\n{}",
+        describe(&out)
     );
     let items = it.dump();
     same(&comparable(&items), &want, "after dropped connections");

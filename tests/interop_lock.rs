@@ -5,6 +5,7 @@
 //! record under a running apply leaves nothing unmanaged; a killed holder's
 //! lock expires with its lease; SIGTERM releases it.
 
+mod common;
 mod interop_support;
 mod lock_support;
 

@@ -5,37 +5,13 @@
 //! kinds only, which it falls through and we do not), still acquires on its
 //! buckets, and a namespace purge removes our state items with the rest.
 
+mod common;
 mod interop_support;
 
 use interop_support::interop;
 use serde_json::Value;
 
-const MANIFEST: &str = r#"namespace: default
-system:
-  limits:
-    rpm: {capacity: 1000}
-    requests_per_day: {capacity: 100000, window: day, rolling: true}
-resources:
-  gpt-4:
-    limits:
-      rpm: {capacity: 500}
-      tokens_per_hour: {capacity: 400000, window: hour, rolling: true}
-      in_flight: {concurrency: 20}
-entities:
-  user-1:
-    resources:
-      gpt-4:
-        limits:
-          rpm: {capacity: 60}
-          burst_guard: {capacity: 30, window: minute, rolling: true}
-          in_flight: {concurrency: 2, hold_ttl_seconds: 120}
-  user-2:
-    resources:
-      gpt-4:
-        limits:
-          burst_guard: {capacity: 10, window: minute, rolling: true}
-          in_flight: {concurrency: 1}
-"#;
+const MANIFEST: &str = include_str!("../fixtures/interop/runtime.yaml");
 
 /// (pair, the level we resolve, whether it has a concurrency limit).
 const PAIRS: &[(&str, &str, bool)] = &[

@@ -5,6 +5,7 @@
 //! the Python client's `set_limits` / `set_resource_defaults` /
 //! `set_system_defaults` read back here identically (JSON, field by field).
 
+mod common;
 mod interop_support;
 
 use interop_support::{interop, Interop};

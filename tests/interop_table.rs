@@ -1,22 +1,28 @@
 //! `table create` against a real DynamoDB API (moto): the layout equals the
 //! reference's own create path, and the Python library accepts the table.
 
+mod common;
 mod interop_support;
 
 use interop_support::interop;
 use serde_json::Value;
 
-#[test]
-fn our_table_has_the_reference_layout_and_python_uses_it() {
-    let Some(ours) = interop("tbl") else { return };
-    let out = ours.ours_ok(&[
+/// `table create` on this table, which must succeed; returns stdout.
+fn create(it: &interop_support::Interop) -> String {
+    it.ours_ok(&[
         "table",
         "create",
         "-n",
-        &ours.table,
+        &it.table,
         "--endpoint-url",
-        &ours.endpoint,
-    ]);
+        &it.endpoint,
+    ])
+}
+
+#[test]
+fn our_table_has_the_reference_layout_and_python_uses_it() {
+    let Some(ours) = interop("tbl") else { return };
+    let out = create(&ours);
     assert!(out.contains("created"), "{out}");
     let ns_line = out
         .lines()
@@ -49,14 +55,7 @@ fn our_table_has_the_reference_layout_and_python_uses_it() {
 
     // A second create changes nothing and says so.
     let before = ours.dump();
-    let again = ours.ours_ok(&[
-        "table",
-        "create",
-        "-n",
-        &ours.table,
-        "--endpoint-url",
-        &ours.endpoint,
-    ]);
+    let again = create(&ours);
     assert!(
         again.contains("already exists") && again.contains("already registered"),
         "{again}"

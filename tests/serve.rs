@@ -5,6 +5,7 @@
 //! the README's curl and Python examples run as written against a live server.
 
 mod backends;
+mod common;
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;

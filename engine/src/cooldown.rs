@@ -40,14 +40,11 @@ use crate::civil::MAX_EPOCH_MS;
 /// Milliseconds since the Unix epoch (UTC).
 pub type EpochMs = i64;
 
-/// One second in milliseconds.
-pub const SECOND_MS: i64 = 1_000;
-/// One minute in milliseconds.
-pub const MINUTE_MS: i64 = 60 * SECOND_MS;
-/// One hour in milliseconds.
-pub const HOUR_MS: i64 = 60 * MINUTE_MS;
-/// One day in milliseconds.
-pub const DAY_MS: i64 = 24 * HOUR_MS;
+// The one duration syntax and its units, re-exported where the cooldown
+// arithmetic has always offered them.
+pub use crate::duration::{
+    human_duration, parse_duration_ms, DurationError, DAY_MS, HOUR_MS, MINUTE_MS, SECOND_MS,
+};
 
 /// Largest safety margin accepted: a day is already far beyond any clock skew.
 pub const MAX_MARGIN_MS: i64 = DAY_MS;
@@ -838,72 +835,6 @@ pub fn resume_at(not_before: EpochMs, worker: &str, seed: u64, max_jitter_ms: i6
     not_before.saturating_add(jitter_ms(worker, seed, max_jitter_ms))
 }
 
-/// A span for people: the two largest units, e.g. `2d 8h`, `5m 3s`, `0s`.
-/// Rounded up to whole seconds so "in 0s" is only said when nothing is left.
-pub fn human_duration(ms: i64) -> String {
-    if ms <= 0 {
-        return "0s".to_string();
-    }
-    let secs = ms / SECOND_MS + i64::from(ms % SECOND_MS != 0);
-    let units = [
-        (secs / 86_400, "d"),
-        (secs % 86_400 / 3_600, "h"),
-        (secs % 3_600 / 60, "m"),
-        (secs % 60, "s"),
-    ];
-    let first = units.iter().position(|(n, _)| *n > 0).unwrap_or(3);
-    units[first..]
-        .iter()
-        .take(2)
-        .filter(|(n, _)| *n > 0)
-        .map(|(n, u)| format!("{n}{u}"))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// Why a duration was refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("'{0}' is not a duration; write e.g. 90s, 5m, 1h30m, 2d or 500ms")]
-pub struct DurationError(pub String);
-
-/// Parses `500ms`, `90s`, `5m`, `1h30m`, `2d` or plain seconds (`60`) into ms.
-pub fn parse_duration_ms(text: &str) -> Result<i64, DurationError> {
-    let err = || DurationError(text.to_string());
-    let t = text.trim();
-    if t.is_empty() {
-        return Err(err());
-    }
-    if t.bytes().all(|b| b.is_ascii_digit()) {
-        let secs: i64 = t.parse().map_err(|_| err())?;
-        return secs.checked_mul(SECOND_MS).ok_or_else(err);
-    }
-    let mut total: i64 = 0;
-    let mut rest = t;
-    while !rest.is_empty() {
-        let digits = rest.bytes().take_while(|b| b.is_ascii_digit()).count();
-        if digits == 0 {
-            return Err(err());
-        }
-        let n: i64 = rest[..digits].parse().map_err(|_| err())?;
-        rest = &rest[digits..];
-        let unit_len = rest.bytes().take_while(|b| b.is_ascii_alphabetic()).count();
-        let unit = match &rest[..unit_len] {
-            "ms" => 1,
-            "s" => SECOND_MS,
-            "m" => MINUTE_MS,
-            "h" => HOUR_MS,
-            "d" => DAY_MS,
-            _ => return Err(err()),
-        };
-        rest = &rest[unit_len..];
-        total = n
-            .checked_mul(unit)
-            .and_then(|v| total.checked_add(v))
-            .ok_or_else(err)?;
-    }
-    Ok(total)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1308,30 +1239,6 @@ mod tests {
         assert!(all.len() > 40, "jitter should spread workers: {all:?}");
         assert_eq!(jitter_ms("worker-a", seed, 0), 0);
         assert_eq!(resume_at(1000, "w", seed, 0), 1000);
-    }
-
-    #[test]
-    fn human_durations() {
-        assert_eq!(human_duration(202_830_000), "2d 8h");
-        assert_eq!(human_duration(2 * DAY_MS + 5 * MINUTE_MS), "2d");
-        assert_eq!(human_duration(3_600_000), "1h");
-        assert_eq!(human_duration(90_000), "1m 30s");
-        assert_eq!(human_duration(1), "1s");
-        assert_eq!(human_duration(0), "0s");
-        assert_eq!(human_duration(-5), "0s");
-    }
-
-    #[test]
-    fn durations_parse() {
-        assert_eq!(parse_duration_ms("60"), Ok(60_000));
-        assert_eq!(parse_duration_ms("90s"), Ok(90_000));
-        assert_eq!(parse_duration_ms("5m"), Ok(300_000));
-        assert_eq!(parse_duration_ms("1h30m"), Ok(5_400_000));
-        assert_eq!(parse_duration_ms("2d"), Ok(2 * DAY_MS));
-        assert_eq!(parse_duration_ms("500ms"), Ok(500));
-        for bad in ["", "5x", "m", "1.5s", "-3s", "99999999999999999999s"] {
-            assert!(parse_duration_ms(bad).is_err(), "{bad}");
-        }
     }
 
     #[test]

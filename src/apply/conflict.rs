@@ -142,7 +142,7 @@ fn add_levels(
         Some(i) => ManagedSet::from_item(i).map_err(|reason| StoreError::Corrupt {
             pk: key.pk.clone(),
             sk: key.sk.clone(),
-            reason,
+            reason: reason.to_string(),
         })?,
         None => ManagedSet::default(),
     };

@@ -12,6 +12,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use self::bucket::{stamp_deadline, sync_actions, BucketId};
 use self::levels::{meta_key, Levels, Source};
 use crate::items::attrs::{self, bucket_item, bucket_limits, BucketField};
+use crate::items::config::CodecError;
 use crate::items::keys;
 use crate::manifest::model::Disabled;
 pub use crate::plan::level::LevelKind;
@@ -55,7 +56,28 @@ pub struct Owed {
 /// Buckets are discovered twice (the second pass catches buckets created
 /// meanwhile); every write is an UpdateItem conditioned on the bucket still
 /// existing, so a vanished shard is skipped and nothing is ever created.
-pub fn run(store: &dyn Store, ns_id: &str, owed: &Owed, now_ms: i64) -> Result<(), String> {
+/// Why a fan-out did not finish (the apply reports it; the next apply retries).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum FanOutError {
+    #[error("cannot fan out {kind} {level} '{target}': malformed target")]
+    MalformedTarget {
+        kind: &'static str,
+        level: &'static str,
+        target: String,
+    },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A level the buckets resolve from cannot be read.
+    #[error(transparent)]
+    Config(#[from] CodecError),
+    #[error("{failed} bucket updates failed; first: {first}")]
+    Buckets { failed: usize, first: StoreError },
+    /// `ZAEL_FAULT_FANOUT_ERROR` (tests only).
+    #[error("{0}")]
+    Injected(String),
+}
+
+pub fn run(store: &dyn Store, ns_id: &str, owed: &Owed, now_ms: i64) -> Result<(), FanOutError> {
     run_many(store, ns_id, std::slice::from_ref(owed), now_ms)
         .pop()
         .unwrap_or(Ok(()))
@@ -131,7 +153,7 @@ pub fn run_many(
     ns_id: &str,
     owed: &[Owed],
     now_ms: i64,
-) -> Vec<Result<(), String>> {
+) -> Vec<Result<(), FanOutError>> {
     run_listed(store, ns_id, owed, now_ms, None)
         .into_iter()
         .map(|r| r.map(|_| ()))
@@ -148,18 +170,17 @@ pub fn run_listed(
     owed: &[Owed],
     now_ms: i64,
     mut first: Option<Listing>,
-) -> Vec<Result<bool, String>> {
-    let mut results: Vec<Result<(), String>> = vec![Ok(()); owed.len()];
+) -> Vec<Result<bool, FanOutError>> {
+    let mut results: Vec<Result<(), FanOutError>> = vec![Ok(()); owed.len()];
     let mut touched = vec![false; owed.len()];
     let mut work: Vec<(usize, Scope, Job)> = vec![];
     for (i, o) in owed.iter().enumerate() {
         let Some(scope) = Scope::parse(o.level, &o.target) else {
-            results[i] = Err(format!(
-                "cannot fan out {} {} '{}': malformed target",
-                o.kind.as_str(),
-                o.level.as_str(),
-                o.target
-            ));
+            results[i] = Err(FanOutError::MalformedTarget {
+                kind: o.kind.as_str(),
+                level: o.level.as_str(),
+                target: o.target.clone(),
+            });
             continue;
         };
         let job = match (o.kind, &scope) {
@@ -181,7 +202,7 @@ pub fn run_listed(
                 Ok(listing) => Some(listing),
                 Err(e) => {
                     for (i, ..) in &work {
-                        results[*i] = Err(e.to_string());
+                        results[*i] = Err(e.clone().into());
                     }
                     return results.into_iter().map(|r| r.map(|_| false)).collect();
                 }
@@ -214,7 +235,7 @@ pub fn run_listed(
                         });
                     }
                 }
-                Err(e) => results[*i] = Err(e.to_string()),
+                Err(e) => results[*i] = Err(e.into()),
             }
         }
         // A round at a time: a task's buckets, and whole tasks, up to a
@@ -342,7 +363,7 @@ fn fan_out(
     ns: &str,
     tasks: &[Task],
     now_ms: i64,
-) -> Vec<(usize, Result<(), String>)> {
+) -> Vec<(usize, Result<(), FanOutError>)> {
     if tasks.is_empty() {
         return vec![];
     }
@@ -357,7 +378,7 @@ fn fan_out(
             bucket_keys.insert(k.clone());
         }
     }
-    let fail_all = |e: String| tasks.iter().map(|t| (t.index, Err(e.clone()))).collect();
+    let fail_all = |e: FanOutError| tasks.iter().map(|t| (t.index, Err(e.clone()))).collect();
     let read: Vec<Key> = config_keys
         .iter()
         .chain(bucket_keys.iter())
@@ -365,7 +386,7 @@ fn fan_out(
         .collect();
     let items = match store.batch_get(&read, true) {
         Ok(items) => items,
-        Err(e) => return fail_all(e.to_string()),
+        Err(e) => return fail_all(e.into()),
     };
     let fetched: HashMap<Key, Option<Item>> = read.into_iter().zip(items).collect();
     let metas: HashMap<Key, Item> = fetched
@@ -380,10 +401,10 @@ fn fan_out(
         .collect();
     let levels = match Levels::new(ns, config) {
         Ok(l) => l,
-        Err(e) => return fail_all(e),
+        Err(e) => return fail_all(e.into()),
     };
 
-    let mut outcome: Vec<(usize, Result<(), String>)> = vec![];
+    let mut outcome: Vec<(usize, Result<(), FanOutError>)> = vec![];
     let mut ops = vec![];
     let mut owner = vec![];
     for (t_ix, t) in tasks.iter().enumerate() {
@@ -420,25 +441,23 @@ fn fan_out(
         }
         outcome.push((t.index, Ok(())));
     }
-    let mut failures: Vec<(usize, String)> = vec![(0, String::new()); tasks.len()];
+    let mut failures: Vec<(usize, Option<StoreError>)> = vec![(0, None); tasks.len()];
     for (res, t_ix) in store.write_many(ops).into_iter().zip(owner) {
         match res {
             Ok(_) | Err(StoreError::ConditionFailed { .. }) => {}
             Err(e) => {
                 let f = &mut failures[t_ix];
                 f.0 += 1;
-                if f.1.is_empty() {
-                    f.1 = e.to_string();
-                }
+                f.1.get_or_insert(e);
             }
         }
     }
     for ((_, res), (failed, first)) in outcome.iter_mut().zip(failures) {
-        if res.is_ok() && failed > 0 {
+        if let (true, Some(first)) = (res.is_ok(), first) {
             *res = Err(if failed == 1 {
-                first
+                first.into()
             } else {
-                format!("{failed} bucket updates failed; first: {first}")
+                FanOutError::Buckets { failed, first }
             });
         }
     }

@@ -7,30 +7,54 @@ use crate::manifest::Manifest;
 use crate::plan::version::{gates, parse, read, record_key, CLIENT_VERSION};
 use crate::store::{AttrValue, Condition, Store, StoreError, UpdateAction, WriteOp};
 
+/// Why the gates refuse an apply (nothing was written).
+#[derive(Debug, thiserror::Error)]
+pub enum GateError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("reading the version record: {0}")]
+    Read(StoreError),
+    #[error("the version record (_/SYSTEM# #VERSION) is missing")]
+    NoRecord,
+    #[error("Version mismatch: client={CLIENT_VERSION}, schema={schema}, lambda={lambda}. Refusing to store {what}: the table's Lambdas must run {min} or later to enforce it; upgrade them first.")]
+    Lambda {
+        schema: String,
+        lambda: String,
+        what: &'static str,
+        min: &'static str,
+    },
+    #[error("client_min_version kept changing; try again")]
+    Contended,
+    #[error("raising client_min_version to {want}: {source}")]
+    Raise {
+        want: &'static str,
+        source: StoreError,
+    },
+}
+
 /// Refuses when a gate is not met, then raises `client_min_version` to the highest
 /// gate (never lowering it). Runs before any config write.
-pub fn enforce(store: &dyn Store, m: &Manifest) -> Result<(), String> {
+pub fn enforce(store: &dyn Store, m: &Manifest) -> Result<(), GateError> {
     let gates = gates(m);
     let Some(top) = gates.last().copied() else {
         return Ok(());
     };
     for attempt in 0..3 {
         let rec = read(store)
-            .map_err(|e| format!("reading the version record: {e}"))?
-            .ok_or_else(|| "the version record (_/SYSTEM# #VERSION) is missing".to_string())?;
+            .map_err(GateError::Read)?
+            .ok_or(GateError::NoRecord)?;
         for g in &gates {
             let ok = match &rec.lambda_version {
                 Some(v) => v == CLIENT_VERSION || parse(v) >= parse(g.min_version()),
                 None => false,
             };
             if !ok {
-                return Err(format!(
-                    "Version mismatch: client={CLIENT_VERSION}, schema={}, lambda={}. Refusing to store {}: the table's Lambdas must run {} or later to enforce it; upgrade them first.",
-                    rec.schema_version,
-                    rec.lambda_version.as_deref().unwrap_or("unknown"),
-                    g.what(),
-                    g.min_version()
-                ));
+                return Err(GateError::Lambda {
+                    schema: rec.schema_version.clone(),
+                    lambda: rec.lambda_version.as_deref().unwrap_or("unknown").into(),
+                    what: g.what(),
+                    min: g.min_version(),
+                });
             }
         }
         let want = top.min_version();
@@ -56,10 +80,10 @@ pub fn enforce(store: &dyn Store, m: &Manifest) -> Result<(), String> {
         match store.write(op) {
             Ok(_) => return Ok(()),
             Err(StoreError::ConditionFailed { .. }) if attempt < 2 => continue,
-            Err(e) => return Err(format!("raising client_min_version to {want}: {e}")),
+            Err(source) => return Err(GateError::Raise { want, source }),
         }
     }
-    Err("client_min_version kept changing; try again".into())
+    Err(GateError::Contended)
 }
 
 #[cfg(test)]
@@ -88,12 +112,16 @@ mod tests {
     fn old_or_unknown_lambdas_are_refused_without_writing() {
         let s = MemoryStore::new();
         s.put(version_item(Some("0.16.2"), Some("0.10.0")));
-        let err = enforce(&s, &manifest(false, false, true)).unwrap_err();
+        let err = enforce(&s, &manifest(false, false, true))
+            .unwrap_err()
+            .to_string();
         assert!(err.starts_with("Version mismatch: client=0.17.0, schema=0.10.0, lambda=0.16.2. Refusing to store a soft limit or bypass"), "{err}");
         assert_eq!(min_of(&s).as_deref(), Some("0.10.0"));
         enforce(&s, &manifest(true, true, false)).unwrap();
         s.put(version_item(None, None));
-        let err = enforce(&s, &manifest(false, true, false)).unwrap_err();
+        let err = enforce(&s, &manifest(false, true, false))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("lambda=unknown"), "{err}");
     }
 }

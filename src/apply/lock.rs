@@ -605,18 +605,11 @@ mod tests {
         );
     }
 
-    fn real_now() -> i64 {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis() as i64)
-            .unwrap_or(0)
-    }
-
     #[test]
     fn the_lease_is_renewed_while_held_and_loss_is_reported() {
         let s = Arc::new(MemoryStore::new());
         let wait = Wait {
-            now: real_now,
+            now: crate::clock::system_ms,
             ..no_wait()
         };
         let held = acquire(

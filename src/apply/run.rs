@@ -54,10 +54,10 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use crate::apply::fanout::{self, FanOutKind, LevelKind, Owed};
+use crate::apply::fanout::{self, FanOutError, FanOutKind, LevelKind, Owed};
 use crate::apply::pending::{self, Share};
 use crate::apply::record::Outcome;
-use crate::apply::{conflict, counts, gate, record, writes, LEASE_MS};
+use crate::apply::{conflict, counts, gate, record, writes, ApplyError, LEASE_MS};
 use crate::items::{attrs, config};
 use crate::manifest::Manifest;
 use crate::plan::digests::{self, Digest, Recorded, Untrusted};
@@ -65,7 +65,8 @@ use crate::plan::identity::RecordIdentity;
 use crate::plan::level::{Action, Level};
 use crate::plan::managed::{self, ManagedSet, ProvisionerRecord};
 use crate::plan::prepare::{
-    prepare_each, BuildFn, PlannedChange, PrepareError, Prepared, Refresh, Summary, CHUNK,
+    prepare_each, BuildError, BuildFn, PlannedChange, PrepareError, Prepared, Refresh, Summary,
+    CHUNK,
 };
 use crate::progress::Progress;
 use crate::store::{Item, Key, Store, StoreError};
@@ -139,6 +140,14 @@ impl Step {
             Step::Record => "record",
         }
     }
+
+    /// What a stop at this step (before any config write) left undone.
+    pub fn stopped_before(self) -> &'static str {
+        match self {
+            Step::Plan => "stopped before planning; nothing was written",
+            _ => "stopped before writing any level; nothing was changed",
+        }
+    }
 }
 
 /// A [`ApplyRequest::stop`] that never stops.
@@ -149,13 +158,14 @@ pub fn never_stop(_: Step) -> Option<String> {
 /// Runs one apply, in the steps the module doc lists. `Err` means nothing was
 /// written to any config item (a refused version gate, or the store failed
 /// before the first config write).
-pub fn apply(store: &dyn Store, req: &ApplyRequest<'_>) -> Result<Applied, String> {
+pub fn apply(store: &dyn Store, req: &ApplyRequest<'_>) -> Result<Applied, ApplyError> {
     // 1. Gates over every declared level, before any write.
     gate::enforce(store, req.manifest)?;
     if let Some(why) = (req.stop)(Step::Plan) {
-        return Err(format!(
-            "{why}: stopped before planning; nothing was written"
-        ));
+        return Err(ApplyError::Stopped {
+            why,
+            before: Step::Plan,
+        });
     }
     let mut run = Run {
         store,
@@ -186,7 +196,7 @@ pub fn apply(store: &dyn Store, req: &ApplyRequest<'_>) -> Result<Applied, Strin
         req.now_ms,
         req.applied_hash,
     )
-    .map_err(|e| run.abandon(e.to_string()))?;
+    .map_err(|e| run.abandon(e.into()))?;
     // 4. Write ahead every fan-out the changes make necessary.
     run.write_ahead(&plan.changes, full)
         .map_err(|e| run.abandon(e))?;
@@ -219,7 +229,7 @@ pub fn apply(store: &dyn Store, req: &ApplyRequest<'_>) -> Result<Applied, Strin
     if let Some(why) = (req.stop)(Step::FanOut) {
         // Stopped after the config writes: the fan-outs go to the next apply.
         let left = run.owed.len();
-        run.abandon(String::new());
+        run.hand_back();
         out.errors.push(format!(
             "{why}: stopped after the config writes; the #PROVISIONER record is written, and {left} bucket fan-out(s) are left for the next apply"
         ));
@@ -306,11 +316,11 @@ impl Run<'_> {
     /// (0.16) `cascade_pending` entries on the record into pending items
     /// before the record, which drops them, is rewritten. Returns the record
     /// and whether an interrupted full apply is being resumed.
-    fn claim_abandoned(&mut self) -> Result<(ProvisionerRecord, bool), String> {
+    fn claim_abandoned(&mut self) -> Result<(ProvisionerRecord, bool), ApplyError> {
         let (store, req) = (self.store, self.req);
         let mut resumed = false;
         let listed =
-            pending::list(store, req.ns).map_err(|e| format!("reading pending fan-outs: {e}"))?;
+            pending::list(store, req.ns).map_err(ApplyError::at("reading pending fan-outs"))?;
         for p in listed {
             if !p.claimable(req.now_ms) {
                 continue;
@@ -318,7 +328,7 @@ impl Run<'_> {
             let was_full = p.owners.values().any(|s| s.full);
             let claimed =
                 pending::claim(store, req.ns, &p, req.token, self.share(false), req.now_ms)
-                    .map_err(|e| format!("claiming a pending fan-out: {e}"))?;
+                    .map_err(ApplyError::at("claiming a pending fan-out"))?;
             if claimed {
                 resumed |= req.full && was_full;
                 self.held.insert(p.owed.clone());
@@ -326,7 +336,7 @@ impl Run<'_> {
             }
         }
         let record = managed::read(store, req.ns)
-            .map_err(|e| format!("reading the #PROVISIONER record: {e}"))?;
+            .map_err(ApplyError::at("reading the #PROVISIONER record"))?;
         for (level, target) in &record.cascade_pending {
             let Some(level) = Level::from_parts(level, target) else {
                 continue;
@@ -337,7 +347,7 @@ impl Run<'_> {
                 target: level.target(),
             };
             pending::write_ahead(store, req.ns, &o, req.token, self.share(false), req.now_ms)
-                .map_err(|e| format!("writing ahead a legacy cascade fan-out: {e}"))?;
+                .map_err(ApplyError::at("writing ahead a legacy cascade fan-out"))?;
             self.held.insert(o.clone());
             self.owed.insert(o);
         }
@@ -346,22 +356,25 @@ impl Run<'_> {
 
     /// Before a step that comes ahead of any config write: stops (handing
     /// back what was claimed) when [`ApplyRequest::stop`] says so.
-    fn stop_before(&self, step: Step) -> Result<(), String> {
+    fn stop_before(&self, step: Step) -> Result<(), ApplyError> {
         match (self.req.stop)(step) {
-            Some(why) => Err(self.abandon(format!(
-                "{why}: stopped before writing any level; nothing was changed"
-            ))),
+            Some(why) => Err(self.abandon(ApplyError::Stopped { why, before: step })),
             None => Ok(()),
         }
     }
 
     /// Hands what this apply took over back at once (refused, or the store
     /// failed before the first config write); returns `e`.
-    fn abandon(&self, e: String) -> String {
+    fn abandon(&self, e: ApplyError) -> ApplyError {
+        self.hand_back();
+        e
+    }
+
+    /// Expires this apply's shares of what it owes, for the next apply.
+    fn hand_back(&self) {
         for o in &self.owed {
             let _ = pending::expire(self.store, self.req.ns, o, self.req.token, self.req.now_ms);
         }
-        e
     }
 
     /// The plan, from the record just read (and the digests, for
@@ -369,7 +382,7 @@ impl Run<'_> {
     /// thread, the entity counts a dead apply may have left wrong are
     /// recounted and (unless `--no-refresh`) every count is checked against
     /// the stored entity levels and repaired where it disagrees.
-    fn plan(&self, record: &ProvisionerRecord, full: bool) -> Result<(Plan, Recorded), String> {
+    fn plan(&self, record: &ProvisionerRecord, full: bool) -> Result<(Plan, Recorded), ApplyError> {
         let (store, req) = (self.store, self.req);
         let mut check = BTreeSet::new();
         if req.refresh == Refresh::All {
@@ -399,10 +412,10 @@ impl Run<'_> {
         &self,
         record: &ProvisionerRecord,
         full: bool,
-    ) -> Result<(Plan, Recorded), String> {
+    ) -> Result<(Plan, Recorded), ApplyError> {
         let (store, req) = (self.store, self.req);
         let recorded = digests::read(store, req.ns, record.stamp.as_deref())
-            .map_err(|e| format!("reading the level digests: {e}"))?;
+            .map_err(ApplyError::at("reading the level digests"))?;
         let mut changes = Vec::new();
         let mut keep = |pc: PlannedChange| {
             let owed = owed_kinds(&pc, full);
@@ -446,8 +459,8 @@ impl Run<'_> {
             &mut keep,
         )
         .map_err(|e| match e {
-            PrepareError::Store(e) => format!("reading the stored levels: {e}"),
-            other => other.to_string(),
+            PrepareError::Store(e) => ApplyError::at("reading the stored levels")(e),
+            other => ApplyError::Plan(other),
         })?;
         Ok((
             Plan {
@@ -465,7 +478,7 @@ impl Run<'_> {
     /// with no bucket under it gets no pending item (it still runs after the
     /// writes, and finds the buckets created meanwhile; only an apply that
     /// dies in between leaves those to their TTL or the next change).
-    fn write_ahead(&mut self, changes: &[Planned], full: bool) -> Result<(), String> {
+    fn write_ahead(&mut self, changes: &[Planned], full: bool) -> Result<(), ApplyError> {
         let mut ahead = BTreeSet::new();
         for p in changes {
             for kind in &p.owed {
@@ -478,9 +491,9 @@ impl Run<'_> {
         }
         let req = self.req;
         if ahead.len() >= fanout::BULK_DISCOVERY_AT {
-            let listing = fanout::Listing::of(self.store, req.ns).map_err(|e| {
-                format!("listing the namespace's buckets (nothing was written): {e}")
-            })?;
+            let listing = fanout::Listing::of(self.store, req.ns).map_err(ApplyError::at(
+                "listing the namespace's buckets (nothing was written)",
+            ))?;
             self.listing = Some(listing);
         }
         let pended: Vec<Owed> = ahead
@@ -496,9 +509,9 @@ impl Run<'_> {
             self.share(full),
             req.now_ms,
         )
-        .map_err(|e| {
-            format!("writing ahead the pending fan-outs (nothing else was written): {e}")
-        })?;
+        .map_err(ApplyError::at(
+            "writing ahead the pending fan-outs (nothing else was written)",
+        ))?;
         self.held.extend(pended);
         self.owed.extend(ahead);
         Ok(())
@@ -520,7 +533,7 @@ impl Run<'_> {
         record: &ProvisionerRecord,
         plan: &Plan,
         out: &mut Applied,
-    ) -> Result<Written, String> {
+    ) -> Result<Written, ApplyError> {
         let (store, req) = (self.store, self.req);
         let ns = req.ns;
         let mut written = Written {
@@ -551,15 +564,15 @@ impl Run<'_> {
             // unusable, the levels about to be created, the count journal.
             let (mut ops, writing) = record::before_writes(ns, req.token, &creates);
             let (j, journal_ops) = counts::journal(store, ns, req.token, self.lease, counted)
-                .map_err(|e| format!("reading the entity counts (nothing was written): {e}"))?;
+                .map_err(ApplyError::at(
+                    "reading the entity counts (nothing was written)",
+                ))?;
             ops.extend(journal_ops);
             let what: Vec<&str> = ops.iter().map(|op| before_write_label(&op.key())).collect();
             for (r, what) in store.batch_write(ops).into_iter().zip(what) {
-                r.map_err(|e| {
-                    format!(
-                        "recording {what} before the first config write (nothing was written): {e}"
-                    )
-                })?;
+                r.map_err(ApplyError::at(format!(
+                    "recording {what} before the first config write (nothing was written)"
+                )))?;
             }
             written.writing = writing;
             journal = j;
@@ -568,7 +581,7 @@ impl Run<'_> {
             .phase("writing levels", plan.changes.len() as u64);
         let mut deltas = std::collections::BTreeMap::new();
         for chunk in plan.changes.chunks(CHUNK) {
-            let items: Vec<Option<Result<Item, String>>> = chunk
+            let items: Vec<Option<Result<Item, BuildError>>> = chunk
                 .iter()
                 .map(|p| match (&p.pc.desired, p.pc.change.action) {
                     (_, Action::Delete) => None,
@@ -602,7 +615,7 @@ impl Run<'_> {
             for (p, item) in chunk.iter().zip(items) {
                 let (level, action) = (&p.pc.change.level, p.pc.change.action);
                 let r = match &item {
-                    Some(Err(e)) => Err(e.clone()),
+                    Some(Err(e)) => Err(e.to_string()),
                     _ => results
                         .next()
                         .unwrap_or_else(|| Err("the write was not run".into())),
@@ -923,12 +936,15 @@ fn run_fanouts(
     owed: &[Owed],
     now_ms: i64,
     listing: Option<fanout::Listing>,
-) -> Vec<Result<bool, String>> {
+) -> Vec<Result<bool, FanOutError>> {
     if owed.is_empty() {
         return Vec::new();
     }
     match std::env::var(FANOUT_FAULT_ENV) {
-        Ok(msg) if !msg.is_empty() => owed.iter().map(|_| Err(msg.clone())).collect(),
+        Ok(msg) if !msg.is_empty() => owed
+            .iter()
+            .map(|_| Err(FanOutError::Injected(msg.clone())))
+            .collect(),
         _ => fanout::run_listed(store, ns, owed, now_ms, listing),
     }
 }
@@ -969,7 +985,7 @@ fn read_digests(
 /// The reference's wording for a failed fan-out (docs/manifest.md, "Plan,
 /// diff and apply output"); a failed share is expired at once, so the next
 /// apply does retry it.
-pub fn fanout_error(o: &Owed, e: &str) -> String {
+pub fn fanout_error(o: &Owed, e: &FanOutError) -> String {
     let (level, target) = (o.level.as_str(), &o.target);
     match o.kind {
         FanOutKind::Disabled => {
@@ -1087,7 +1103,7 @@ mod tests {
             change(
                 Action::Create,
                 e("unbuildable"),
-                Some(Err("two zones".into())),
+                Some(Err(BuildError::Saved("two zones".into()))),
             ),
         ];
         let written = Written {
@@ -1207,7 +1223,7 @@ mod tests {
     }
 
     /// A stand-in codec: one limit attribute per level.
-    fn build(level: &Level) -> Result<Item, String> {
+    fn build(level: &Level) -> Result<Item, BuildError> {
         Ok(item(level, &[("l_rpm_cp", AttrValue::n(5))]))
     }
 
@@ -1349,7 +1365,7 @@ mod tests {
     /// Builds each level with `l_rpm_cp` from `caps` (5 for a level not listed).
     fn caps_build<'a>(
         caps: &'a [(&'a Level, i64)],
-    ) -> impl Fn(&Level) -> Result<Item, String> + 'a {
+    ) -> impl Fn(&Level) -> Result<Item, BuildError> + 'a {
         move |level: &Level| {
             let cap = caps
                 .iter()

@@ -227,7 +227,7 @@ fn single(store: &dyn Store, ns: &str, level: &Level, w: LevelWrite<'_>) -> Resu
         _ => Default::default(),
     };
     let token = crate::apply::new_token();
-    let lease = now_ms().saturating_add(crate::apply::LEASE_MS);
+    let lease = crate::clock::system_ms().saturating_add(crate::apply::LEASE_MS);
     let journal = crate::apply::counts::begin(store, ns, &token, lease, resources)?;
     let mut out = write_levels(store, ns, &[w]);
     crate::apply::counts::settle(store, ns, &journal, &out.deltas)?;
@@ -235,13 +235,6 @@ fn single(store: &dyn Store, ns: &str, level: &Level, w: LevelWrite<'_>) -> Resu
         Some(Err(e)) => Err(StoreError::Backend(e)),
         _ => Ok(()),
     }
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 /// Adds and removes resource names in the `#RESOURCES` set (idempotent). A

@@ -5,6 +5,9 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::store::open::{self, Target};
+use crate::store::{Store, StoreError};
+
 const ROOT_AFTER_HELP: &str = "\
 Examples:
   zae-limiter limits validate fixtures/manifests/valid/quickstart.yaml
@@ -124,7 +127,72 @@ pub struct StoreArgs {
     pub local: Option<PathBuf>,
 }
 
-/// `--local` alone yields an empty path, which [`crate::store::open`] reads as
+impl StoreArgs {
+    /// The store these flags (and the environment) select.
+    pub fn target(&self) -> Target {
+        Target::resolve(
+            self.local.as_deref(),
+            self.region.as_deref(),
+            self.endpoint_url.as_deref(),
+        )
+    }
+}
+
+/// The table a command works on and the store it lives in: `-n` and the
+/// store flags, for every command that opens a store (`limits plan`, `diff`
+/// and `apply` spell `-n` without a default: there it names the stack the
+/// manifest is for).
+#[derive(Debug, Clone, Args)]
+pub struct TableArgs {
+    /// Table (stack) name
+    #[arg(
+        short = 'n',
+        long,
+        value_name = "NAME",
+        env = "ZAEL_STACK",
+        default_value = "zae-limiter"
+    )]
+    pub name: String,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+impl TableArgs {
+    /// Opens the table for reading and writing.
+    pub fn open(&self) -> Result<Box<dyn Store>, StoreError> {
+        open::open(&self.store.target(), &self.name)
+    }
+
+    /// Opens the table for a command that only reads (a local store file is
+    /// opened read-only, so it works where the directory is not writable).
+    pub fn open_read_only(&self) -> Result<Box<dyn Store>, StoreError> {
+        open::open_read_only(&self.store.target(), &self.name)
+    }
+}
+
+/// One namespace of a table: [`TableArgs`] and `-N` (default `default`).
+#[derive(Debug, Clone, Args)]
+pub struct NamespacedArgs {
+    #[command(flatten)]
+    pub table: TableArgs,
+    /// Namespace name
+    #[arg(short = 'N', long, value_name = "NAME", default_value = "default")]
+    pub namespace: String,
+}
+
+impl NamespacedArgs {
+    /// [`TableArgs::open`].
+    pub fn open(&self) -> Result<Box<dyn Store>, StoreError> {
+        self.table.open()
+    }
+
+    /// [`TableArgs::open_read_only`].
+    pub fn open_read_only(&self) -> Result<Box<dyn Store>, StoreError> {
+        self.table.open_read_only()
+    }
+}
+
+/// `--local` alone yields an empty path, which [`Target::resolve`] reads as
 /// "the default location"; clap's own path parser would reject the empty value.
 /// The value must be attached (`--local=PATH`): an optional value that could be
 /// separate would swallow a positional argument (`--local user-1`).
@@ -364,7 +432,7 @@ pub struct ExportArgs {
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     #[command(flatten)]
-    pub store: CooldownStoreArgs,
+    pub store: NamespacedArgs,
 }
 
 /// `limits explain`.
@@ -398,7 +466,7 @@ pub struct ExplainArgs {
     #[arg(long, value_name = "ZONE")]
     pub tz: Option<String>,
     #[command(flatten)]
-    pub store: CooldownStoreArgs,
+    pub store: NamespacedArgs,
 }
 
 /// How a trace is written (`limits simulate --trace-format`).
@@ -636,26 +704,14 @@ pub struct CfnTemplateArgs {
     pub full: bool,
 }
 
-/// Store and namespace options of the read-only display commands.
+/// Store, namespace and format options of the read-only display commands.
 #[derive(Debug, Args)]
 pub struct ReadArgs {
-    /// Table (stack) name
-    #[arg(
-        short = 'n',
-        long,
-        value_name = "NAME",
-        env = "ZAEL_STACK",
-        default_value = "zae-limiter"
-    )]
-    pub name: String,
-    /// Namespace name
-    #[arg(short = 'N', long, value_name = "NAME", default_value = "default")]
-    pub namespace: String,
+    #[command(flatten)]
+    pub target: NamespacedArgs,
     /// Output format
     #[arg(long, value_enum, default_value_t)]
     pub format: TextOrJson,
-    #[command(flatten)]
-    pub store: StoreArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -706,35 +762,17 @@ pub enum NamespaceCommand {
     Register {
         /// Namespace name
         name_arg: String,
-        /// Table (stack) name
-        #[arg(
-            short = 'n',
-            long,
-            value_name = "NAME",
-            env = "ZAEL_STACK",
-            default_value = "zae-limiter"
-        )]
-        name: String,
         #[command(flatten)]
-        store: StoreArgs,
+        table: TableArgs,
     },
     /// List registered namespaces
     #[command(after_help = "Example:\n  zae-limiter namespace list --local -n demo --format json")]
     List {
-        /// Table (stack) name
-        #[arg(
-            short = 'n',
-            long,
-            value_name = "NAME",
-            env = "ZAEL_STACK",
-            default_value = "zae-limiter"
-        )]
-        name: String,
         /// Output format
         #[arg(long, value_enum, default_value_t)]
         format: TextOrJson,
         #[command(flatten)]
-        store: StoreArgs,
+        table: TableArgs,
     },
 }
 
@@ -771,26 +809,6 @@ pub struct CronCheckArgs {
     /// Output format
     #[arg(long, value_enum, default_value_t)]
     pub format: TextOrJson,
-}
-
-/// Store and namespace options of the commands that act in one namespace
-/// (cooldowns, acquire, export, explain).
-#[derive(Debug, Args)]
-pub struct CooldownStoreArgs {
-    /// Table (stack) name
-    #[arg(
-        short = 'n',
-        long,
-        value_name = "NAME",
-        env = "ZAEL_STACK",
-        default_value = "zae-limiter"
-    )]
-    pub name: String,
-    /// Namespace name
-    #[arg(short = 'N', long, value_name = "NAME", default_value = "default")]
-    pub namespace: String,
-    #[command(flatten)]
-    pub store: StoreArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -834,7 +852,9 @@ unreadable, 2 usage error.")]
     #[command(after_help = "\
 Only the holder of the probe settles it: --outcome ok clears the cooldown, quota records
 the provider's new answer (--retry-after, --resets-in-seconds or --resets-at), auth
-escalates to an operator.
+escalates to an operator. With --outcome quota the answer is read as `record` reads it
+(the flags, --headers, --response, --received-at, --margin); otherwise the files are
+ignored, so a script may pass them whatever the outcome.
 
 Example:
   zae-limiter cooldown settle openai/acct-42/gpt-4 --holder worker-1 \\
@@ -851,7 +871,7 @@ Examples:
         #[arg(long, value_enum, default_value_t)]
         format: TextOrJson,
         #[command(flatten)]
-        store: CooldownStoreArgs,
+        store: NamespacedArgs,
     },
     /// Remove a scope's cooldown
     #[command(after_help = "\
@@ -868,7 +888,7 @@ pub struct CooldownScopeArgs {
     #[arg(long, value_enum, default_value_t)]
     pub format: TextOrJson,
     #[command(flatten)]
-    pub store: CooldownStoreArgs,
+    pub store: NamespacedArgs,
 }
 
 #[derive(Debug, Args)]
@@ -887,6 +907,22 @@ pub struct CooldownCheckArgs {
 pub struct CooldownRecordArgs {
     /// The exhausted quota's scope, e.g. provider/account/bucket
     pub scope: String,
+    #[command(flatten)]
+    pub refusal: RefusalArgs,
+    /// HTTP status of the rejection (401/403 record "needs intervention")
+    #[arg(long, value_name = "CODE")]
+    pub status: Option<u16>,
+    /// Output format
+    #[arg(long, value_enum, default_value_t)]
+    pub format: TextOrJson,
+    #[command(flatten)]
+    pub store: NamespacedArgs,
+}
+
+/// What a provider said when it refused: the flags of `cooldown record`, and
+/// of `cooldown settle --outcome quota` (read the same way).
+#[derive(Debug, Args)]
+pub struct RefusalArgs {
     /// HTTP Retry-After header value: delta-seconds or an HTTP-date
     #[arg(long, value_name = "VALUE", allow_hyphen_values = true)]
     pub retry_after: Option<String>,
@@ -908,14 +944,6 @@ pub struct CooldownRecordArgs {
     /// Safety margin added after the deadline, in seconds
     #[arg(long, value_name = "SECONDS", default_value_t = 5)]
     pub margin: u64,
-    /// HTTP status of the rejection (401/403 record "needs intervention")
-    #[arg(long, value_name = "CODE")]
-    pub status: Option<u16>,
-    /// Output format
-    #[arg(long, value_enum, default_value_t)]
-    pub format: TextOrJson,
-    #[command(flatten)]
-    pub store: CooldownStoreArgs,
 }
 
 #[derive(Debug, Args)]
@@ -932,7 +960,7 @@ pub struct CooldownProbeArgs {
     #[arg(long, value_enum, default_value_t)]
     pub format: TextOrJson,
     #[command(flatten)]
-    pub store: CooldownStoreArgs,
+    pub store: NamespacedArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -955,32 +983,13 @@ pub struct CooldownSettleArgs {
     /// What the probe found
     #[arg(long, value_enum)]
     pub outcome: ProbeOutcome,
-    /// With --outcome quota: Retry-After value
-    #[arg(long, value_name = "VALUE")]
-    pub retry_after: Option<String>,
-    /// With --outcome quota: resets_in_seconds
-    #[arg(long, value_name = "SECONDS")]
-    pub resets_in_seconds: Option<String>,
-    /// With --outcome quota: resets_at
-    #[arg(long, value_name = "TIME")]
-    pub resets_at: Option<String>,
-    /// With --outcome quota: the JSON response body (read as by record; ignored otherwise)
-    #[arg(long, value_name = "FILE")]
-    pub response: Option<PathBuf>,
-    /// With --outcome quota: the `curl -D` headers file, - for stdin (read as by record; ignored otherwise)
-    #[arg(long, value_name = "FILE")]
-    pub headers: Option<PathBuf>,
-    /// With --outcome quota: when the response was received (RFC 3339; default: now)
-    #[arg(long, value_name = "TIME")]
-    pub received_at: Option<String>,
-    /// With --outcome quota: safety margin added after the deadline, in seconds
-    #[arg(long, value_name = "SECONDS", default_value_t = 5)]
-    pub margin: u64,
+    #[command(flatten)]
+    pub refusal: RefusalArgs,
     /// Output format
     #[arg(long, value_enum, default_value_t)]
     pub format: TextOrJson,
     #[command(flatten)]
-    pub store: CooldownStoreArgs,
+    pub store: NamespacedArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -998,17 +1007,8 @@ Examples:
       zae-limiter table create -n mystack \\
       --endpoint-url http://127.0.0.1:5000")]
     Create {
-        /// Table (stack) name
-        #[arg(
-            short = 'n',
-            long,
-            value_name = "NAME",
-            env = "ZAEL_STACK",
-            default_value = "zae-limiter"
-        )]
-        name: String,
         #[command(flatten)]
-        store: StoreArgs,
+        table: TableArgs,
     },
 }
 
@@ -1080,7 +1080,7 @@ pub struct AcquireArgs {
     #[arg(long, value_enum, default_value_t)]
     pub format: TextOrJson,
     #[command(flatten)]
-    pub store: CooldownStoreArgs,
+    pub store: NamespacedArgs,
 }
 
 /// The help of one `reservation` subcommand: what ids are, an example
@@ -1135,7 +1135,7 @@ pub struct ReservationArgs {
     #[arg(long, value_enum, default_value_t)]
     pub format: TextOrJson,
     #[command(flatten)]
-    pub store: CooldownStoreArgs,
+    pub store: NamespacedArgs,
 }
 
 #[derive(Debug, Args)]
@@ -1197,7 +1197,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
     #[command(flatten)]
-    pub store: CooldownStoreArgs,
+    pub store: NamespacedArgs,
 }
 
 /// The clap command as `main`, the man pages and completions use it: the

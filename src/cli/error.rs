@@ -1,8 +1,10 @@
 //! The one place where failures become text and an exit code.
 //!
-//! Library layers return their own typed errors (manifest diagnostics, store
-//! errors, engine errors); commands convert them into a [`CliError`], and
-//! `main` renders it once as `Error: …` on stderr.
+//! Library layers return their own typed errors (manifest diagnostics, store,
+//! items, plan, apply, runtime, cooldown and engine errors); the `From` impls
+//! below turn each into a [`CliError`], so commands use `?` and add context
+//! only where a message needs it, and [`CliError::report`] renders it once as
+//! `Error: …` on stderr.
 
 use crate::exit_codes;
 
@@ -25,6 +27,13 @@ pub enum CliError {
     Reported(i32),
 }
 
+/// A bad `ZAEL_NOW` or instant flag is a usage error (exit 2).
+impl From<crate::clock::InstantError> for CliError {
+    fn from(e: crate::clock::InstantError) -> Self {
+        CliError::Usage(e.to_string())
+    }
+}
+
 impl CliError {
     pub fn exit_code(&self) -> i32 {
         match self {
@@ -38,21 +47,46 @@ impl CliError {
     pub fn has_message(&self) -> bool {
         !matches!(self, CliError::Reported(_))
     }
-}
 
-impl From<crate::store::StoreError> for CliError {
-    /// Store errors are already one-line explanations.
-    fn from(e: crate::store::StoreError) -> Self {
-        CliError::Failed(e.to_string())
-    }
-}
-
-impl From<crate::plan::prepare::PrepareError> for CliError {
-    /// Both are one-line (per refusal) explanations: exit 1, like other refusals.
-    fn from(e: crate::plan::prepare::PrepareError) -> Self {
-        match e {
-            crate::plan::prepare::PrepareError::Store(e) => e.into(),
-            crate::plan::prepare::PrepareError::KindChange(e) => CliError::Failed(e.to_string()),
+    /// Renders the error once (`Error: …` on stderr, unless the command
+    /// already printed it) and returns the exit code.
+    pub fn report(self) -> i32 {
+        if self.has_message() {
+            super::output::eprintln(format!("Error: {self}"));
         }
+        self.exit_code()
     }
 }
+
+/// Errors that are already one-line explanations of a refusal or failure:
+/// exit 1 with their own message.
+macro_rules! failed_from {
+    ($($error:ty),* $(,)?) => {$(
+        impl From<$error> for CliError {
+            fn from(e: $error) -> Self {
+                CliError::Failed(e.to_string())
+            }
+        }
+    )*};
+}
+
+failed_from!(
+    crate::store::StoreError,
+    crate::items::keys::IdentifierError,
+    crate::items::namespace::NamespaceError,
+    crate::items::config::CodecError,
+    crate::plan::version::Unusable,
+    crate::plan::prepare::PrepareError,
+    crate::plan::saved::Stale,
+    crate::apply::ApplyError,
+    crate::runtime::RuntimeError,
+    crate::runtime::id::IdError,
+    crate::cooldown::CooldownError,
+    crate::cooldown::ScopeError,
+    crate::export::ExportError,
+    crate::explain::ExplainError,
+    crate::simulate::counters::BuildError,
+    crate::simulate::chart::ChartError,
+    zae_limiter_engine::encoding::EncodeError,
+    zae_limiter_engine::encoding::DecodeError,
+);

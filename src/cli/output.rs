@@ -47,6 +47,25 @@ pub fn println(text: impl AsRef<str>) -> Result<(), CliError> {
     print(line)
 }
 
+/// Writes one JSON document, pretty-printed, and a newline to standard output.
+pub fn print_json(doc: &serde_json::Value) -> Result<(), CliError> {
+    let text = serde_json::to_string_pretty(doc)
+        .map_err(|e| CliError::Failed(format!("cannot render JSON: {e}")))?;
+    println(text)
+}
+
+/// The text (as is) or the JSON document (pretty) `format` asks for.
+pub fn text_or_json(
+    format: super::args::TextOrJson,
+    text: impl FnOnce() -> String,
+    json: impl FnOnce() -> serde_json::Value,
+) -> Result<(), CliError> {
+    match format {
+        super::args::TextOrJson::Text => print(text()),
+        super::args::TextOrJson::Json => print_json(&json()),
+    }
+}
+
 /// Streams to standard output through a buffer: `write` stops at the first
 /// error (a closed pipe ends the output quietly).
 pub fn stream(write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<(), CliError> {

@@ -11,9 +11,9 @@
 
 use std::collections::BTreeMap;
 
-use zae_limiter_engine::cooldown::{human_duration, parse_duration_ms};
+use zae_limiter_engine::duration::{human_duration, parse_duration_ms};
 
-use crate::cli::args::{AcquireArgs, AcquireMode, CooldownStoreArgs, TextOrJson};
+use crate::cli::args::{AcquireArgs, AcquireMode, TextOrJson};
 use crate::cli::{output, CliError};
 use crate::clock::rfc3339;
 use crate::exit_codes;
@@ -40,9 +40,9 @@ pub fn run(a: AcquireArgs) -> Result<i32, CliError> {
         .map(|t| ttl_seconds(t, "--ttl"))
         .transpose()?;
     req.holder = a.holder.clone();
-    let now = now_ms()?;
+    let now = crate::clock::now_ms()?;
     let decision = (|| {
-        let store = crate::store::open::open(&a.store.store, &a.store.name)?;
+        let store = a.store.open()?;
         let ns = runtime::namespace_id(store.as_ref(), &a.store.namespace)?;
         runtime::acquire(store.as_ref(), &ns, &a.entity, &a.resource, &req, now)
     })();
@@ -53,7 +53,7 @@ pub fn run(a: AcquireArgs) -> Result<i32, CliError> {
             if matches!(e, RuntimeError::Contended { .. }) {
                 output::eprintln(format!("refused: {e}"));
             }
-            runtime::refusal_for(e, mode, now).map_err(|e| CliError::Failed(e.to_string()))?
+            runtime::refusal_for(e, mode, now)?
         }
     };
     if let Some(why) = d
@@ -74,9 +74,7 @@ pub fn run(a: AcquireArgs) -> Result<i32, CliError> {
     match a.format {
         TextOrJson::Json => {
             let doc = decision_json(&d, &a.store.namespace, &a.entity, &a.resource);
-            output::println(
-                serde_json::to_string_pretty(&doc).map_err(|e| CliError::Failed(e.to_string()))?,
-            )?;
+            output::print_json(&doc)?;
         }
         TextOrJson::Text => {
             let text = render_text(&d, &a.entity, &a.resource);
@@ -240,14 +238,6 @@ pub(crate) fn ttl_seconds(text: &str, flag: &str) -> Result<i64, CliError> {
     let s = ms / 1000;
     runtime::decide::check_ttl("--ttl", s).map_err(|e| CliError::Usage(e.to_string()))?;
     Ok(s)
-}
-
-pub(crate) fn now_ms() -> Result<i64, CliError> {
-    crate::clock::now_ms().map_err(|e| CliError::Usage(e.to_string()))
-}
-
-pub(crate) fn open_store(args: &CooldownStoreArgs) -> Result<Box<dyn Store>, CliError> {
-    crate::store::open::open(&args.store, &args.name).map_err(|e| CliError::Failed(e.to_string()))
 }
 
 pub(crate) fn namespace(store: &dyn Store, name: &str) -> Result<Namespace, RuntimeError> {

@@ -29,7 +29,7 @@
 //! jitter) within the bound, then looks again; its clock starts at "now" and
 //! moves on in real time while it sleeps.
 //!
-//! Bounds: instants lie in 1970..=9999 ([`MAX_DEADLINE_MS`]), `--margin` at
+//! Bounds: instants lie in 1970..=9999 ([`crate::clock::parse_instant`]), `--margin` at
 //! most a day (larger is capped, with a warning), `--lease` at most a day,
 //! the jitter at most an hour, the ceiling at most ten years.
 
@@ -39,14 +39,14 @@ use std::time::{Duration, Instant};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, ContentArrangement, Table};
 use serde_json::{json, Value};
 use zae_limiter_engine::cooldown::{
-    human_duration, parse_duration_ms, resume_at, seed_of, EpochMs, Hint, Policy,
-    DEFAULT_CEILING_MS, DEFAULT_MARGIN_MS, DEFAULT_MAX_JITTER_MS, MAX_CEILING_MS, MAX_DEADLINE_MS,
-    MAX_JITTER_MS, MAX_LEASE_MS, MAX_MARGIN_MS, SECOND_MS,
+    resume_at, seed_of, EpochMs, Hint, Policy, DEFAULT_CEILING_MS, DEFAULT_MARGIN_MS,
+    DEFAULT_MAX_JITTER_MS, MAX_CEILING_MS, MAX_JITTER_MS, MAX_LEASE_MS, MAX_MARGIN_MS, SECOND_MS,
 };
+use zae_limiter_engine::duration::{human_duration, parse_duration_ms};
 
 use crate::cli::args::{
     CooldownCheckArgs, CooldownCommand, CooldownProbeArgs, CooldownRecordArgs, CooldownScopeArgs,
-    CooldownSettleArgs, CooldownStoreArgs, ProbeOutcome, TextOrJson,
+    CooldownSettleArgs, NamespacedArgs, ProbeOutcome, RefusalArgs, TextOrJson,
 };
 use crate::cli::{output, CliError};
 use crate::clock::rfc3339;
@@ -88,44 +88,40 @@ fn record(a: CooldownRecordArgs) -> Result<i32, CliError> {
             "--status {s} is not a refusal (expected 4xx or 5xx, e.g. 429, 401, 403)"
         )));
     }
-    one_stdin(a.headers.as_deref(), a.response.as_deref())?;
-    let now = now_ms()?;
-    let policy = policy(margin_ms(a.margin), Strictness::Warn)?;
+    one_stdin(&a.refusal)?;
+    let now = crate::clock::now_ms()?;
+    let policy = policy(margin_ms(a.refusal.margin), Strictness::Warn)?;
     let mut evidence = Evidence::default();
     if let Some(s) = a.status {
         evidence.status("--status", s);
     }
-    for h in flag_hints(&a.retry_after, &a.resets_in_seconds, &a.resets_at) {
-        evidence.hint(h);
-    }
-    // A proxy's HTML error page, a truncated or binary body, an unknown
-    // header say nothing usable about the quota: the refusal is still
-    // recorded (from the other hints, or with backoff).
-    read_response_files(&mut evidence, a.headers.as_deref(), a.response.as_deref());
-    let received_at = received_at(&mut evidence, a.received_at.as_deref(), now);
+    let received_at = read_refusal(&a.refusal, &mut evidence, now);
     let (refusal, warnings) = evidence.refusal(received_at);
     warn_all(&warnings);
-    let store = open_store(&a.store)?;
+    let store = a.store.open()?;
     let ns = init_namespace(store.as_ref(), &a.store.namespace)?;
     let st = Cooldowns::new(store.as_ref(), ns, policy)
         .record(&scope, &refusal, now)
         .map_err(|e| CliError::Failed(format!("{e}; nothing was recorded")))?;
     match a.format {
         TextOrJson::Json => print_json(&answer::record_json(&st, now))?,
-        TextOrJson::Text => match st.phase {
-            Phase::Cooling => output::println(format!(
-                "recorded {scope}: no call before {} (in {}): {}",
-                rfc3339(st.not_before),
-                human_duration(st.not_before.saturating_sub(now)),
-                st.reason
-            ))?,
-            Phase::NeedsOperator => output::println(format!(
-                "recorded {scope}: needs an operator: {}",
-                st.reason
-            ))?,
-        },
+        TextOrJson::Text => output::println(recorded_line(&scope, &st, now, "recorded"))?,
     }
     Ok(exit_codes::OK)
+}
+
+/// What a recorded refusal means, in one line; `escalated` is the verb for a
+/// scope that now needs an operator.
+fn recorded_line(scope: &Scope, st: &CooldownState, now: EpochMs, escalated: &str) -> String {
+    match st.phase {
+        Phase::Cooling => format!(
+            "recorded {scope}: no call before {} (in {}): {}",
+            rfc3339(st.not_before),
+            human_duration(st.not_before.saturating_sub(now)),
+            st.reason
+        ),
+        Phase::NeedsOperator => format!("{escalated} {scope}: needs an operator: {}", st.reason),
+    }
 }
 
 /// `--margin` in ms, capped at [`MAX_MARGIN_MS`] with a warning.
@@ -149,7 +145,7 @@ fn margin_ms(seconds: u64) -> i64 {
 /// `--received-at` (default now); one that cannot be read, or lies in the
 /// future, counts as now, with a warning.
 fn received_at(evidence: &mut Evidence, given: Option<&str>, now: EpochMs) -> EpochMs {
-    let given = given.and_then(|t| match parse_instant(t, "--received-at") {
+    let given = given.and_then(|t| match crate::clock::parse_instant(t, "--received-at") {
         Ok(at) => Some(at),
         Err(e) => {
             warn(format!("{e}; it counts as received now"));
@@ -159,10 +155,22 @@ fn received_at(evidence: &mut Evidence, given: Option<&str>, now: EpochMs) -> Ep
     evidence.received_at(given, now)
 }
 
+/// What the provider said (flags, then `--headers` and `--response`), into
+/// `evidence`; returns when it was received. A proxy's HTML error page, a
+/// truncated or binary body, an unknown header say nothing usable about the
+/// quota: the refusal is still recorded (from the other hints, or with backoff).
+fn read_refusal(r: &RefusalArgs, evidence: &mut Evidence, now: EpochMs) -> EpochMs {
+    for h in flag_hints(r) {
+        evidence.hint(h);
+    }
+    read_response_files(evidence, r.headers.as_deref(), r.response.as_deref());
+    received_at(evidence, r.received_at.as_deref(), now)
+}
+
 /// Standard input can feed one of `--headers -` and `--response -`.
-fn one_stdin(headers: Option<&Path>, response: Option<&Path>) -> Result<(), CliError> {
+fn one_stdin(r: &RefusalArgs) -> Result<(), CliError> {
     let stdin = |p: Option<&Path>| p.is_some_and(|p| p.as_os_str() == "-");
-    if stdin(headers) && stdin(response) {
+    if stdin(r.headers.as_deref()) && stdin(r.response.as_deref()) {
         return Err(CliError::Usage(
             "--headers - and --response - cannot both read standard input (for `curl -i` output, which has both, pass --headers - alone)".into(),
         ));
@@ -222,10 +230,14 @@ fn check(a: CooldownCheckArgs) -> Result<i32, CliError> {
             })
         }
     };
-    let opened = open_reader(&a.store).and_then(|store| {
-        let ns = registered_namespace(store.as_ref(), &a.store.namespace)?;
-        Ok((store, ns))
-    });
+    let opened = a
+        .store
+        .open_read_only()
+        .map_err(CliError::from)
+        .and_then(|store| {
+            let ns = registered_namespace(store.as_ref(), &a.store.namespace)?;
+            Ok((store, ns))
+        });
     let (store, ns) = match opened {
         Ok(o) => o,
         Err(e) => return unreadable(a.format, &scope, &e.to_string(), clock.start),
@@ -301,7 +313,7 @@ struct Clock {
 impl Clock {
     fn start() -> Result<Clock, CliError> {
         Ok(Clock {
-            start: now_ms()?,
+            start: crate::clock::now_ms()?,
             at: Instant::now(),
         })
     }
@@ -391,15 +403,15 @@ fn probe(a: CooldownProbeArgs) -> Result<i32, CliError> {
     let scope = parse_scope(&a.scope)?;
     let holder = parse_holder(&a.holder)?;
     let lease_ms = bounded_duration("--lease", &a.lease, 1, MAX_LEASE_MS)?;
-    let now = now_ms()?;
+    let now = crate::clock::now_ms()?;
     let policy = policy(DEFAULT_MARGIN_MS, Strictness::Refuse)?;
-    let outcome = open_store(&a.store).and_then(|store| {
+    let outcome = a.store.open().map_err(CliError::from).and_then(|store| {
         let ns = registered_namespace(store.as_ref(), &a.store.namespace)?;
         Cooldowns::new(store.as_ref(), ns, policy)
             .probe(&scope, holder, lease_ms, now)
             .map_err(|e| match e {
                 CooldownError::Contended { .. } => CliError::Reported(exit_codes::TEMPFAIL),
-                other => CliError::Failed(other.to_string()),
+                other => other.into(),
             })
     });
     let outcome = match outcome {
@@ -454,24 +466,19 @@ fn probe(a: CooldownProbeArgs) -> Result<i32, CliError> {
 fn settle(a: CooldownSettleArgs) -> Result<i32, CliError> {
     let scope = parse_scope(&a.scope)?;
     let holder = parse_holder(&a.holder)?;
-    let hints = flag_hints(&a.retry_after, &a.resets_in_seconds, &a.resets_at);
-    one_stdin(a.headers.as_deref(), a.response.as_deref())?;
-    let now = now_ms()?;
+    one_stdin(&a.refusal)?;
+    let now = crate::clock::now_ms()?;
     // The files are read only for a quota refusal: a script may pass them
     // whatever the outcome.
     let settlement = match a.outcome {
         ProbeOutcome::Quota => {
             let mut evidence = Evidence::default();
-            for h in hints {
-                evidence.hint(h);
-            }
-            read_response_files(&mut evidence, a.headers.as_deref(), a.response.as_deref());
-            let received_at = received_at(&mut evidence, a.received_at.as_deref(), now);
+            let received_at = read_refusal(&a.refusal, &mut evidence, now);
             let (settlement, warnings) = evidence.settlement(received_at);
             warn_all(&warnings);
             settlement
         }
-        _ if !hints.is_empty() => {
+        _ if !flag_hints(&a.refusal).is_empty() => {
             return Err(CliError::Usage(
                 "--retry-after, --resets-in-seconds and --resets-at go with --outcome quota".into(),
             ))
@@ -479,12 +486,11 @@ fn settle(a: CooldownSettleArgs) -> Result<i32, CliError> {
         ProbeOutcome::Ok => Settlement::Ok,
         ProbeOutcome::Auth => Settlement::Auth,
     };
-    let policy = policy(margin_ms(a.margin), Strictness::Warn)?;
-    let store = open_store(&a.store)?;
+    let policy = policy(margin_ms(a.refusal.margin), Strictness::Warn)?;
+    let store = a.store.open()?;
     let ns = registered_namespace(store.as_ref(), &a.store.namespace)?;
-    let result = Cooldowns::new(store.as_ref(), ns, policy)
-        .settle(&scope, holder, &settlement, now)
-        .map_err(|e| CliError::Failed(e.to_string()))?;
+    let result =
+        Cooldowns::new(store.as_ref(), ns, policy).settle(&scope, holder, &settlement, now)?;
     if a.format == TextOrJson::Json {
         print_json(&answer::settle_json(&scope, &result, now))?;
         return Ok(exit_codes::OK);
@@ -493,18 +499,7 @@ fn settle(a: CooldownSettleArgs) -> Result<i32, CliError> {
         SettleResult::Cleared => {
             output::println(format!("cleared: the cooldown of {scope} is over"))?
         }
-        SettleResult::Recorded(st) => match st.phase {
-            Phase::Cooling => output::println(format!(
-                "recorded {scope}: no call before {} (in {}): {}",
-                rfc3339(st.not_before),
-                human_duration(st.not_before.saturating_sub(now)),
-                st.reason
-            ))?,
-            Phase::NeedsOperator => output::println(format!(
-                "escalated {scope}: needs an operator: {}",
-                st.reason
-            ))?,
-        },
+        SettleResult::Recorded(st) => output::println(recorded_line(&scope, st, now, "escalated"))?,
         SettleResult::OperatorKept(st) => output::println(format!(
             "released the probe of {scope}; it still needs an operator: {}",
             st.reason
@@ -515,14 +510,12 @@ fn settle(a: CooldownSettleArgs) -> Result<i32, CliError> {
 
 // ---------------------------------------------------------------- list
 
-fn list(format: TextOrJson, store_args: CooldownStoreArgs) -> Result<i32, CliError> {
-    let now = now_ms()?;
+fn list(format: TextOrJson, store_args: NamespacedArgs) -> Result<i32, CliError> {
+    let now = crate::clock::now_ms()?;
     let policy = policy(DEFAULT_MARGIN_MS, Strictness::Refuse)?;
-    let store = open_reader(&store_args)?;
+    let store = store_args.open_read_only()?;
     let ns = registered_namespace(store.as_ref(), &store_args.namespace)?;
-    let rows = Cooldowns::new(store.as_ref(), ns, policy)
-        .list()
-        .map_err(|e| CliError::Failed(e.to_string()))?;
+    let rows = Cooldowns::new(store.as_ref(), ns, policy).list()?;
     if format == TextOrJson::Json {
         print_json(&answer::list_json(&store_args.namespace, &rows, now))?;
         return Ok(exit_codes::OK);
@@ -582,7 +575,7 @@ fn render_table(rows: &[Listed], now: EpochMs) -> Table {
                     "unreadable".into(),
                     "-".into(),
                     "-".into(),
-                    why.clone(),
+                    why.to_string(),
                     "-".into(),
                 ]);
             }
@@ -595,11 +588,9 @@ fn render_table(rows: &[Listed], now: EpochMs) -> Table {
 
 fn clear(a: CooldownScopeArgs) -> Result<i32, CliError> {
     let scope = parse_scope(&a.scope)?;
-    let store = open_store(&a.store)?;
+    let store = a.store.open()?;
     let ns = registered_namespace(store.as_ref(), &a.store.namespace)?;
-    let existed = Cooldowns::new(store.as_ref(), ns, Policy::default())
-        .clear(&scope)
-        .map_err(|e| CliError::Failed(e.to_string()))?;
+    let existed = Cooldowns::new(store.as_ref(), ns, Policy::default()).clear(&scope)?;
     match a.format {
         TextOrJson::Json => print_json(&answer::clear_json(&scope, existed))?,
         TextOrJson::Text if existed => output::println(format!("cleared the cooldown of {scope}"))?,
@@ -613,7 +604,7 @@ fn clear(a: CooldownScopeArgs) -> Result<i32, CliError> {
 // ---------------------------------------------------------------- helpers
 
 fn parse_scope(text: &str) -> Result<Scope, CliError> {
-    Scope::parse(text).map_err(|e| CliError::Failed(e.to_string()))
+    Ok(Scope::parse(text)?)
 }
 
 fn parse_holder(text: &str) -> Result<&str, CliError> {
@@ -625,32 +616,22 @@ fn parse_holder(text: &str) -> Result<&str, CliError> {
     Ok(text)
 }
 
-fn flag_hints(
-    retry_after: &Option<String>,
-    resets_in_seconds: &Option<String>,
-    resets_at: &Option<String>,
-) -> Vec<Hint> {
+fn flag_hints(r: &RefusalArgs) -> Vec<Hint> {
     let mut hints = Vec::new();
-    hints.extend(retry_after.clone().map(Hint::retry_after));
-    hints.extend(resets_in_seconds.clone().map(Hint::resets_in_seconds));
-    hints.extend(resets_at.clone().map(Hint::resets_at));
+    hints.extend(r.retry_after.clone().map(Hint::retry_after));
+    hints.extend(r.resets_in_seconds.clone().map(Hint::resets_in_seconds));
+    hints.extend(r.resets_at.clone().map(Hint::resets_at));
     hints
-}
-
-fn open_store(args: &CooldownStoreArgs) -> Result<Box<dyn Store>, CliError> {
-    crate::store::open::open(&args.store, &args.name).map_err(|e| CliError::Failed(e.to_string()))
 }
 
 /// The namespace id for reading. A name that is not registered is an error
 /// (a misspelt `-N` must not read as "nothing recorded"), with the nearest
 /// registered name when there is one.
 fn registered_namespace(store: &dyn Store, name: &str) -> Result<String, CliError> {
-    let failed = |e: crate::store::StoreError| CliError::Failed(e.to_string());
-    if let Some(id) = namespace::resolve(store, name).map_err(failed)? {
+    if let Some(id) = namespace::resolve(store, name)? {
         return Ok(id);
     }
-    let names: Vec<String> = namespace::list(store)
-        .map_err(failed)?
+    let names: Vec<String> = namespace::list(store)?
         .into_iter()
         .map(|r| r.name)
         .collect();
@@ -665,36 +646,12 @@ fn registered_namespace(store: &dyn Store, name: &str) -> Result<String, CliErro
     )))
 }
 
-/// The store of `check` and `list`, which only read: a local store file is
-/// opened read-only, so they work where the directory is not writable.
-fn open_reader(args: &CooldownStoreArgs) -> Result<Box<dyn Store>, CliError> {
-    crate::store::open::open_read_only(&args.store, &args.name)
-        .map_err(|e| CliError::Failed(e.to_string()))
-}
-
 /// The namespace id for `record`: initialises the table (version record,
 /// `default` namespace) and registers `name` when missing, as `limits apply` does.
 fn init_namespace(store: &dyn Store, name: &str) -> Result<String, CliError> {
     let failed = |e: &dyn std::fmt::Display| CliError::Failed(format!("{e}; nothing was recorded"));
     version::ensure_initialized(store).map_err(|e| failed(&e))?;
     Ok(namespace::register(store, name).map_err(|e| failed(&e))?.id)
-}
-
-/// "Now", from the one clock ([`crate::clock`]).
-fn now_ms() -> Result<EpochMs, CliError> {
-    crate::clock::now_ms().map_err(|e| CliError::Usage(e.to_string()))
-}
-
-/// An RFC 3339 instant from 1970 to 9999 ([`MAX_DEADLINE_MS`]).
-fn parse_instant(text: &str, what: &str) -> Result<EpochMs, CliError> {
-    let ms = crate::clock::parse_instant(text, what).map_err(|e| CliError::Usage(e.to_string()))?;
-    if !(0..=MAX_DEADLINE_MS).contains(&ms) {
-        return Err(CliError::Usage(format!(
-            "{what} '{text}' is out of range: instants from 1970-01-01 to {} are accepted",
-            rfc3339(MAX_DEADLINE_MS)
-        )));
-    }
-    Ok(ms)
 }
 
 /// A duration flag or variable within `min..=max` ms.
@@ -753,8 +710,5 @@ pub(crate) fn policy(margin_ms: i64, strictness: Strictness) -> Result<Policy, C
 /// Prints one JSON document with the top-level `"version": 1` every JSON
 /// output carries (fields are only ever added within a version).
 fn print_json(v: &Value) -> Result<(), CliError> {
-    let doc = answer::versioned(v.clone());
-    let text = serde_json::to_string_pretty(&doc)
-        .map_err(|e| CliError::Failed(format!("cannot render JSON: {e}")))?;
-    output::println(text)
+    output::print_json(&answer::versioned(v.clone()))
 }

@@ -103,8 +103,8 @@ fn evaluate(
     from: Option<i64>,
     n: usize,
 ) -> Result<Report, CliError> {
-    let stored = encode_reset(&[expr]).map_err(|e| CliError::Failed(e.to_string()))?;
-    let rendered = to_cron(&stored).map_err(|e| CliError::Failed(e.to_string()))?;
+    let stored = encode_reset(&[expr])?;
+    let rendered = to_cron(&stored)?;
     let sched = Schedule {
         tz,
         entries: vec![Entry {

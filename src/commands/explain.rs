@@ -6,14 +6,13 @@
 
 use chrono_tz::Tz;
 
-use crate::cli::args::{ExplainArgs, TextOrJson};
+use crate::cli::args::ExplainArgs;
 use crate::cli::{output, CliError};
 use crate::exit_codes;
 use crate::explain::report::{render_json, render_text};
-use crate::explain::{self, ExplainError, Explanation, Kind, Request};
+use crate::explain::{self, Explanation, Kind, Request};
 use crate::manifest;
 use crate::simulate::chart::{render_capacity_svg, CapacityPanel};
-use crate::store::open;
 
 /// The longest horizon: a year of changes is already more than a chart shows.
 const MAX_HORIZON_MS: i64 = 366 * 86_400_000;
@@ -21,8 +20,8 @@ const MAX_HORIZON_MS: i64 = 366 * 86_400_000;
 pub fn run(args: ExplainArgs) -> Result<i32, CliError> {
     let usage = |e: String| CliError::Usage(e);
     let at_ms = match &args.at {
-        Some(t) => crate::clock::parse_instant(t, "--at").map_err(|e| usage(e.to_string()))?,
-        None => crate::clock::now_ms().map_err(|e| usage(e.to_string()))?,
+        Some(t) => crate::clock::parse_instant(t, "--at")?,
+        None => crate::clock::now_ms()?,
     };
     let until_ms = until(&args.until, at_ms)?;
     let tz: Option<Tz> = args
@@ -31,8 +30,7 @@ pub fn run(args: ExplainArgs) -> Result<i32, CliError> {
         .map(|z| zae_limiter_engine::zone::zone(z).map_err(|e| usage(format!("--tz {z:?}: {e}"))))
         .transpose()?;
     let costs = super::acquire::parse_costs(&args.costs)?;
-    crate::runtime::level::validate(&args.entity, &args.resource)
-        .map_err(|e| CliError::Failed(e.to_string()))?;
+    crate::runtime::level::validate(&args.entity, &args.resource)?;
 
     let levels = match &args.file {
         Some(path) => {
@@ -46,13 +44,11 @@ pub fn run(args: ExplainArgs) -> Result<i32, CliError> {
             explain::levels_from_manifest(&m, &args.entity, &args.resource)
         }
         None => {
-            let a = &args.store;
-            let store = open::open_read_only(&a.store, &a.name)?;
-            let ns = super::read_only::resolve_namespace(store.as_ref(), &a.namespace)?;
+            let store = args.store.open_read_only()?;
+            let ns = super::read_only::resolve_namespace(store.as_ref(), &args.store.namespace)?;
             explain::levels_from_store(store.as_ref(), &ns, &args.entity, &args.resource)
         }
-    }
-    .map_err(failed)?;
+    }?;
     let req = Request {
         entity: &args.entity,
         resource: &args.resource,
@@ -60,7 +56,7 @@ pub fn run(args: ExplainArgs) -> Result<i32, CliError> {
         until_ms,
         costs: &costs,
     };
-    let x = explain::explain(&levels, &req).map_err(failed)?;
+    let x = explain::explain(&levels, &req)?;
     let unknown: Vec<&str> = costs
         .keys()
         .filter(|n| !x.limits.iter().any(|l| &l.stored.name == *n))
@@ -81,24 +77,8 @@ pub fn run(args: ExplainArgs) -> Result<i32, CliError> {
         let svg = chart(&x, chart_tz)?;
         output::write_file(path, |out| out.write_all(svg.as_bytes()))?;
     }
-    let text = match args.format {
-        TextOrJson::Text => render_text(&x, tz),
-        TextOrJson::Json => {
-            let mut s = serde_json::to_string_pretty(&render_json(&x))
-                .map_err(|e| CliError::Failed(e.to_string()))?;
-            s.push('\n');
-            s
-        }
-    };
-    output::print(text)?;
+    output::text_or_json(args.format, || render_text(&x, tz), || render_json(&x))?;
     Ok(exit_codes::OK)
-}
-
-fn failed(e: ExplainError) -> CliError {
-    match e {
-        ExplainError::Store(e) => e.into(),
-        other => CliError::Failed(other.to_string()),
-    }
 }
 
 /// `--until`: an RFC 3339 instant after `at`, or a duration after it (`36h`, `7d`).
@@ -172,6 +152,7 @@ fn chart(x: &Explanation, tz: Tz) -> Result<String, CliError> {
         crate::clock::rfc3339(x.at_ms),
         crate::clock::rfc3339(x.until_ms)
     );
-    render_capacity_svg(&title, &panels, x.at_ms, x.until_ms, tz)
-        .map_err(|e| CliError::Failed(e.to_string()))
+    Ok(render_capacity_svg(
+        &title, &panels, x.at_ms, x.until_ms, tz,
+    )?)
 }

@@ -7,26 +7,24 @@
 use crate::cli::args::ExportArgs;
 use crate::cli::{output, CliError};
 use crate::exit_codes;
-use crate::export::{self, ExportError, Origin};
-use crate::store::open::{self, Target};
+use crate::export::{self, Origin};
+use crate::store::open::Target;
 
 pub fn run(args: ExportArgs) -> Result<i32, CliError> {
     let a = &args.store;
-    let store = open::open_read_only(&a.store, &a.name)?;
+    let store = a.open_read_only()?;
     let ns = super::read_only::resolve_namespace(store.as_ref(), &a.namespace)?;
-    let table = match open::target(&a.store) {
-        Target::Local(path) => format!("table '{}' (local store {})", a.name, path.display()),
-        Target::DynamoDb { .. } => format!("DynamoDB table '{}'", a.name),
+    let name = &a.table.name;
+    let table = match a.table.store.target() {
+        Target::Local(path) => format!("table '{name}' (local store {})", path.display()),
+        Target::DynamoDb { .. } => format!("DynamoDB table '{name}'"),
     };
     let origin = Origin {
         namespace: &a.namespace,
         namespace_id: &ns,
         table: &table,
     };
-    let exported = export::export(store.as_ref(), &origin).map_err(|e| match e {
-        ExportError::Store(e) => CliError::from(e),
-        other => CliError::Failed(other.to_string()),
-    })?;
+    let exported = export::export(store.as_ref(), &origin)?;
     match &args.output {
         Some(path) => output::write_file(path, |out| out.write_all(exported.text.as_bytes()))?,
         None => output::print(&exported.text)?,

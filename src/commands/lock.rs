@@ -14,16 +14,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use zae_limiter_engine::cooldown::{human_duration, parse_duration_ms};
+use zae_limiter_engine::duration::{human_duration, parse_duration_ms};
 
 use crate::apply::lock::{self, ForceUnlockError, Held, LockError, LockInfo, Wait};
 use crate::apply::run::Step;
-use crate::cli::args::{ForceUnlockArgs, LockArgs, StoreArgs, TextOrJson};
+use crate::cli::args::{ForceUnlockArgs, LockArgs, TextOrJson};
 use crate::cli::interrupt::Interrupt;
 use crate::cli::{output, CliError};
+use crate::clock::rfc3339;
 use crate::exit_codes;
-use crate::simulate::clock::format_instant;
-use crate::store::{open, Store};
+use crate::store::open::{self, Target};
+use crate::store::Store;
 
 /// The environment variable of the test-only pause.
 pub const PAUSE_ENV: &str = "ZAEL_TEST_PAUSE_AT";
@@ -39,8 +40,8 @@ pub struct Request<'a> {
     /// The command line, recorded in the lock.
     pub operation: String,
     pub args: &'a LockArgs,
-    /// Opens the renewal thread's own store handle.
-    pub store_args: &'a StoreArgs,
+    /// Where the renewal thread opens its own store handle.
+    pub target: &'a Target,
     pub now: fn() -> i64,
 }
 
@@ -82,8 +83,8 @@ pub fn take<'s>(
         stop: &stop,
         waiting: &waiting,
     };
-    let (store_args, table) = (req.store_args.clone(), req.table.to_string());
-    let opener: lock::Opener = Box::new(move || open::open(&store_args, &table));
+    let (target, table) = (req.target.clone(), req.table.to_string());
+    let opener: lock::Opener = Box::new(move || open::open(&target, &table));
     match lock::acquire(store, req.ns, &req.operation, &wait, opener, renew_every()) {
         Ok(mut held) => {
             held.on_release_failure(|msg| output::eprintln(format!("Warning: {msg}")));
@@ -132,9 +133,9 @@ fn held_by(table: &str, name: &str, h: &LockInfo, now_ms: i64) -> String {
         who = h.who,
         pid = h.pid,
         op = h.operation,
-        since = format_instant(h.created_ms),
+        since = rfc3339(h.created_ms),
         ago = human_duration(now_ms - h.created_ms),
-        lease = format_instant(h.lease_until_ms),
+        lease = rfc3339(h.lease_until_ms),
         version = h.version,
     )
 }
@@ -200,9 +201,9 @@ impl Pause {
 /// `limits force-unlock LOCK_ID`.
 pub fn force_unlock(args: ForceUnlockArgs) -> Result<i32, CliError> {
     let read = &args.read;
-    let store = open::open(&read.store, &read.name)?;
-    let ns = super::read_only::resolve_namespace(store.as_ref(), &read.namespace)?;
-    let name = &read.namespace;
+    let store = read.target.open()?;
+    let ns = super::read_only::resolve_namespace(store.as_ref(), &read.target.namespace)?;
+    let name = &read.target.namespace;
     match lock::force_unlock(store.as_ref(), &ns, &args.lock_id) {
         Ok(info) => {
             match read.format {
@@ -212,7 +213,7 @@ pub fn force_unlock(args: ForceUnlockArgs) -> Result<i32, CliError> {
                     info.who,
                     info.pid,
                     info.operation,
-                    format_instant(info.created_ms)
+                    rfc3339(info.created_ms)
                 ))?,
                 TextOrJson::Json => output::println(
                     serde_json::json!({
@@ -227,7 +228,7 @@ pub fn force_unlock(args: ForceUnlockArgs) -> Result<i32, CliError> {
         }
         Err(ForceUnlockError::NotLocked) => Err(CliError::Failed(format!(
             "namespace '{name}' of table '{}' is not locked; nothing was removed",
-            read.name
+            read.target.table.name
         ))),
         Err(ForceUnlockError::OtherLock { given, current }) => Err(CliError::Failed(format!(
             "lock ID {given} is not the current lock of namespace '{name}'; nothing was removed. The current lock is {} (held by {}, pid {}, `{}` since {})",
@@ -235,7 +236,7 @@ pub fn force_unlock(args: ForceUnlockArgs) -> Result<i32, CliError> {
             current.who,
             current.pid,
             current.operation,
-            format_instant(current.created_ms)
+            rfc3339(current.created_ms)
         ))),
         Err(ForceUnlockError::Store(e)) => Err(e.into()),
     }
@@ -248,7 +249,7 @@ fn lock_json(i: &LockInfo) -> serde_json::Value {
         "pid": i.pid,
         "operation": i.operation,
         "version": i.version,
-        "created": format_instant(i.created_ms),
-        "lease_until": format_instant(i.lease_until_ms),
+        "created": rfc3339(i.created_ms),
+        "lease_until": rfc3339(i.lease_until_ms),
     })
 }

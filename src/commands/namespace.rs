@@ -10,44 +10,27 @@
 
 use crate::cli::output;
 
-use crate::cli::args::{NamespaceCommand, StoreArgs, TextOrJson};
+use crate::cli::args::{NamespaceCommand, TableArgs, TextOrJson};
 use crate::cli::CliError;
 use crate::items::{namespace, version};
-use crate::store::open::{self, Target};
-use crate::store::Store;
-
-fn open_store(store: &StoreArgs, table: &str) -> Result<Box<dyn Store>, CliError> {
-    open::open(store, table).map_err(|e| CliError::Failed(e.to_string()))
-}
 
 pub fn run(cmd: NamespaceCommand) -> Result<i32, CliError> {
     match cmd {
-        NamespaceCommand::Register {
-            name_arg,
-            name,
-            store,
-        } => register(&name_arg, &name, &store),
-        NamespaceCommand::List {
-            name,
-            format,
-            store,
-        } => list(&name, format, &store),
+        NamespaceCommand::Register { name_arg, table } => register(&name_arg, &table),
+        NamespaceCommand::List { format, table } => list(format, &table),
     }
 }
 
-fn register(ns: &str, table: &str, args: &StoreArgs) -> Result<i32, CliError> {
-    crate::items::keys::validate_namespace_name(ns).map_err(|e| CliError::Failed(e.to_string()))?;
-    let store = open_store(args, table)?;
-    if matches!(open::target(args), Target::Local(_)) {
-        version::ensure_initialized(store.as_ref()).map_err(|e| CliError::Failed(e.to_string()))?;
+fn register(ns: &str, table: &TableArgs) -> Result<i32, CliError> {
+    crate::items::keys::validate_namespace_name(ns)?;
+    let store = table.open()?;
+    if table.store.target().is_local() {
+        version::ensure_initialized(store.as_ref())?;
     } else {
         // The table must exist; registering never creates one on AWS.
-        store
-            .get(&crate::items::keys::version_key(), true)
-            .map_err(|e| CliError::Failed(e.to_string()))?;
+        store.get(&crate::items::keys::version_key(), true)?;
     }
-    let reg =
-        namespace::register(store.as_ref(), ns).map_err(|e| CliError::Failed(e.to_string()))?;
+    let reg = namespace::register(store.as_ref(), ns)?;
     if reg.created {
         output::println(format!("Registered namespace '{ns}' (id: {})", reg.id))?;
     } else {
@@ -59,14 +42,11 @@ fn register(ns: &str, table: &str, args: &StoreArgs) -> Result<i32, CliError> {
     Ok(crate::exit_codes::OK)
 }
 
-fn list(table: &str, format: TextOrJson, args: &StoreArgs) -> Result<i32, CliError> {
-    let store = open::open_read_only(args, table).map_err(|e| CliError::Failed(e.to_string()))?;
-    let records = namespace::list(store.as_ref()).map_err(|e| CliError::Failed(e.to_string()))?;
+fn list(format: TextOrJson, table: &TableArgs) -> Result<i32, CliError> {
+    let store = table.open_read_only()?;
+    let records = namespace::list(store.as_ref())?;
     if format == TextOrJson::Json {
-        let doc = serde_json::json!({"version": 1, "namespaces": records});
-        let text =
-            serde_json::to_string_pretty(&doc).map_err(|e| CliError::Failed(e.to_string()))?;
-        output::println(text)?;
+        output::print_json(&serde_json::json!({"version": 1, "namespaces": records}))?;
         return Ok(crate::exit_codes::OK);
     }
     output::stream(|out| {

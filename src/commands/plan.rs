@@ -10,8 +10,8 @@
 //! Test-only environment variables, honoured only when set:
 //! `ZAEL_FAULT_ABORT_AFTER_WRITES=N` (abort after the Nth store write, see
 //! [`crate::apply::fault`]), `ZAEL_FAULT_FANOUT_ERROR=MSG` (every fan-out fails
-//! with MSG), `ZAEL_TEST_CLOCK_OFFSET_MS=MS` (shift the clock, so an
-//! interrupted apply's leases and a dead apply's lock can expire without
+//! with MSG), `ZAEL_TEST_CLOCK_OFFSET_MS=MS` ([`crate::clock::system_ms`]: so
+//! an interrupted apply's leases and a dead apply's lock can expire without
 //! waiting) and `ZAEL_TEST_PAUSE_AT=STEP` (pause at a step boundary; see
 //! [`super::lock`]).
 //!
@@ -29,14 +29,13 @@ use crate::exit_codes;
 use crate::items::namespace;
 use crate::manifest::{self, Manifest, Severity};
 use crate::plan::digests::{self, Untrusted};
-use crate::plan::level::Level;
 use crate::plan::managed::{self, ManagedSet};
 use crate::plan::output::{self, ApplyCounts, Command, Report};
-use crate::plan::prepare::{prepare_each, BuildFn, Prepared, Refresh};
+use crate::plan::prepare::{builder, prepare_each, BuildFn, Prepared, Refresh};
 use crate::plan::saved::{SavedPlan, StaleOr};
 use crate::plan::version;
 use crate::store::empty::EmptyStore;
-use crate::store::{open, Item, Store};
+use crate::store::{open, Store};
 
 pub fn plan(args: PlanCmdArgs) -> Result<i32, CliError> {
     let out = args.out.clone();
@@ -92,14 +91,6 @@ fn namespace_name(args: &PlanArgs, m: &Manifest) -> Result<String, CliError> {
     }
 }
 
-/// The item codec for the levels of `m` in namespace `ns`.
-pub(super) fn builder<'a>(
-    ns: &'a str,
-    m: &'a Manifest,
-) -> impl Fn(&Level) -> Result<Item, String> + 'a {
-    move |level: &Level| level.build(ns, m)
-}
-
 fn read_only(
     args: PlanArgs,
     command: Command,
@@ -111,8 +102,10 @@ fn read_only(
     // A local store without this table (or without a file at all) is compared
     // as empty: apply would create both, so every level is a create. Nothing is
     // created here.
-    let (store, ns): (Box<dyn Store>, String) = match open::open_for_plan(&args.store, &args.name)?
-    {
+    let (store, ns): (Box<dyn Store>, String) = match open::open_for_plan(
+        &args.store.target(),
+        &args.name,
+    )? {
         Some(store) => {
             let ns = super::read_only::resolve_namespace(store.as_ref(), &name)?;
             (store, ns)
@@ -126,10 +119,7 @@ fn read_only(
                     args.name, args.name
                 )));
             }
-            (
-                Box::new(EmptyStore::new(&args.name)),
-                namespace::new_id().map_err(|e| CliError::Failed(e.to_string()))?,
-            )
+            (Box::new(EmptyStore::new(&args.name)), namespace::new_id()?)
         }
     };
     let store = store.as_ref();
@@ -182,7 +172,7 @@ fn read_only(
             );
         }
     }
-    let left = pending::left(store, &ns, now_ms())?;
+    let left = pending::left(store, &ns, crate::clock::system_ms())?;
     let pending = left.count + record.cascade_pending.len();
     let report = Report {
         command,
@@ -198,7 +188,7 @@ fn read_only(
     };
     if let Some(path) = save_to {
         let saved = SavedPlan {
-            created_ms: now_ms(),
+            created_ms: crate::clock::system_ms(),
             tool_version: env!("CARGO_PKG_VERSION").into(),
             table: args.name.clone(),
             namespace: name.clone(),
@@ -252,7 +242,7 @@ pub fn apply(args: ApplyArgs) -> Result<i32, CliError> {
     let refresh = refresh(&args.refresh);
     let (m, _warnings) = load(&args.plan)?;
     let name = namespace_name(&args.plan, &m)?;
-    let store = fault::wrap(open::open(&args.plan.store, &args.plan.name)?);
+    let store = fault::wrap(open::open(&args.plan.store.target(), &args.plan.name)?);
     let store = store.as_ref();
     crate::items::version::ensure_initialized(store).map_err(|e| {
         CliError::Failed(format!(
@@ -260,7 +250,7 @@ pub fn apply(args: ApplyArgs) -> Result<i32, CliError> {
         ))
     })?;
     let rec = version::read(store)?;
-    version::check_usable(rec.as_ref(), store.table_name()).map_err(CliError::Failed)?;
+    version::check_usable(rec.as_ref(), store.table_name())?;
     let ns = namespace::register(store, &name)
         .map_err(|e| CliError::Failed(format!("registering namespace '{name}': {e}")))?
         .id;
@@ -322,14 +312,14 @@ pub(super) fn carry_out(
             ns: target.ns,
             operation: target.operation,
             args: &args.lock,
-            store_args: &args.plan.store,
-            now: now_ms,
+            target: &args.plan.store.target(),
+            now: crate::clock::system_ms,
         },
         &interrupt,
     )?;
     if let Some(saved) = what.saved {
         crate::plan::saved::check_fresh(store, target.ns, saved).map_err(|e| match e {
-            StaleOr::Stale(e) => CliError::Failed(e.to_string()),
+            StaleOr::Stale(e) => e.into(),
             StaleOr::Store(e) => CliError::Failed(format!("checking the saved plan: {e}")),
         })?;
     }
@@ -340,7 +330,7 @@ pub(super) fn carry_out(
         ns: target.ns,
         manifest: what.manifest,
         full: what.full,
-        now_ms: now_ms(),
+        now_ms: crate::clock::system_ms(),
         token: &token,
         applied_hash: what.applied_hash,
         build: what.build,
@@ -349,7 +339,7 @@ pub(super) fn carry_out(
         saved: what.saved.map(|s| &s.prepared),
         progress: &bar,
     };
-    let done = run::apply(store, &req).map_err(CliError::Failed)?;
+    let done = run::apply(store, &req)?;
     drop(bar);
     let mut warnings: Vec<String> = fallback_warning(done.fallback.as_ref())
         .into_iter()
@@ -402,10 +392,7 @@ pub(super) fn emit(report: &Report<'_>, format: TextOrJson, quiet: bool) -> Resu
             crate::cli::output::eprint(&r.stderr);
         }
         TextOrJson::Json => {
-            let doc = output::json(report);
-            let text = serde_json::to_string_pretty(&doc)
-                .map_err(|e| CliError::Failed(format!("rendering JSON: {e}")))?;
-            crate::cli::output::println(text)?;
+            crate::cli::output::print_json(&output::json(report))?;
         }
     }
     Ok(())
@@ -420,18 +407,4 @@ fn exit_code(args: &PlanArgs, changes: bool, errors: bool) -> i32 {
     } else {
         exit_codes::OK
     }
-}
-
-/// Epoch milliseconds. `ZAEL_TEST_CLOCK_OFFSET_MS` (tests only) shifts the clock,
-/// so a test can let an interrupted apply's leases expire without waiting.
-pub(super) fn now_ms() -> i64 {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0);
-    let offset = std::env::var("ZAEL_TEST_CLOCK_OFFSET_MS")
-        .ok()
-        .and_then(|v| v.trim().parse::<i64>().ok())
-        .unwrap_or(0);
-    now.saturating_add(offset)
 }

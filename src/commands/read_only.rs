@@ -10,7 +10,7 @@ use crate::store::Store;
 /// Checks the table's version record and resolves namespace `name` to its id.
 pub fn resolve_namespace(store: &dyn Store, name: &str) -> Result<String, CliError> {
     let rec = version::read(store)?;
-    version::check_usable(rec.as_ref(), store.table_name()).map_err(CliError::Failed)?;
+    version::check_usable(rec.as_ref(), store.table_name())?;
     namespace::resolve(store, name)?.ok_or_else(|| {
         CliError::Failed(format!(
             "Namespace '{name}' not found. Register it with 'zae-limiter namespace register {name}'."

@@ -7,9 +7,10 @@
 
 use serde_json::Value;
 
-use super::acquire::{namespace, now_ms, open_store, parse_costs, ttl_seconds};
+use super::acquire::{namespace, parse_costs, ttl_seconds};
 use crate::cli::args::{ReservationArgs, ReservationCommand, TextOrJson};
 use crate::cli::{output, CliError};
+use crate::clock::now_ms;
 use crate::clock::rfc3339;
 use crate::exit_codes;
 use crate::runtime::answer::{closure_json, extended_json};
@@ -25,9 +26,9 @@ pub fn run(cmd: ReservationCommand) -> Result<i32, CliError> {
             let id = parse_id(&a.id)?;
             let ttl = ttl_seconds(&e.ttl, "--ttl")?;
             let now = now_ms()?;
-            let store = open_store(&a.store)?;
-            let ns = namespace(store.as_ref(), &a.store.namespace).map_err(failed)?;
-            let x = runtime::extend(store.as_ref(), &ns, &id, ttl, now).map_err(failed)?;
+            let store = a.store.open()?;
+            let ns = namespace(store.as_ref(), &a.store.namespace)?;
+            let x = runtime::extend(store.as_ref(), &ns, &id, ttl, now)?;
             print(a.format, extended_json(&x, &ns.name, now), || {
                 format!(
                     "extended {}: open until {} (was {})\n",
@@ -44,13 +45,12 @@ fn close(a: &ReservationArgs, how: Closing, costs: &[String]) -> Result<i32, Cli
     let id = parse_id(&a.id)?;
     let costs = parse_costs(costs)?;
     let now = now_ms()?;
-    let store = open_store(&a.store)?;
-    let ns = namespace(store.as_ref(), &a.store.namespace).map_err(failed)?;
+    let store = a.store.open()?;
+    let ns = namespace(store.as_ref(), &a.store.namespace)?;
     let c = match how {
         Closing::Released => runtime::release(store.as_ref(), &ns, &id, now),
         Closing::Committed => runtime::commit(store.as_ref(), &ns, &id, &costs, now),
-    }
-    .map_err(failed)?;
+    }?;
     print(a.format, closure_json(&c, &ns.name, now), || {
         closure_text(&c)
     })
@@ -88,19 +88,10 @@ fn closure_text(c: &Closure) -> String {
 }
 
 fn print(format: TextOrJson, json: Value, text: impl FnOnce() -> String) -> Result<i32, CliError> {
-    match format {
-        TextOrJson::Json => output::println(
-            serde_json::to_string_pretty(&json).map_err(|e| CliError::Failed(e.to_string()))?,
-        )?,
-        TextOrJson::Text => output::print(text())?,
-    }
+    output::text_or_json(format, text, || json)?;
     Ok(exit_codes::OK)
 }
 
 fn parse_id(text: &str) -> Result<ReservationId, CliError> {
-    ReservationId::parse(text.trim()).map_err(|e| CliError::Failed(e.to_string()))
-}
-
-fn failed(e: runtime::RuntimeError) -> CliError {
-    CliError::Failed(e.to_string())
+    Ok(ReservationId::parse(text.trim())?)
 }

@@ -10,12 +10,12 @@ use crate::cli::{output, CliError};
 use crate::exit_codes;
 use crate::items::namespace;
 use crate::plan::output::{Command, Report};
-use crate::plan::prepare::{BuildFn, Refresh};
+use crate::plan::prepare::{builder, BuildFn, Refresh};
 use crate::plan::saved::{SavedPlan, Stale};
 use crate::plan::version;
 use crate::store::open;
 
-use super::plan::{builder, carry_out, emit, Target, What};
+use super::plan::{carry_out, emit, Target, What};
 
 /// The largest plan file read (a plan of 100,000 levels with both items is
 /// well below it).
@@ -75,7 +75,7 @@ pub fn show_plan(args: ShowPlanArgs) -> Result<i32, CliError> {
             "Saved plan for table '{}', namespace '{}', made {} from {} against {}",
             plan.table,
             plan.namespace,
-            crate::simulate::clock::format_instant(plan.created_ms),
+            crate::clock::rfc3339(plan.created_ms),
             plan.manifest_file,
             p.record.identity.describe()
         ));
@@ -108,21 +108,17 @@ pub fn apply(args: ApplyArgs, path: &Path) -> Result<i32, CliError> {
             plan.namespace
         )));
     }
-    let store = fault::wrap(open::open(&args.plan.store, &args.plan.name)?);
+    let store = fault::wrap(open::open(&args.plan.store.target(), &args.plan.name)?);
     let store = store.as_ref();
     let rec = version::read(store)?;
-    version::check_usable(rec.as_ref(), store.table_name()).map_err(CliError::Failed)?;
+    version::check_usable(rec.as_ref(), store.table_name())?;
     let ns = namespace::resolve(store, &plan.namespace)?.ok_or_else(|| {
-        CliError::Failed(
-            Stale(format!(
-                "namespace '{}' is not registered any more",
-                plan.namespace
-            ))
-            .to_string(),
-        )
+        Stale(format!(
+            "namespace '{}' is not registered any more",
+            plan.namespace
+        ))
     })?;
-    plan.same_namespace(&ns)
-        .map_err(|e| CliError::Failed(e.to_string()))?;
+    plan.same_namespace(&ns)?;
     let build = builder(&ns, &plan.manifest);
     let build: &BuildFn<'_> = &build;
     plan.verify(build).map_err(|e| {

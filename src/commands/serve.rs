@@ -9,7 +9,8 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
 use std::time::Duration;
 
-use zae_limiter_engine::cooldown::{human_duration, parse_duration_ms, DAY_MS, DEFAULT_MARGIN_MS};
+use zae_limiter_engine::cooldown::{DAY_MS, DEFAULT_MARGIN_MS};
+use zae_limiter_engine::duration::{human_duration, parse_duration_ms};
 
 use super::cooldown::{policy, Strictness};
 use crate::cli::args::ServeArgs;
@@ -19,7 +20,7 @@ use crate::serve::auth::Token;
 use crate::serve::metrics::{Metered, Metrics};
 use crate::serve::pool::{Opener, StorePool};
 use crate::serve::{self, App, Settings, DELAY_FAULT_ENV, REQUEST_TIMEOUT};
-use crate::store::open::{target, Target};
+use crate::store::open::{open, Target};
 
 /// The environment variable holding the bearer token (`--token-file` wins).
 pub const TOKEN_ENV: &str = "ZAEL_API_TOKEN";
@@ -34,7 +35,7 @@ pub fn run(a: ServeArgs) -> Result<i32, CliError> {
     let config_ttl = config_ttl(&a.config_ttl)?;
     let token = token(a.token_file.as_deref())?;
     let addr = listen_addr(&a.listen, token.is_some())?;
-    crate::clock::now_ms().map_err(|e| CliError::Usage(e.to_string()))?;
+    crate::clock::now_ms()?;
     let settings = Settings {
         namespace: a.store.namespace.clone(),
         config_ttl,
@@ -46,9 +47,10 @@ pub fn run(a: ServeArgs) -> Result<i32, CliError> {
 
     let metrics = Arc::new(Metrics::default());
     let opener: Opener = {
-        let (args, name, metrics) = (a.store.store.clone(), a.store.name.clone(), metrics.clone());
+        let table = &a.store.table;
+        let (target, name, metrics) = (table.store.target(), table.name.clone(), metrics.clone());
         Box::new(move || {
-            let inner = crate::store::open::open(&args, &name)?;
+            let inner = open(&target, &name)?;
             Ok(Box::new(Metered {
                 inner,
                 metrics: metrics.clone(),
@@ -57,10 +59,9 @@ pub fn run(a: ServeArgs) -> Result<i32, CliError> {
     };
     // The table and the namespace, before listening: a server that cannot
     // answer anything should say why and stop, not answer 503 forever.
-    let first = opener().map_err(|e| CliError::Failed(e.to_string()))?;
-    crate::runtime::namespace_id(first.as_ref(), &a.store.namespace)
-        .map_err(|e| CliError::Failed(e.to_string()))?;
-    let size = match target(&a.store.store) {
+    let first = opener()?;
+    crate::runtime::namespace_id(first.as_ref(), &a.store.namespace)?;
+    let size = match a.store.table.store.target() {
         Target::Local(_) => LOCAL_STORES,
         Target::DynamoDb { .. } => DYNAMODB_STORES,
     };
@@ -103,9 +104,10 @@ pub fn run(a: ServeArgs) -> Result<i32, CliError> {
 
 /// The startup line on stderr: what is served, from where.
 fn describe(a: &ServeArgs, ttl: Duration, token: bool) -> String {
-    let store = match target(&a.store.store) {
-        Target::Local(p) => format!("local store {} table '{}'", p.display(), a.store.name),
-        Target::DynamoDb { .. } => format!("DynamoDB table '{}'", a.store.name),
+    let name = &a.store.table.name;
+    let store = match a.store.table.store.target() {
+        Target::Local(p) => format!("local store {} table '{name}'", p.display()),
+        Target::DynamoDb { .. } => format!("DynamoDB table '{name}'"),
     };
     let ttl = if ttl.is_zero() {
         "config read on every request".to_string()

@@ -8,18 +8,18 @@
 
 use crate::cli::output;
 
-use crate::cli::args::{ReadArgs, TextOrJson};
+use crate::cli::args::ReadArgs;
 use crate::cli::CliError;
 use crate::display::limits::{self, Subject};
 use crate::items::config::{decode_level, StoredLevel};
 use crate::items::keys;
-use crate::store::{open, Key, Store};
+use crate::store::{Key, Store};
 
 /// Opens the store and resolves the namespace, refusing like the reference's
 /// read-only `connect()`.
 fn connect(read: &ReadArgs) -> Result<(Box<dyn Store>, String), CliError> {
-    let store = open::open_read_only(&read.store, &read.name)?;
-    let id = super::read_only::resolve_namespace(store.as_ref(), &read.namespace)?;
+    let store = read.target.open_read_only()?;
+    let id = super::read_only::resolve_namespace(store.as_ref(), &read.target.namespace)?;
     Ok((store, id))
 }
 
@@ -36,20 +36,13 @@ fn print(
     text: impl FnOnce() -> String,
     json: impl FnOnce() -> serde_json::Value,
 ) -> Result<i32, CliError> {
-    match read.format {
-        TextOrJson::Text => output::print(text())?,
-        TextOrJson::Json => {
-            let doc = serde_json::to_string_pretty(&json())
-                .map_err(|e| CliError::Failed(e.to_string()))?;
-            output::println(doc)?;
-        }
-    }
+    output::text_or_json(read.format, text, json)?;
     Ok(crate::exit_codes::OK)
 }
 
 pub fn entity(entity_id: &str, resource: &str, read: ReadArgs) -> Result<i32, CliError> {
-    keys::validate_entity_id(entity_id).map_err(|e| CliError::Failed(e.to_string()))?;
-    keys::validate_entity_resource(resource).map_err(|e| CliError::Failed(e.to_string()))?;
+    keys::validate_entity_id(entity_id)?;
+    keys::validate_entity_resource(resource)?;
     let (store, ns) = connect(&read)?;
     let key = keys::entity_config_key(&ns, entity_id, resource);
     let level = read_level(store.as_ref(), &key, "entity limits")?;
@@ -58,7 +51,7 @@ pub fn entity(entity_id: &str, resource: &str, read: ReadArgs) -> Result<i32, Cl
         || limits::entity_text(entity_id, resource, level.as_ref()),
         || {
             limits::to_json(
-                &read.namespace,
+                &read.target.namespace,
                 Subject::Entity {
                     entity: entity_id,
                     resource,
@@ -70,14 +63,20 @@ pub fn entity(entity_id: &str, resource: &str, read: ReadArgs) -> Result<i32, Cl
 }
 
 pub fn resource(resource: &str, read: ReadArgs) -> Result<i32, CliError> {
-    keys::validate_resource_name(resource).map_err(|e| CliError::Failed(e.to_string()))?;
+    keys::validate_resource_name(resource)?;
     let (store, ns) = connect(&read)?;
     let key = keys::resource_config_key(&ns, resource);
     let level = read_level(store.as_ref(), &key, "resource defaults")?;
     print(
         &read,
         || limits::resource_text(resource, level.as_ref()),
-        || limits::to_json(&read.namespace, Subject::Resource(resource), level.as_ref()),
+        || {
+            limits::to_json(
+                &read.target.namespace,
+                Subject::Resource(resource),
+                level.as_ref(),
+            )
+        },
     )
 }
 
@@ -88,6 +87,6 @@ pub fn system(read: ReadArgs) -> Result<i32, CliError> {
     print(
         &read,
         || limits::system_text(level.as_ref()),
-        || limits::to_json(&read.namespace, Subject::System, level.as_ref()),
+        || limits::to_json(&read.target.namespace, Subject::System, level.as_ref()),
     )
 }

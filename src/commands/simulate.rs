@@ -13,7 +13,7 @@ use std::path::Path;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::cli::args::{SimulateArgs, TextOrJson, TraceFormatArg};
+use crate::cli::args::{SimulateArgs, TraceFormatArg};
 use crate::cli::{output, CliError};
 use crate::exit_codes;
 use crate::manifest::{self, model::Disabled};
@@ -51,8 +51,7 @@ pub fn run(args: SimulateArgs) -> Result<i32, CliError> {
         .limits
         .iter()
         .map(|(name, spec)| Counter::build(name, spec, bypass))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| CliError::Failed(e.to_string()))?;
+        .collect::<Result<Vec<_>, _>>()?;
 
     let label = args.trace.display().to_string();
     let (mut src, size): (Box<dyn BufRead>, Option<u64>) = if args.trace == Path::new("-") {
@@ -127,22 +126,15 @@ pub fn run(args: SimulateArgs) -> Result<i32, CliError> {
             crate::display::numbers::thousands(replay.tally.requests),
             crate::display::numbers::thousands(replay.tally.refused)
         );
-        let svg = render_svg(&replay.series, &title, &panels, tz)
-            .map_err(|e| CliError::Failed(e.to_string()))?;
+        let svg = render_svg(&replay.series, &title, &panels, tz)?;
         output::write_file(path, |out| out.write_all(svg.as_bytes()))?;
     }
 
-    let text = match args.format {
-        TextOrJson::Text => render_text(&ctx, &replay.tally, replay.counters()),
-        TextOrJson::Json => {
-            let v = render_json(&ctx, &replay.tally, replay.counters());
-            let mut s =
-                serde_json::to_string_pretty(&v).map_err(|e| CliError::Failed(e.to_string()))?;
-            s.push('\n');
-            s
-        }
-    };
-    output::print(text)?;
+    output::text_or_json(
+        args.format,
+        || render_text(&ctx, &replay.tally, replay.counters()),
+        || render_json(&ctx, &replay.tally, replay.counters()),
+    )?;
     Ok(exit_codes::OK)
 }
 

@@ -6,37 +6,40 @@ use crate::cli::args::{StoreArgs, TableCommand};
 use crate::cli::CliError;
 use crate::items::version::{self, Initialized};
 use crate::store::local::LocalStore;
-use crate::store::open::{self, Target};
+use crate::store::open::Target;
 use crate::store::Store;
 
 pub fn run(cmd: TableCommand) -> Result<i32, CliError> {
     match cmd {
-        TableCommand::Create { name, store } => create(&name, &store),
+        TableCommand::Create { table } => create(&table.name, &table.store),
     }
 }
 
+/// A table name that cannot also be a CloudFormation stack name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid table name '{0}': use a letter followed by letters, digits or '-', at most 55 characters (it is also the CloudFormation stack name)")]
+pub struct StackNameError(String);
+
 /// The reference's stack-name rule: the table name is the stack name.
-pub fn validate_name(name: &str) -> Result<(), String> {
+pub fn validate_name(name: &str) -> Result<(), StackNameError> {
     let mut chars = name.chars();
     let starts_with_letter = chars.next().is_some_and(|c| c.is_ascii_alphabetic());
     if !starts_with_letter
         || !chars.all(|c| c.is_ascii_alphanumeric() || c == '-')
         || name.len() > 55
     {
-        return Err(format!(
-            "invalid table name '{name}': use a letter followed by letters, digits or '-', at most 55 characters (it is also the CloudFormation stack name)"
-        ));
+        return Err(StackNameError(name.to_string()));
     }
     Ok(())
 }
 
 fn create(name: &str, args: &StoreArgs) -> Result<i32, CliError> {
-    validate_name(name).map_err(CliError::Usage)?;
+    validate_name(name).map_err(|e| CliError::Usage(e.to_string()))?;
     let mut lines = vec![];
-    let init = match open::target(args) {
+    let init = match args.target() {
         Target::Local(path) => {
-            let store = LocalStore::open(&path, name).map_err(failed)?;
-            let created = store.create_table().map_err(failed)?;
+            let store = LocalStore::open(&path, name)?;
+            let created = store.create_table()?;
             lines.push(format!(
                 "table '{name}' {} in local store {}",
                 if created { "created" } else { "already exists" },
@@ -44,10 +47,13 @@ fn create(name: &str, args: &StoreArgs) -> Result<i32, CliError> {
             ));
             initialize(&store)?
         }
+        #[cfg(feature = "dynamodb")]
         Target::DynamoDb {
             region,
             endpoint_url,
         } => create_dynamodb(name, region.as_deref(), endpoint_url.as_deref(), &mut lines)?,
+        #[cfg(not(feature = "dynamodb"))]
+        Target::DynamoDb { .. } => return Err(crate::store::open::no_dynamodb().into()),
     };
     lines.push(if init.version_created {
         format!(
@@ -71,12 +77,8 @@ fn create(name: &str, args: &StoreArgs) -> Result<i32, CliError> {
     Ok(crate::exit_codes::OK)
 }
 
-fn failed(e: impl std::fmt::Display) -> CliError {
-    CliError::Failed(e.to_string())
-}
-
 fn initialize(store: &dyn Store) -> Result<Initialized, CliError> {
-    version::ensure_initialized(store).map_err(failed)
+    Ok(version::ensure_initialized(store)?)
 }
 
 #[cfg(feature = "dynamodb")]
@@ -89,8 +91,8 @@ fn create_dynamodb(
     use crate::store::dynamodb::schema::Created;
     use crate::store::dynamodb::DynamoStore;
 
-    let store = DynamoStore::connect(name, region, endpoint_url).map_err(failed)?;
-    let created = store.create_table().map_err(failed)?;
+    let store = DynamoStore::connect(name, region, endpoint_url)?;
+    let created = store.create_table()?;
     match created {
         Created::Created => lines.push(format!(
             "table '{name}' created in {} (PK/SK, GSI1-GSI4, LSI1-LSI5, stream NEW_AND_OLD_IMAGES, TTL on ttl)",
@@ -111,18 +113,6 @@ fn create_dynamodb(
         }
     }
     initialize(&store)
-}
-
-#[cfg(not(feature = "dynamodb"))]
-fn create_dynamodb(
-    _name: &str,
-    _region: Option<&str>,
-    _endpoint_url: Option<&str>,
-    _lines: &mut Vec<String>,
-) -> Result<Initialized, CliError> {
-    Err(CliError::Failed(
-        "this build has no DynamoDB support (built without the `dynamodb` feature); use --local or --local=PATH".into(),
-    ))
 }
 
 #[cfg(test)]

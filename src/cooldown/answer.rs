@@ -9,7 +9,8 @@
 //! gives it.
 
 use serde_json::{json, Value};
-use zae_limiter_engine::cooldown::{human_duration, EpochMs};
+use zae_limiter_engine::cooldown::EpochMs;
+use zae_limiter_engine::duration::human_duration;
 
 use super::ops::Listed;
 use super::{CooldownState, ProbeResult, Scope, SettleResult, Verdict};
@@ -154,7 +155,9 @@ pub fn list_json(namespace: &str, rows: &[Listed], now: EpochMs) -> Value {
                 v["status"] = json!(status_word(st, now));
                 v
             }
-            Err(why) => json!({"scope": r.scope, "status": "unreadable", "error": why}),
+            Err(why) => {
+                json!({"scope": r.scope, "status": "unreadable", "error": why.to_string()})
+            }
         })
         .collect();
     json!({"namespace": namespace, "cooldowns": items})

@@ -146,7 +146,7 @@ impl Evidence {
     pub fn received_at(&mut self, given: Option<EpochMs>, now: EpochMs) -> EpochMs {
         match given {
             Some(at) if at > now.saturating_add(RECEIPT_SKEW_MS) => {
-                let fmt = crate::simulate::clock::format_instant;
+                let fmt = crate::clock::rfc3339;
                 self.warnings.push(Warning::FutureReceipt {
                     received_at: fmt(at),
                     now: fmt(now),

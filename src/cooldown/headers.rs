@@ -141,9 +141,7 @@ mod tests {
             .hints
             .iter()
             .map(|h| {
-                let d = h
-                    .deadline(received)
-                    .map(crate::simulate::clock::format_instant);
+                let d = h.deadline(received).map(crate::clock::rfc3339);
                 (h.field().name().to_string(), d)
             })
             .collect()

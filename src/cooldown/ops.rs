@@ -5,13 +5,15 @@
 use std::time::Duration;
 
 use zae_limiter_engine::cooldown::{
-    assess, human_duration, may_probe, resume_at, seed_of, Basis, EpochMs, Hint, Policy,
+    assess, may_probe, resume_at, seed_of, Basis, EpochMs, Hint, Policy,
 };
+use zae_limiter_engine::duration::human_duration;
 
 use super::scope::Scope;
 use super::state::{self, CooldownState, Lease, Phase};
 use super::CooldownError;
-use crate::store::{AttrValue, Condition, Index, Key, Store, StoreError, WriteOp};
+use crate::items::read::Unreadable;
+use crate::store::{AttrValue, Condition, Index, Item, Key, Store, StoreError, WriteOp};
 
 /// How often a change is recomputed after losing a race before giving up.
 const MAX_ATTEMPTS: u32 = 64;
@@ -82,7 +84,20 @@ pub enum SettleResult {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Listed {
     pub scope: String,
-    pub state: Result<CooldownState, String>,
+    pub state: Result<CooldownState, Unreadable>,
+}
+
+/// The state item of `scope`, which must name that scope.
+fn read_state(item: &Item, scope: &str) -> Result<CooldownState, Unreadable> {
+    let st = CooldownState::from_item(item)?;
+    if st.scope != scope {
+        return Err(format!(
+            "attribute 'scope' is '{}', not the scope of its key",
+            st.scope
+        )
+        .into());
+    }
+    Ok(st)
 }
 
 /// Cooldowns of one namespace in one store.
@@ -117,19 +132,12 @@ impl<'a> Cooldowns<'a> {
         let Some(item) = self.store.get(&key, true)? else {
             return Ok(None);
         };
-        let corrupt = |reason: String| CooldownError::Corrupt {
+        let st = read_state(&item, scope.as_str()).map_err(|e| CooldownError::Corrupt {
             scope: scope.to_string(),
             pk: key.pk.clone(),
             sk: key.sk.clone(),
-            reason,
-        };
-        let st = CooldownState::from_item(&item).map_err(corrupt)?;
-        if st.scope != scope.as_str() {
-            return Err(corrupt(format!(
-                "attribute 'scope' is '{}', not the scope of its key",
-                st.scope
-            )));
-        }
+            reason: e.to_string(),
+        })?;
         Ok(Some(st))
     }
 
@@ -279,16 +287,7 @@ impl<'a> Cooldowns<'a> {
             for (key, item) in chunk.iter().zip(items) {
                 let Some(item) = item else { continue };
                 let scope = key.pk[prefix.len()..].to_string();
-                let state = CooldownState::from_item(&item).and_then(|st| {
-                    if st.scope == scope {
-                        Ok(st)
-                    } else {
-                        Err(format!(
-                            "attribute 'scope' is '{}', not the scope of its key",
-                            st.scope
-                        ))
-                    }
-                });
+                let state = read_state(&item, &scope);
                 out.push(Listed { scope, state });
             }
         }
@@ -435,7 +434,7 @@ pub fn apply_refusal(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use zae_limiter_engine::cooldown::{DAY_MS, SECOND_MS};
+    use zae_limiter_engine::duration::{DAY_MS, SECOND_MS};
 
     fn scope() -> Scope {
         Scope::parse("openai/acct-42/gpt-4").unwrap()

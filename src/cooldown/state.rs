@@ -3,6 +3,7 @@
 
 use zae_limiter_engine::cooldown::{may_probe, EpochMs, MAX_DEADLINE_MS};
 
+use crate::items::read::{self, Unreadable};
 use crate::store::{AttrValue, Item, Key};
 
 /// Sort key of every cooldown item.
@@ -142,43 +143,22 @@ impl CooldownState {
     /// "no cooldown"). Instants must lie in 1970..=9999 ([`MAX_DEADLINE_MS`]);
     /// a timed cooldown's `not_before` and a lease's expiry after 1970-01-01
     /// (only an escalated scope may have no deadline, 0).
-    pub fn from_item(item: &Item) -> Result<CooldownState, String> {
-        let s = |name: &str| -> Result<String, String> {
-            match item.get(name) {
-                Some(AttrValue::S(v)) => Ok(v.clone()),
-                Some(other) => Err(format!(
-                    "attribute '{name}' is {}, expected a string",
-                    type_name(other)
-                )),
-                None => Err(format!("attribute '{name}' is missing")),
-            }
-        };
-        fn num<T: std::str::FromStr>(item: &Item, name: &str) -> Result<T, String> {
-            match item.get(name) {
-                Some(AttrValue::N(v)) => v
-                    .parse()
-                    .map_err(|_| format!("attribute '{name}' = {v} is not a valid integer here")),
-                Some(other) => Err(format!(
-                    "attribute '{name}' is {}, expected a number",
-                    type_name(other)
-                )),
-                None => Err(format!("attribute '{name}' is missing")),
-            }
-        }
+    pub fn from_item(item: &Item) -> Result<CooldownState, Unreadable> {
+        let s = |name: &str| read::string(item, name);
         let kind = s("kind")?;
         if kind != KIND {
-            return Err(format!("attribute 'kind' is '{kind}', expected '{KIND}'"));
+            return Err(format!("attribute 'kind' is '{kind}', expected '{KIND}'").into());
         }
         let state = s("state")?;
         let phase = Phase::parse(&state).ok_or_else(|| format!("unknown state '{state}'"))?;
-        let instant = |name: &str, min: EpochMs| -> Result<EpochMs, String> {
-            let v: EpochMs = num(item, name)?;
+        let instant = |name: &str, min: EpochMs| -> Result<EpochMs, Unreadable> {
+            let v: EpochMs = read::integer(item, name)?;
             if (min..=MAX_DEADLINE_MS).contains(&v) {
                 Ok(v)
             } else {
                 Err(format!(
                     "attribute '{name}' = {v} is out of range (expected epoch milliseconds from {min} to {MAX_DEADLINE_MS})"
-                ))
+                ).into())
             }
         };
         let probe = match (item.get("probe_holder"), item.get("probe_expires")) {
@@ -189,33 +169,21 @@ impl CooldownState {
             }),
             _ => return Err("probe_holder and probe_expires must appear together".into()),
         };
-        let version: u64 = num(item, "version")?;
+        let version: u64 = read::integer(item, "version")?;
         if version == u64::MAX {
-            return Err(format!("attribute 'version' = {version} is out of range"));
+            return Err(format!("attribute 'version' = {version} is out of range").into());
         }
         Ok(CooldownState {
             scope: s("scope")?,
             phase,
             not_before: instant("not_before", if phase == Phase::Cooling { 1 } else { 0 })?,
             reason: s("reason")?,
-            backoff_attempt: num(item, "backoff_attempt")?,
+            backoff_attempt: read::integer(item, "backoff_attempt")?,
             received_at: instant("received_at", 0)?,
             updated_at: instant("updated_at", 0)?,
             version,
             probe,
         })
-    }
-}
-
-fn type_name(v: &AttrValue) -> &'static str {
-    match v {
-        AttrValue::S(_) => "a string",
-        AttrValue::N(_) => "a number",
-        AttrValue::Bool(_) => "a boolean",
-        AttrValue::Null => "null",
-        AttrValue::M(_) => "a map",
-        AttrValue::L(_) => "a list",
-        AttrValue::Ss(_) => "a string set",
     }
 }
 
@@ -266,16 +234,19 @@ mod tests {
         bad.insert("not_before".into(), AttrValue::s("soon"));
         assert!(CooldownState::from_item(&bad)
             .unwrap_err()
+            .0
             .contains("not_before"));
         let mut bad = good.clone();
         bad.remove("version");
         assert!(CooldownState::from_item(&bad)
             .unwrap_err()
+            .0
             .contains("version"));
         let mut bad = good.clone();
         bad.insert("state".into(), AttrValue::s("sleepy"));
         assert!(CooldownState::from_item(&bad)
             .unwrap_err()
+            .0
             .contains("sleepy"));
         let mut bad = good.clone();
         bad.remove("probe_expires");
@@ -297,7 +268,7 @@ mod tests {
         ] {
             let mut bad = good.clone();
             bad.insert(attr.into(), AttrValue::n(v));
-            let err = CooldownState::from_item(&bad).unwrap_err();
+            let err = CooldownState::from_item(&bad).unwrap_err().0;
             assert!(err.contains(attr) && err.contains("out of range"), "{err}");
         }
         let mut bad = good.clone();

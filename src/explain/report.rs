@@ -74,11 +74,15 @@ fn when(ms: i64, tz: Option<Tz>) -> String {
     }
 }
 
-/// `12.5 s (12s)`: the limiter's seconds, and the span for people.
+/// `90.001 s (1m 30s)`: the limiter's seconds, and the span for people in
+/// whole seconds (the limiter's extra millisecond left out).
 fn wait_text(seconds: f64) -> String {
     let ms = (seconds * 1000.0) as i64;
     if ms >= 60_000 {
-        format!("{seconds} s ({})", crate::simulate::clock::format_span(ms))
+        format!(
+            "{seconds} s ({})",
+            zae_limiter_engine::duration::human_duration(ms - ms % 1000)
+        )
     } else {
         format!("{seconds} s")
     }

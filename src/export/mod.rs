@@ -145,7 +145,9 @@ fn level_node(level: &Level, item: &Item, ns: &str) -> Result<Node, String> {
             errors.join("; ")
         )
     })?;
-    let rebuilt = level.build(ns, &loaded.manifest)?;
+    let rebuilt = level
+        .build(ns, &loaded.manifest)
+        .map_err(|e| e.to_string())?;
     let (want, got) = (limit_content(item), limit_content(&rebuilt));
     if want != got {
         return Err(differences(&want, &got));

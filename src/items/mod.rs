@@ -32,8 +32,6 @@ pub mod chunked;
 pub mod config;
 pub mod keys;
 pub mod namespace;
+pub mod read;
 pub mod source;
 pub mod version;
-
-#[cfg(test)]
-mod dump_tests;

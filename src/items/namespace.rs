@@ -20,7 +20,7 @@ pub enum NamespaceError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("cannot generate a namespace id: {0}")]
-    Random(String),
+    Random(#[from] crate::random::RandomError),
     #[error("namespace '{name}' exists but is {status}; it cannot be registered again until it is purged")]
     NotActive { name: String, status: String },
 }
@@ -29,17 +29,12 @@ pub enum NamespaceError {
 /// drawn again while it starts with `-` (it would read as an option).
 pub fn new_id() -> Result<String, NamespaceError> {
     loop {
-        let mut bytes = [0u8; 8];
-        getrandom::fill(&mut bytes).map_err(|e| NamespaceError::Random(e.to_string()))?;
+        let bytes = crate::random::bytes::<8>()?;
         let id = super::base64url::encode(&bytes);
         if !id.starts_with('-') {
             return Ok(id);
         }
     }
-}
-
-fn now_iso() -> String {
-    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
 fn record_item(sk: String, name: &str, id: &str, created_at: &str) -> Item {
@@ -98,7 +93,7 @@ pub fn register(store: &dyn Store, name: &str) -> Result<Registered, NamespaceEr
         return existing(name, &item);
     }
     let id = new_id()?;
-    let now = now_iso();
+    let now = crate::clock::system_stamp();
     let ops = vec![
         WriteOp::Put {
             item: record_item(keys::namespace_sk(name), name, &id, &now),

@@ -49,7 +49,7 @@ pub fn from_item(item: &Item) -> VersionRecord {
 
 /// The record a new table gets.
 pub fn initial_item() -> Item {
-    let now = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string();
+    let now = crate::clock::system_stamp();
     Item::from([
         ("PK".to_string(), AttrValue::s(keys::TABLE_SYSTEM_PK)),
         ("SK".to_string(), AttrValue::s(keys::VERSION_SK)),

@@ -803,11 +803,11 @@ pub(crate) mod tests {
     }
 
     /// saphyr's events between the document's start and end, or its error.
-    fn saphyr_events(text: &str) -> Result<Vec<String>, String> {
+    fn saphyr_events(text: &str) -> Result<Vec<String>, saphyr_parser::ScanError> {
         let mut parser = Parser::new_from_str(text);
         let mut out = Vec::new();
         while let Some(next) = parser.next_event() {
-            let (event, span) = next.map_err(|e| e.to_string())?;
+            let (event, span) = next?;
             match event {
                 Event::StreamEnd => break,
                 Event::StreamStart | Event::DocumentStart(_) | Event::DocumentEnd => {}

@@ -6,12 +6,13 @@
 use indexmap::IndexMap;
 
 use super::entries::{reset_list, schedule_list, TzUse};
-use super::fields::{fields, join, key_name, Fields, Place};
+use super::fields::{fields, join, key_name, known_fields, Fields, Place};
 use super::kinds::{self, Declared};
 use super::lint;
 use super::model::{Disabled, LevelConfig, LimitSpec, Manifest, OnUnavailable, SystemLevel};
 use super::names::{
-    check_entity_id, check_limit_name, check_namespace, check_resource_name, DEFAULT_RESOURCE,
+    check_entity_id, check_limit_name, check_namespace, check_resource_name, NameProblem,
+    DEFAULT_RESOURCE,
 };
 use super::report::Reporter;
 use super::values::{
@@ -25,7 +26,7 @@ const TOP_KEYS: &[&str] = &["namespace", "system", "resources", "entities"];
 const SYSTEM_KEYS: &[&str] = &["limits", "on_unavailable", "cascade", "disabled", "lint"];
 const LEVEL_KEYS: &[&str] = &["limits", "disabled", "cascade", "lint"];
 const ENTITY_KEYS: &[&str] = &["resources"];
-const LIMIT_KEYS: &[&str] = &[
+pub(crate) const LIMIT_KEYS: &[&str] = &[
     "capacity",
     "burst",
     "refill_amount",
@@ -201,18 +202,7 @@ fn system(r: &mut Reporter, key: &Node, n: &Node) -> Option<SystemLevel> {
         "e.g. `system: {limits: {rpm: {capacity: 1000}}, on_unavailable: allow}`",
     )?;
     let before = r.diags.len();
-    let f = fields(
-        r,
-        entries,
-        SYSTEM_KEYS,
-        &Place {
-            context: "system",
-            label: "system",
-            path: "system",
-            unknown_help: None,
-        },
-        |_| false,
-    );
+    let f = known_fields(r, entries, SYSTEM_KEYS, "system", "system", "system");
     for flag in ["cascade", "disabled"] {
         if let Some(k) = f.key(flag) {
             r.error(
@@ -306,36 +296,21 @@ fn resources(r: &mut Reporter, key: &Node, n: &Node) -> Option<IndexMap<String, 
         "a mapping of resource name to its settings",
         "e.g. `resources: {gpt-4: {limits: {rpm: {capacity: 500}}}}`",
     )?;
-    let mut out = IndexMap::with_capacity(entries.len());
-    let mut ok = true;
-    for (k, v) in entries {
-        let Some(name) = key_name(r, k, "resources") else {
-            ok = false;
-            continue;
-        };
-        let path = join("resources", name);
-        if name == DEFAULT_RESOURCE {
+    named(r, entries, "resources", |r, (k, v), name, path| {
+        let name_ok = if name == DEFAULT_RESOURCE {
             r.error(
                 k,
-                &path,
+                path,
                 "`_default_` is not a resource: it names an entity's limits on every resource",
                 Some("put it under an entity: `entities.<id>.resources._default_`".to_string()),
             );
-            ok = false;
-        } else if let Some(p) = check_resource_name(name) {
-            r.error(k, &path, p.message, Some(p.help));
-            ok = false;
+            false
         } else {
-            warn_yaml11_name(r, k, &path, "resource name");
-        }
-        match level(r, k, v, &path, &format!("resource `{name}`"), "resource") {
-            Some(cfg) => {
-                out.insert(name.to_string(), cfg);
-            }
-            None => ok = false,
-        }
-    }
-    ok.then_some(out)
+            good_name(r, k, path, check_resource_name(name), "resource name")
+        };
+        let cfg = level(r, k, v, path, &format!("resource `{name}`"), "resource");
+        (name_ok, cfg)
+    })
 }
 
 type EntityMap = IndexMap<String, IndexMap<String, LevelConfig>>;
@@ -349,28 +324,10 @@ fn entities(r: &mut Reporter, key: &Node, n: &Node) -> Option<EntityMap> {
         "a mapping of entity id to its settings",
         "e.g. `entities: {user-1: {resources: {gpt-4: {limits: {rpm: {capacity: 50}}}}}}`",
     )?;
-    let mut out = IndexMap::with_capacity(entries.len());
-    let mut ok = true;
-    for (k, v) in entries {
-        let Some(id) = key_name(r, k, "entities") else {
-            ok = false;
-            continue;
-        };
-        let path = join("entities", id);
-        if let Some(p) = check_entity_id(id) {
-            r.error(k, &path, p.message, Some(p.help));
-            ok = false;
-        } else {
-            warn_yaml11_name(r, k, &path, "entity id");
-        }
-        match entity(r, k, v, &path, id) {
-            Some(e) => {
-                out.insert(id.to_string(), e);
-            }
-            None => ok = false,
-        }
-    }
-    ok.then_some(out)
+    named(r, entries, "entities", |r, (k, v), id, path| {
+        let name_ok = good_name(r, k, path, check_entity_id(id), "entity id");
+        (name_ok, entity(r, k, v, path, id))
+    })
 }
 
 fn entity(
@@ -383,41 +340,21 @@ fn entity(
     let example = format!(
         "write `{id}: {{resources: {{gpt-4: {{limits: {{rpm: {{capacity: 50}}}}}}}}}}` (or `_default_` for every resource)"
     );
-    let entries = match as_map(v) {
-        Some(e) => e,
-        None if v.is_null() => {
-            r.error(
-                key,
-                path,
-                format!("entity `{id}` has no settings (null)"),
-                Some(example),
-            );
-            return None;
-        }
-        None => {
-            r.error(
-                v,
-                path,
-                format!(
-                    "entity `{id}` must be a mapping with `resources`, got {}",
-                    describe(v)
-                ),
-                Some(example),
-            );
-            return None;
-        }
-    };
-    let f = fields(
+    let entries = settings(
+        r,
+        (key, v),
+        path,
+        &format!("entity `{id}`"),
+        "`resources`",
+        (example.clone(), example),
+    )?;
+    let f = known_fields(
         r,
         entries,
         ENTITY_KEYS,
-        &Place {
-            context: "entity",
-            label: &format!("entity `{id}`"),
-            path,
-            unknown_help: None,
-        },
-        |_| false,
+        "entity",
+        &format!("entity `{id}`"),
+        path,
     );
     let Some(res) = f.get("resources") else {
         return Some(IndexMap::new());
@@ -431,37 +368,85 @@ fn entity(
         "a mapping of resource name (or `_default_`) to its settings",
         "e.g. `resources: {_default_: {limits: {rpm: {capacity: 50}}}}`",
     )?;
+    named(r, entries, &res_path, |r, (k, v), name, p| {
+        let name_ok = name == DEFAULT_RESOURCE
+            || good_name(r, k, p, check_resource_name(name), "resource name");
+        let label = format!("entities.{id}.resources.{name}");
+        (name_ok, level(r, k, v, p, &label, "entity resource"))
+    })
+}
+
+/// The entries of a mapping of names at `path`, each converted by `each`
+/// (given its key and value, its name and path), which also says whether the
+/// name is acceptable. Every entry is converted, so every error is reported;
+/// `None` when any name or value was refused.
+fn named<'n, T>(
+    r: &mut Reporter,
+    entries: &'n [(Node, Node)],
+    path: &str,
+    mut each: impl FnMut(&mut Reporter, (&'n Node, &'n Node), &str, &str) -> (bool, Option<T>),
+) -> Option<IndexMap<String, T>> {
     let mut out = IndexMap::with_capacity(entries.len());
     let mut ok = true;
     for (k, v) in entries {
-        let Some(name) = key_name(r, k, &res_path) else {
+        let Some(name) = key_name(r, k, path) else {
             ok = false;
             continue;
         };
-        let p = join(&res_path, name);
-        if name != DEFAULT_RESOURCE {
-            if let Some(problem) = check_resource_name(name) {
-                r.error(k, &p, problem.message, Some(problem.help));
-                ok = false;
-            } else {
-                warn_yaml11_name(r, k, &p, "resource name");
-            }
-        }
-        match level(
-            r,
-            k,
-            v,
-            &p,
-            &format!("entities.{id}.resources.{name}"),
-            "entity resource",
-        ) {
-            Some(cfg) => {
-                out.insert(name.to_string(), cfg);
+        let (name_ok, value) = each(r, (k, v), name, &join(path, name));
+        ok &= name_ok;
+        match value {
+            Some(value) => {
+                out.insert(name.to_string(), value);
             }
             None => ok = false,
         }
     }
     ok.then_some(out)
+}
+
+/// Reports `problem` with the name at `key`, or warns when the name reads as
+/// a YAML 1.1 boolean; whether the name is acceptable.
+fn good_name(
+    r: &mut Reporter,
+    key: &Node,
+    path: &str,
+    problem: Option<NameProblem>,
+    what: &str,
+) -> bool {
+    match problem {
+        Some(p) => {
+            r.error(key, path, p.message, Some(p.help));
+            false
+        }
+        None => {
+            warn_yaml11_name(r, key, path, what);
+            true
+        }
+    }
+}
+
+/// The settings of `label` (the value `v` of `key`): a mapping with `keys`.
+/// Null and anything else are errors, with `help` (for null, for the rest).
+fn settings<'n>(
+    r: &mut Reporter,
+    (key, v): (&Node, &'n Node),
+    path: &str,
+    label: &str,
+    keys: &str,
+    help: (String, String),
+) -> Option<&'n [(Node, Node)]> {
+    if let Some(entries) = as_map(v) {
+        return Some(entries);
+    }
+    if v.is_null() {
+        let message = format!("{label} has no settings (null)");
+        r.error(key, path, message, Some(help.0));
+    } else {
+        let message = format!("{label} must be a mapping with {keys}, got {}", describe(v));
+        r.error(v, path, message, Some(help.1));
+    }
+    None
 }
 
 /// A resource level or an entity-resource level.
@@ -473,46 +458,22 @@ fn level(
     label: &str,
     context: &'static str,
 ) -> Option<LevelConfig> {
-    let entries = match as_map(v) {
-        Some(e) => e,
-        None if v.is_null() => {
-            r.error(
-                key,
-                path,
-                format!("{label} has no settings (null)"),
-                Some(format!(
-                    "write `{}: {{}}` to manage it with no limits, or give it `limits:`",
-                    last(path)
-                )),
-            );
-            return None;
-        }
-        None => {
-            r.error(
-                v,
-                path,
-                format!(
-                    "{label} must be a mapping with `limits`, `disabled` or `cascade`, got {}",
-                    describe(v)
-                ),
-                Some("e.g. `{limits: {rpm: {capacity: 500}}}`".to_string()),
-            );
-            return None;
-        }
-    };
-    let before = r.diags.len();
-    let f = fields(
+    let entries = settings(
         r,
-        entries,
-        LEVEL_KEYS,
-        &Place {
-            context,
-            label,
-            path,
-            unknown_help: None,
-        },
-        |_| false,
-    );
+        (key, v),
+        path,
+        label,
+        "`limits`, `disabled` or `cascade`",
+        (
+            format!(
+                "write `{}: {{}}` to manage it with no limits, or give it `limits:`",
+                last(path)
+            ),
+            "e.g. `{limits: {rpm: {capacity: 500}}}`".to_string(),
+        ),
+    )?;
+    let before = r.diags.len();
+    let f = known_fields(r, entries, LEVEL_KEYS, context, label, path);
     let mut tz_uses = Vec::new();
     let limits = match f.get("limits") {
         None => Some(IndexMap::new()),
@@ -619,26 +580,14 @@ fn limits_entries<'n>(
     path: &str,
     tz_uses: &mut Vec<TzUse<'n>>,
 ) -> Option<IndexMap<String, LimitSpec>> {
-    let mut out = IndexMap::with_capacity(entries.len());
-    let mut ok = true;
-    for (k, v) in entries {
-        let Some(name) = key_name(r, k, path) else {
-            ok = false;
-            continue;
-        };
-        let p = join(path, name);
-        if let Some(problem) = check_limit_name(name) {
-            r.error(k, &p, problem.message, Some(problem.help));
-            ok = false;
+    named(r, entries, path, |r, (k, v), name, p| {
+        let problem = check_limit_name(name);
+        let name_ok = problem.is_none();
+        if let Some(problem) = problem {
+            r.error(k, p, problem.message, Some(problem.help));
         }
-        match limit(r, k, v, &p, name, tz_uses) {
-            Some(spec) => {
-                out.insert(name.to_string(), spec);
-            }
-            None => ok = false,
-        }
-    }
-    ok.then_some(out)
+        (name_ok, limit(r, k, v, p, name, tz_uses))
+    })
 }
 
 fn limit<'n>(
@@ -669,17 +618,13 @@ fn limit<'n>(
         return None;
     };
     let before = r.diags.len();
-    let f = fields(
+    let f = known_fields(
         r,
         entries,
         LIMIT_KEYS,
-        &Place {
-            context: "limit",
-            label: &format!("limit `{name}`"),
-            path,
-            unknown_help: None,
-        },
-        |_| false,
+        "limit",
+        &format!("limit `{name}`"),
+        path,
     );
     if let Some(n) = f.get(lint::KEY) {
         lint::check_allow(r, n, &join(path, lint::KEY));

@@ -4,7 +4,7 @@ use zae_limiter_engine::cron::{CronError, CronSpec};
 use zae_limiter_engine::zone::{zone, ZoneError};
 
 use super::diagnostic::Severity;
-use super::fields::{fields, join, Place};
+use super::fields::{fields, join, known_fields, Place};
 use super::model::{Modifier, ResetEntry, ScheduleEntry};
 use super::report::Reporter;
 use super::values::{
@@ -123,18 +123,7 @@ fn schedule_entry<'n>(
         return None;
     };
     let before = r.diags.len();
-    let f = fields(
-        r,
-        entries,
-        SCHEDULE_KEYS,
-        &Place {
-            context: "schedule entry",
-            label,
-            path,
-            unknown_help: None,
-        },
-        |_| false,
-    );
+    let f = known_fields(r, entries, SCHEDULE_KEYS, "schedule entry", label, path);
     let (cron, tz) = cron_and_tz(r, node, &f, path, label, false, tz_uses);
 
     // Modifiers: exactly one of `scale` or the absolute overrides. Null means absent.

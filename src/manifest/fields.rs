@@ -46,6 +46,25 @@ pub struct Place<'a> {
     pub unknown_help: Option<&'a str>,
 }
 
+/// [`fields`] for a place without extension keys or extra help: every key
+/// not in `allowed` is reported.
+pub fn known_fields<'n>(
+    r: &mut Reporter,
+    entries: &'n [(Node, Node)],
+    allowed: &'static [&'static str],
+    context: &'static str,
+    label: &str,
+    path: &str,
+) -> Fields<'n> {
+    let place = Place {
+        context,
+        label,
+        path,
+        unknown_help: None,
+    };
+    fields(r, entries, allowed, &place, |_| false)
+}
+
 /// Split a mapping's entries into allowed keys and report the others.
 /// `ignore` lets a place accept extension keys (e.g. top-level `x-…`).
 pub fn fields<'n>(

@@ -118,14 +118,8 @@ impl<'a> Reporter<'a> {
         message: impl Into<String>,
         help: impl Into<Option<String>>,
     ) {
-        self.span(
-            Severity::Error,
-            node.start,
-            node.end,
-            path,
-            message,
-            help.into(),
-        );
+        let help = help.into();
+        self.span(Severity::Error, node.start, node.end, path, message, help);
     }
 
     pub fn warning(
@@ -135,14 +129,8 @@ impl<'a> Reporter<'a> {
         message: impl Into<String>,
         help: impl Into<Option<String>>,
     ) {
-        self.span(
-            Severity::Warning,
-            node.start,
-            node.end,
-            path,
-            message,
-            help.into(),
-        );
+        let help = help.into();
+        self.span(Severity::Warning, node.start, node.end, path, message, help);
     }
 
     /// Whether an error was reported after the first `before` diagnostics.

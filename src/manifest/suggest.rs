@@ -80,16 +80,8 @@ pub fn suggest(context: &str, written: &str, allowed: &[&str]) -> Option<(String
 mod tests {
     use super::*;
 
-    const LIMIT: &[&str] = &[
-        "capacity",
-        "burst",
-        "refill_amount",
-        "refill_period",
-        "schedule",
-        "reset_schedule",
-        "reset_after_seconds",
-        "soft",
-    ];
+    /// The keys a limit allows, as the converter lists them.
+    const LIMIT: &[&str] = crate::manifest::convert::LIMIT_KEYS;
 
     #[test]
     fn classic_typo_at_limit_level() {

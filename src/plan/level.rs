@@ -4,6 +4,7 @@ use std::fmt;
 
 use crate::items::{config, keys};
 use crate::manifest::Manifest;
+use crate::plan::prepare::BuildError;
 use crate::store::{Item, Key};
 
 /// A config level. Resource sorts before entity, as the reference runs them.
@@ -62,8 +63,8 @@ impl Level {
 
     /// The config item `limits apply` writes for this level of `m` in
     /// namespace `ns` (the item codec); a level `m` does not declare is an error.
-    pub fn build(&self, ns: &str, m: &Manifest) -> Result<Item, String> {
-        let missing = || format!("level {} is not declared", self.target());
+    pub fn build(&self, ns: &str, m: &Manifest) -> Result<Item, BuildError> {
+        let missing = || BuildError::NotDeclared(self.target());
         let built = match self {
             Level::System => config::build_system(ns, m.system.as_ref().ok_or_else(missing)?),
             Level::Resource(r) => {
@@ -79,7 +80,7 @@ impl Level {
                     .ok_or_else(missing)?,
             ),
         };
-        built.map_err(|e| e.to_string())
+        Ok(built?)
     }
 
     /// Rebuilds a level from a pending item's (level, target) pair. The entity

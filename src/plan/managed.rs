@@ -25,6 +25,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::items::read::Unreadable;
 use crate::items::{chunked, keys};
 use crate::manifest::Manifest;
 use crate::plan::identity::RecordIdentity;
@@ -216,7 +217,7 @@ impl ManagedSet {
 
     /// Decodes the managed attributes of a `#PROVISIONER` item. Unknown shapes are
     /// corrupt: guessing would risk deleting levels nobody asked to delete.
-    pub fn from_item(item: &Item) -> Result<Self, String> {
+    pub fn from_item(item: &Item) -> Result<Self, Unreadable> {
         let system = match item.get("managed_system") {
             None | Some(AttrValue::Null) => false,
             Some(AttrValue::Bool(b)) => *b,
@@ -231,7 +232,12 @@ impl ManagedSet {
     }
 
     /// Adds the resource list `resources` and the entity map `entities` of `item`.
-    fn read_lists(&mut self, item: &Item, resources: &str, entities: &str) -> Result<(), String> {
+    fn read_lists(
+        &mut self,
+        item: &Item,
+        resources: &str,
+        entities: &str,
+    ) -> Result<(), Unreadable> {
         match item.get(resources) {
             None | Some(AttrValue::Null) => {}
             Some(v) => self.resources.extend(
@@ -249,7 +255,7 @@ impl ManagedSet {
                     }
                 }
             }
-            Some(_) => return Err(format!("{entities} is not a map")),
+            Some(_) => return Err(format!("{entities} is not a map").into()),
         }
         Ok(())
     }
@@ -269,10 +275,10 @@ fn string_list(v: &AttrValue) -> Option<BTreeSet<String>> {
 /// is managed.
 pub fn read(store: &dyn Store, ns: &str) -> Result<ProvisionerRecord, StoreError> {
     let key = record_key(ns);
-    let corrupt = |k: &Key, reason: String| StoreError::Corrupt {
+    let corrupt = |k: &Key, reason: Unreadable| StoreError::Corrupt {
         pk: k.pk.clone(),
         sk: k.sk.clone(),
-        reason,
+        reason: reason.to_string(),
     };
     let mut out = ProvisionerRecord::default();
     // Consistent (the reference reads it eventually consistent): `--no-refresh`
@@ -347,7 +353,7 @@ pub fn read(store: &dyn Store, ns: &str) -> Result<ProvisionerRecord, StoreError
 }
 
 /// Adds the levels of one overflow or writing item to `set`.
-fn decode_part(item: &Item, set: &mut ManagedSet) -> Result<(), String> {
+fn decode_part(item: &Item, set: &mut ManagedSet) -> Result<(), Unreadable> {
     set.system |= item.get("system").and_then(AttrValue::as_bool) == Some(true);
     set.read_lists(item, "resources", "entities")
 }

@@ -117,7 +117,7 @@ fn retry_when(r: &Report<'_>) -> String {
         None => "the next apply".to_string(),
         Some(ms) => format!(
             "the first apply after {} (when the lease of the apply that left them runs out)",
-            crate::simulate::clock::format_instant(ms.saturating_add(999) / 1000 * 1000)
+            crate::clock::rfc3339(ms.saturating_add(999) / 1000 * 1000)
         ),
     }
 }
@@ -279,7 +279,7 @@ pub fn json(r: &Report<'_>) -> Value {
         "changes": changes,
         "unchanged": r.unchanged,
         "pending": r.pending,
-        "pending_retry_after": r.pending_leased_until.map(crate::simulate::clock::format_instant),
+        "pending_retry_after": r.pending_leased_until.map(crate::clock::rfc3339),
         "full": r.full,
         "resumed": r.resumed,
         "warnings": r.warnings,

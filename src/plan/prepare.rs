@@ -7,6 +7,7 @@
 //! holds one chunk's items whatever the manifest's size; the caller keeps
 //! what it needs of each change.
 
+use crate::items::config::CodecError;
 use crate::manifest::Manifest;
 use crate::plan::detail::{details, Detail};
 use crate::plan::diff::{declared_changes, read_live, same_content};
@@ -24,10 +25,30 @@ pub const CHUNK: usize = 1_600;
 /// Builds the config item a declared level would be written as (the item codec).
 /// `Err` is a level that cannot be built (e.g. two timezones on one item); such a
 /// change is kept and fails at apply with that message.
-pub type BuildFn<'a> = dyn Fn(&Level) -> Result<Item, String> + 'a;
+pub type BuildFn<'a> = dyn Fn(&Level) -> Result<Item, BuildError> + 'a;
+
+/// Why a declared level has no item to write.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum BuildError {
+    #[error("level {0} is not declared")]
+    NotDeclared(String),
+    #[error(transparent)]
+    Codec(#[from] CodecError),
+    /// The reason a saved plan recorded (`limits plan -o`), read back.
+    #[error("{0}")]
+    Saved(String),
+}
+
+/// The item codec for the levels manifest `m` declares, in namespace `ns`.
+pub fn builder<'a>(
+    ns: &'a str,
+    m: &'a Manifest,
+) -> impl Fn(&Level) -> Result<Item, BuildError> + 'a {
+    move |level: &Level| level.build(ns, m)
+}
 
 /// The item a change would write: `None` for a delete, `Err` when it cannot be built.
-pub type Desired = Option<Result<Item, String>>;
+pub type Desired = Option<Result<Item, BuildError>>;
 
 /// One change that survives `drop_unchanged`.
 #[derive(Debug, Clone)]
@@ -45,7 +66,7 @@ impl PlannedChange {
     /// (or the reason the desired item cannot be built).
     pub fn new(change: Change, desired: Desired, live: Option<Item>) -> Self {
         let details = match &desired {
-            Some(Err(e)) => vec![Detail::error(e.clone())],
+            Some(Err(e)) => vec![Detail::error(e.to_string())],
             Some(Ok(item)) => details(live.as_ref(), Some(item)),
             None => details(live.as_ref(), None),
         };

@@ -28,7 +28,7 @@ use crate::plan::digests::Digest;
 use crate::plan::identity::RecordIdentity;
 use crate::plan::level::{Action, Change, Level};
 use crate::plan::managed::ProvisionerRecord;
-use crate::plan::prepare::{BuildFn, PlannedChange, Prepared};
+use crate::plan::prepare::{BuildError, BuildFn, PlannedChange, Prepared};
 use crate::store::typed_json::{item_from_json, item_to_json};
 use crate::store::{Item, Store, StoreError};
 
@@ -132,7 +132,7 @@ impl SavedPlan {
             format: FORMAT.into(),
             version: VERSION,
             tool_version: self.tool_version.clone(),
-            created: crate::simulate::clock::format_instant(self.created_ms),
+            created: crate::clock::rfc3339(self.created_ms),
             table: self.table.clone(),
             namespace: self.namespace.clone(),
             namespace_id: self.namespace_id.clone(),
@@ -206,7 +206,7 @@ impl SavedPlan {
             .iter()
             .map(|h| unhex(h).ok_or_else(|| invalid(format!("bad digest {h:?}"))))
             .collect::<Result<Vec<_>, _>>()?;
-        let created_ms = crate::simulate::clock::parse_instant(&file.created).unwrap_or(0);
+        let created_ms = crate::clock::parse_instant(&file.created, "created").unwrap_or(0);
         Ok(SavedPlan {
             created_ms,
             tool_version: file.tool_version,
@@ -291,7 +291,7 @@ fn change_file(pc: &PlannedChange) -> ChangeFile {
     let t = pc.change.level.target();
     let (desired, error) = match &pc.desired {
         Some(Ok(item)) => (Some(item_to_json(item)), None),
-        Some(Err(e)) => (None, Some(e.clone())),
+        Some(Err(e)) => (None, Some(e.to_string())),
         None => (None, None),
     };
     ChangeFile {
@@ -321,7 +321,7 @@ fn planned_change(c: ChangeFile) -> Result<PlannedChange, String> {
         (Action::Delete, None, None) => None,
         (Action::Delete, _, _) => return Err(format!("a delete of {target:?} with an item")),
         (_, Some(v), None) => Some(Ok(item(&v)?)),
-        (_, None, Some(e)) => Some(Err(e)),
+        (_, None, Some(e)) => Some(Err(BuildError::Saved(e))),
         _ => return Err(format!("{target:?}: neither an item nor an error")),
     };
     Ok(PlannedChange::new(
@@ -424,8 +424,8 @@ pub enum StaleOr {
 
 /// The apply's plan step for a saved plan: the saved changes with the record
 /// just read, when it is still the record the plan was made against.
-pub fn resume(saved: &Prepared, record: ProvisionerRecord) -> Result<Prepared, String> {
-    identity_unchanged(&saved.record.identity, &record.identity).map_err(|e| e.to_string())?;
+pub fn resume(saved: &Prepared, record: ProvisionerRecord) -> Result<Prepared, Stale> {
+    identity_unchanged(&saved.record.identity, &record.identity)?;
     Ok(Prepared {
         record,
         ..saved.clone()
@@ -441,19 +441,8 @@ mod tests {
 
     const M: &str = "namespace: default\nresources:\n  gpt-4:\n    limits:\n      rpm:\n        capacity: 5\nentities:\n  u:\n    resources:\n      gpt-4:\n        limits:\n          rpm:\n            capacity: 9\n";
 
-    fn build_for(m: &Manifest) -> impl Fn(&Level) -> Result<Item, String> + '_ {
-        move |level: &Level| {
-            let r = match level {
-                Level::System => unreachable!(),
-                Level::Resource(r) => {
-                    crate::items::config::build_resource("ns", r, &m.resources[r])
-                }
-                Level::Entity(e, r) => {
-                    crate::items::config::build_entity("ns", e, r, &m.entities[e][r])
-                }
-            };
-            r.map_err(|e| e.to_string())
-        }
+    fn build_for(m: &Manifest) -> impl Fn(&Level) -> Result<Item, BuildError> + '_ {
+        move |level: &Level| level.build("ns", m)
     }
 
     /// A plan of M against a store holding an older resource level.

@@ -32,24 +32,35 @@ pub fn parse(v: &str) -> (u64, u64, u64) {
     )
 }
 
+/// Why this client may not use a table at all.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unusable {
+    #[error("table '{table}' has no version record (_/SYSTEM# #VERSION), so it was not set up for zae-limiter. Run 'zae-limiter limits apply' (local store) or 'zae-limiter table create -n {table}' first.")]
+    NoRecord { table: String },
+    #[error("table '{table}' has schema {schema}; this client (zae-limiter {CLIENT_VERSION} layout) reads schema 0.x only. A schema migration is needed before this tool can use it.")]
+    Schema { table: String, schema: String },
+    #[error("table '{table}' requires clients of version {min} or later (client_min_version); this client writes the {CLIENT_VERSION} layout and must not use it.")]
+    ClientTooOld { table: String, min: String },
+}
+
 /// Why plan/diff (and apply) may not use this table at all.
-pub fn check_usable(rec: Option<&VersionRecord>, table: &str) -> Result<(), String> {
+pub fn check_usable(rec: Option<&VersionRecord>, table: &str) -> Result<(), Unusable> {
+    let table = table.to_string();
     let Some(rec) = rec else {
-        return Err(format!(
-            "table '{table}' has no version record (_/SYSTEM# #VERSION), so it was not set up for zae-limiter. Run 'zae-limiter limits apply' (local store) or 'zae-limiter table create -n {table}' first."
-        ));
+        return Err(Unusable::NoRecord { table });
     };
     if parse(&rec.schema_version).0 != SCHEMA_MAJOR {
-        return Err(format!(
-            "table '{table}' has schema {}; this client (zae-limiter {CLIENT_VERSION} layout) reads schema 0.x only. A schema migration is needed before this tool can use it.",
-            rec.schema_version
-        ));
+        return Err(Unusable::Schema {
+            table,
+            schema: rec.schema_version.clone(),
+        });
     }
     if let Some(min) = &rec.client_min_version {
         if parse(CLIENT_VERSION) < parse(min) {
-            return Err(format!(
-                "table '{table}' requires clients of version {min} or later (client_min_version); this client writes the {CLIENT_VERSION} layout and must not use it."
-            ));
+            return Err(Unusable::ClientTooOld {
+                table,
+                min: min.clone(),
+            });
         }
     }
     Ok(())
@@ -171,9 +182,8 @@ pub(crate) mod tests {
 
     #[test]
     fn read_only_refusals() {
-        assert!(check_usable(None, "t")
-            .unwrap_err()
-            .contains("no version record"));
+        let refusal = |rec: Option<&VersionRecord>| check_usable(rec, "t").unwrap_err().to_string();
+        assert!(refusal(None).contains("no version record"));
         let mut rec = VersionRecord {
             schema_version: "0.10.0".into(),
             lambda_version: None,
@@ -183,13 +193,9 @@ pub(crate) mod tests {
         };
         assert_eq!(check_usable(Some(&rec), "t"), Ok(()));
         rec.client_min_version = Some("0.18.0".into());
-        assert!(check_usable(Some(&rec), "t")
-            .unwrap_err()
-            .contains("0.18.0"));
+        assert!(refusal(Some(&rec)).contains("0.18.0"));
         rec.client_min_version = None;
         rec.schema_version = "1.0.0".into();
-        assert!(check_usable(Some(&rec), "t")
-            .unwrap_err()
-            .contains("migration"));
+        assert!(refusal(Some(&rec)).contains("migration"));
     }
 }

@@ -224,6 +224,30 @@ fn rolling_limit(l: &StoredLimit, window: RollingWindow) -> Result<RollingLimit,
     RollingLimit::new(window.window(), milli(l.capacity)).map_err(|e| internal(&l.name, e))
 }
 
+/// Rolling window `l` of `state` (its state, empty when new) and the cost
+/// `req` charges it (one call unless `--cost` says otherwise).
+fn rolling_of<'s>(
+    state: &'s mut RuntimeState,
+    l: &StoredLimit,
+    window: RollingWindow,
+    req: &Request,
+) -> Result<
+    (
+        RollingLimit,
+        &'s mut zae_limiter_engine::rolling::RollingState,
+        u64,
+    ),
+    RuntimeError,
+> {
+    let limit = rolling_limit(l, window)?;
+    let st = state
+        .rolling
+        .entry(l.name.clone())
+        .or_insert_with(|| limit.empty_state());
+    let cost = req.costs.get(&l.name).copied().unwrap_or(DEFAULT_COST);
+    Ok((limit, st, cost))
+}
+
 fn concurrency_limit(l: &StoredLimit, ttl: u64) -> Result<ConcurrencyLimit, RuntimeError> {
     let ttl = i64::try_from(ttl).unwrap_or(i64::MAX);
     ConcurrencyLimit::new(l.capacity, Some(ttl)).map_err(|e| internal(&l.name, e))
@@ -402,12 +426,7 @@ pub fn acquire(
         match l.kind {
             LimitKind::Bucket => {}
             LimitKind::Rolling { window } => {
-                let limit = rolling_limit(l, window)?;
-                let st = next
-                    .rolling
-                    .entry(l.name.clone())
-                    .or_insert_with(|| limit.empty_state());
-                let cost = req.costs.get(&l.name).copied().unwrap_or(DEFAULT_COST);
+                let (limit, st, cost) = rolling_of(&mut next, l, window, req)?;
                 let c = limit
                     .check(st, milli(cost), now)
                     .map_err(|e| internal(&l.name, e))?;
@@ -452,12 +471,7 @@ pub fn acquire(
         match l.kind {
             LimitKind::Bucket => {}
             LimitKind::Rolling { window } => {
-                let limit = rolling_limit(l, window)?;
-                let st = next
-                    .rolling
-                    .entry(l.name.clone())
-                    .or_insert_with(|| limit.empty_state());
-                let cost = req.costs.get(&l.name).copied().unwrap_or(DEFAULT_COST);
+                let (limit, st, cost) = rolling_of(&mut next, l, window, req)?;
                 if lenient {
                     limit
                         .record(st, milli(cost), now)

@@ -8,6 +8,7 @@
 
 use crate::items::base64url;
 use crate::items::keys;
+use crate::random::RandomError;
 
 /// The version tag every id starts with.
 const PREFIX: &str = "z1";
@@ -35,9 +36,8 @@ pub struct ReservationId {
 
 impl ReservationId {
     /// A fresh id for a hold of (entity, resource).
-    pub fn generate(entity: &str, resource: &str) -> Result<ReservationId, String> {
-        let mut bytes = [0u8; TOKEN_BYTES];
-        getrandom::fill(&mut bytes).map_err(|e| e.to_string())?;
+    pub fn generate(entity: &str, resource: &str) -> Result<ReservationId, RandomError> {
+        let bytes = crate::random::bytes::<TOKEN_BYTES>()?;
         Ok(ReservationId {
             entity: entity.to_string(),
             resource: resource.to_string(),

@@ -103,8 +103,8 @@ pub enum RuntimeError {
     #[error("namespace '{0}' is not registered; register it with `zae-limiter namespace register {0}` (or apply a manifest to it)")]
     NamespaceNotFound(String),
     /// The table may not be used by this client (no or a newer version record).
-    #[error("{0}")]
-    Table(String),
+    #[error(transparent)]
+    Table(#[from] crate::plan::version::Unusable),
     /// A config item the reference would refuse too: an operator must fix it.
     #[error(transparent)]
     Config(#[from] CodecError),
@@ -159,7 +159,7 @@ pub enum RuntimeError {
         attempts: u32,
     },
     #[error("cannot draw random bytes for a reservation id: {0}")]
-    Random(String),
+    Random(#[from] crate::random::RandomError),
 }
 
 impl RuntimeError {

@@ -41,7 +41,7 @@ pub fn namespace_id(store: &dyn Store, name: &str) -> Result<Namespace, RuntimeE
     keys::validate_namespace_name(name)?;
     let items = store.batch_get(&[keys::namespace_key(name), keys::version_key()], false)?;
     let record = items[1].as_ref().map(version::from_item);
-    check_usable(record.as_ref(), store.table_name()).map_err(RuntimeError::Table)?;
+    check_usable(record.as_ref(), store.table_name())?;
     let id = items[0]
         .as_ref()
         .and_then(namespace::active_id)
@@ -229,7 +229,7 @@ fn load(
         sk: key.sk.clone(),
         reason,
     };
-    let st = RuntimeState::from_item(item).map_err(unreadable)?;
+    let st = RuntimeState::from_item(item).map_err(|e| unreadable(e.to_string()))?;
     if st.entity != entity || st.resource != resource {
         return Err(unreadable(format!(
             "it names entity '{}' and resource '{}', not those of its key",

@@ -22,6 +22,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use zae_limiter_engine::rolling::{RollingState, RollingWindow, Window, COUNTERS};
 
 use crate::items::keys::namespaced_item;
+use crate::items::read::{self, Unreadable};
 use crate::store::{AttrValue, Item, Key};
 
 /// Sort key of every state item.
@@ -181,20 +182,23 @@ impl RuntimeState {
 
     /// Reads a stored item strictly: anything missing or mistyped is an error
     /// (the caller reports the state as unreadable, never as empty).
-    pub fn from_item(item: &Item) -> Result<RuntimeState, String> {
-        let kind = s(item, "kind")?;
+    pub fn from_item(item: &Item) -> Result<RuntimeState, Unreadable> {
+        let kind = read::string(item, "kind")?;
         if kind != KIND {
-            return Err(format!("attribute 'kind' is '{kind}', expected '{KIND}'"));
+            return Err(format!("attribute 'kind' is '{kind}', expected '{KIND}'").into());
         }
-        let mut st = RuntimeState::empty(&s(item, "entity_id")?, &s(item, "resource")?);
-        st.version = n(item, "version")?;
-        st.updated_at = n(item, "updated_at")?;
+        let mut st = RuntimeState::empty(
+            &read::string(item, "entity_id")?,
+            &read::string(item, "resource")?,
+        );
+        st.version = read::integer(item, "version")?;
+        st.updated_at = read::integer(item, "updated_at")?;
         for (attr, value) in item {
             let Some(name) = attr.strip_prefix(ROLLING) else {
                 continue;
             };
             let AttrValue::S(text) = value else {
-                return Err(format!("attribute '{attr}' is not a string"));
+                return Err(format!("attribute '{attr}' is not a string").into());
             };
             let rolling = parse_rolling(text).map_err(|e| format!("attribute '{attr}': {e}"))?;
             st.rolling.insert(name.to_string(), rolling);
@@ -216,16 +220,16 @@ impl RuntimeState {
                 for (token, v) in m {
                     check_token(token)?;
                     let AttrValue::M(c) = v else {
-                        return Err(format!("closed '{token}' is not a map"));
+                        return Err(format!("closed '{token}' is not a map").into());
                     };
-                    let how = s(c, "how")?;
+                    let how = read::string(c, "how")?;
                     st.closed.insert(
                         token.clone(),
                         Closed {
                             how: Closing::parse(&how)
                                 .ok_or_else(|| format!("closed '{token}': unknown how '{how}'"))?,
-                            at: n(c, "at")?,
-                            expires_at: n(c, "exp")?,
+                            at: read::integer(c, "at")?,
+                            expires_at: read::integer(c, "exp")?,
                         },
                     );
                 }
@@ -237,35 +241,17 @@ impl RuntimeState {
 }
 
 /// A hold's key: 16 bytes in URL-safe base64 (what [`super::id`] draws).
-fn check_token(token: &str) -> Result<(), String> {
+fn check_token(token: &str) -> Result<(), Unreadable> {
     match crate::items::base64url::decode(token) {
         Some(b) if b.len() == 16 => Ok(()),
-        _ => Err(format!("hold key '{token}' is not a reservation token")),
+        _ => Err(format!("hold key '{token}' is not a reservation token").into()),
     }
 }
 
-fn s(m: &BTreeMap<String, AttrValue>, name: &str) -> Result<String, String> {
-    match m.get(name) {
-        Some(AttrValue::S(v)) => Ok(v.clone()),
-        Some(_) => Err(format!("attribute '{name}' is not a string")),
-        None => Err(format!("attribute '{name}' is missing")),
-    }
-}
-
-fn n<T: std::str::FromStr>(m: &BTreeMap<String, AttrValue>, name: &str) -> Result<T, String> {
-    match m.get(name) {
-        Some(AttrValue::N(v)) => v
-            .parse()
-            .map_err(|_| format!("attribute '{name}' = {v} is not a valid integer here")),
-        Some(_) => Err(format!("attribute '{name}' is not a number")),
-        None => Err(format!("attribute '{name}' is missing")),
-    }
-}
-
-fn window_of(text: &str) -> Result<RollingWindow, String> {
+fn window_of(text: &str) -> Result<RollingWindow, Unreadable> {
     Window::parse(text)
         .and_then(|w| RollingWindow::try_from(w).ok())
-        .ok_or_else(|| format!("'{text}' is not minute, hour or day"))
+        .ok_or_else(|| format!("'{text}' is not minute, hour or day").into())
 }
 
 /// `{window}/{head}/{i}:{count},…` with the non-zero counters, oldest first.
@@ -280,10 +266,10 @@ fn rolling_text(st: &RollingState) -> String {
     format!("{}/{}/{}", st.window(), st.head_slice(), counters.join(","))
 }
 
-fn parse_rolling(text: &str) -> Result<RollingState, String> {
+fn parse_rolling(text: &str) -> Result<RollingState, Unreadable> {
     let mut parts = text.splitn(3, '/');
     let (Some(window), Some(head), Some(list)) = (parts.next(), parts.next(), parts.next()) else {
-        return Err(format!("'{text}' is not window/head/counters"));
+        return Err(format!("'{text}' is not window/head/counters").into());
     };
     let window = window_of(window)?;
     let head: i64 = head
@@ -308,7 +294,7 @@ fn parse_rolling(text: &str) -> Result<RollingState, String> {
         counters[i] = c;
         last = Some(i);
     }
-    RollingState::from_parts(window, head, &counters).map_err(|e| e.to_string())
+    RollingState::from_parts(window, head, &counters).map_err(|e| e.to_string().into())
 }
 
 fn hold_value(h: &Hold) -> AttrValue {
@@ -336,7 +322,7 @@ fn hold_value(h: &Hold) -> AttrValue {
     AttrValue::M(m)
 }
 
-fn parse_hold(v: &AttrValue) -> Result<Hold, String> {
+fn parse_hold(v: &AttrValue) -> Result<Hold, Unreadable> {
     let AttrValue::M(m) = v else {
         return Err("not a map".into());
     };
@@ -356,11 +342,11 @@ fn parse_hold(v: &AttrValue) -> Result<Hold, String> {
         Some(AttrValue::M(costs)) => {
             for (name, v) in costs {
                 let AttrValue::S(text) = v else {
-                    return Err(format!("cost of '{name}' is not a string"));
+                    return Err(format!("cost of '{name}' is not a string").into());
                 };
                 let parts: Vec<&str> = text.split('/').collect();
                 let [window, slice, cost] = parts[..] else {
-                    return Err(format!("cost of '{name}' is not window/slice/cost"));
+                    return Err(format!("cost of '{name}' is not window/slice/cost").into());
                 };
                 let bad = || format!("cost of '{name}' = '{text}' is not window/slice/cost");
                 let c = Counted {
@@ -374,8 +360,8 @@ fn parse_hold(v: &AttrValue) -> Result<Hold, String> {
         Some(_) => return Err("cost is not a map".into()),
     }
     Ok(Hold {
-        expires_at: n(m, "exp")?,
-        created_at: n(m, "at")?,
+        expires_at: read::integer(m, "exp")?,
+        created_at: read::integer(m, "at")?,
         holder,
         slots,
         counted,
@@ -516,6 +502,7 @@ mod tests {
         bad.insert("holds".into(), AttrValue::M(holds));
         assert!(RuntimeState::from_item(&bad)
             .unwrap_err()
+            .0
             .contains("window/slice/cost"));
     }
 }

@@ -26,9 +26,8 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
-use zae_limiter_engine::cooldown::{
-    human_duration, EpochMs, Hint, Policy, MAX_DEADLINE_MS, MAX_LEASE_MS, MAX_MARGIN_MS, SECOND_MS,
-};
+use zae_limiter_engine::cooldown::{EpochMs, Hint, Policy, MAX_LEASE_MS, MAX_MARGIN_MS, SECOND_MS};
+use zae_limiter_engine::duration::human_duration;
 
 use super::body::JsonBody;
 use super::error::{log, ApiError};
@@ -196,13 +195,8 @@ impl ResponseParts {
         let given = self
             .received_at
             .and_then(|t| match parse_instant(&t, "receivedAt") {
-                Ok(ms) if (0..=MAX_DEADLINE_MS).contains(&ms) => Some(ms),
-                Ok(_) => {
-                    warnings.push(format!(
-                        "receivedAt '{t}' is out of range; it counts as received now"
-                    ));
-                    None
-                }
+                Ok(ms) => Some(ms),
+                // Not RFC 3339, or outside 1970..=9999 (the one clock's range).
                 Err(err) => {
                     warnings.push(format!("{err}; it counts as received now"));
                     None
@@ -451,5 +445,20 @@ mod tests {
         let bad: ResponseParts =
             super::super::body::parse(br#"{"headers": {"retry-after": {}}}"#).unwrap();
         assert!(bad.evidence(now, &mut warnings).is_err());
+    }
+
+    #[test]
+    fn a_received_at_out_of_range_counts_as_now_with_a_warning() {
+        let parts: ResponseParts =
+            super::super::body::parse(br#"{"status": 429, "receivedAt": "1969-12-31T23:59:59Z"}"#)
+                .unwrap();
+        let now = 1_796_205_660_000;
+        let mut warnings = vec![];
+        let (_, at) = parts.evidence(now, &mut warnings).unwrap();
+        assert_eq!(at, now);
+        assert_eq!(
+            warnings,
+            ["receivedAt '1969-12-31T23:59:59Z' is out of range: instants from 1970-01-01 to 9999-12-30T23:59:59.999Z are accepted; it counts as received now"]
+        );
     }
 }

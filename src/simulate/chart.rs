@@ -151,7 +151,7 @@ pub fn render_svg(
             .caption(
                 format!(
                     "requests per {} (times in {})",
-                    super::clock::format_span(width),
+                    zae_limiter_engine::duration::human_duration(width),
                     tz.name()
                 ),
                 ("sans-serif", 14),

@@ -1,9 +1,11 @@
-//! Instants and durations as traces and flags spell them: RFC 3339 or epoch
-//! milliseconds, and `90s` / `15m` / `8h` / `7d` durations. Everything inside
-//! is integer epoch milliseconds.
+//! Instants as traces and `gen-trace` spell them (RFC 3339 or epoch
+//! milliseconds, 0001..9999), and positive durations in the one duration
+//! syntax ([`zae_limiter_engine::duration`]). Everything inside is integer
+//! epoch milliseconds.
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::DateTime;
 use zae_limiter_engine::civil::in_range_ms;
+use zae_limiter_engine::duration::{parse_duration_ms, DurationError};
 
 /// Why an instant or a duration could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -12,8 +14,10 @@ pub enum TimeError {
     Instant(String),
     #[error("{0:?} is out of range: instants from 0001-01-02 to 9999-12-30 are accepted")]
     OutOfRange(String),
-    #[error("{0:?} is not a duration: write a whole number with a unit, e.g. 90s, 15m, 8h, 7d (or 1500ms)")]
-    Duration(String),
+    #[error(transparent)]
+    Duration(#[from] DurationError),
+    #[error("'{0}' is no time at all; write a duration above zero, e.g. 90s or 15m")]
+    Zero(String),
 }
 
 /// An RFC 3339 instant or an integer of epoch milliseconds, within the
@@ -37,49 +41,11 @@ pub fn checked_instant(ms: i64) -> Option<i64> {
     in_range_ms(ms).then_some(ms)
 }
 
-/// `1500ms`, `90s`, `15m`, `8h`, `7d` (a bare number is seconds) → milliseconds.
+/// A positive duration in the one syntax ([`parse_duration_ms`]) → ms.
 pub fn parse_duration(text: &str) -> Result<i64, TimeError> {
-    let t = text.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let bad = || TimeError::Duration(text.to_string());
-    let n: i64 = num.parse().map_err(|_| bad())?;
-    let per = match unit {
-        "ms" => 1,
-        "" | "s" => 1_000,
-        "m" | "min" => 60_000,
-        "h" => 3_600_000,
-        "d" => 86_400_000,
-        _ => return Err(bad()),
-    };
-    n.checked_mul(per).filter(|&ms| ms > 0).ok_or_else(bad)
-}
-
-/// RFC 3339 in UTC, with milliseconds only when there are any.
-pub fn format_instant(ms: i64) -> String {
-    match DateTime::<Utc>::from_timestamp_millis(ms) {
-        Some(t) if ms % 1000 == 0 => t.to_rfc3339_opts(SecondsFormat::Secs, true),
-        Some(t) => t.to_rfc3339_opts(SecondsFormat::Millis, true),
-        None => format!("@{ms}ms"),
-    }
-}
-
-/// A span for people: `4m56s`, `2h03m`, `3d04h`, `850ms`.
-pub fn format_span(ms: i64) -> String {
-    let ms = ms.max(0);
-    if ms < 1000 {
-        return format!("{ms}ms");
-    }
-    let s = ms / 1000;
-    let (d, h, m, sec) = (s / 86_400, s / 3600 % 24, s / 60 % 60, s % 60);
-    if d > 0 {
-        format!("{d}d{h:02}h")
-    } else if h > 0 {
-        format!("{h}h{m:02}m")
-    } else if m > 0 {
-        format!("{m}m{sec:02}s")
-    } else {
-        format!("{sec}s")
+    match parse_duration_ms(text)? {
+        0 => Err(TimeError::Zero(text.to_string())),
+        ms => Ok(ms),
     }
 }
 
@@ -116,20 +82,10 @@ mod tests {
     fn durations() {
         assert_eq!(parse_duration("1500ms"), Ok(1500));
         assert_eq!(parse_duration("90"), Ok(90_000));
-        assert_eq!(parse_duration("15m"), Ok(900_000));
+        assert_eq!(parse_duration("15min"), Ok(900_000));
         assert_eq!(parse_duration("7d"), Ok(604_800_000));
         for bad in ["", "0s", "1.5h", "h", "3w", "-1s", "99999999999999999d"] {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }
-    }
-
-    #[test]
-    fn spans_and_instants_print_compactly() {
-        assert_eq!(format_span(850), "850ms");
-        assert_eq!(format_span(296_000), "4m56s");
-        assert_eq!(format_span(7_380_000), "2h03m");
-        assert_eq!(format_span(273_600_000), "3d04h");
-        assert_eq!(format_instant(0), "1970-01-01T00:00:00Z");
-        assert_eq!(format_instant(1), "1970-01-01T00:00:00.001Z");
     }
 }

@@ -18,9 +18,10 @@ use std::io::Write;
 use chrono::{Datelike, TimeZone, Timelike, Utc, Weekday};
 use chrono_tz::Tz;
 
-use super::clock::{format_instant, parse_duration};
+use super::clock::parse_duration;
 use super::prng::SplitMix64;
 use super::trace::Op;
+use crate::clock::rfc3339;
 
 /// A generator option that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -317,7 +318,7 @@ pub fn write_trace<W: Write>(
     let mut lines = 0;
     for ev in gen {
         lines += 1;
-        let ts = format_instant(ev.at_ms);
+        let ts = rfc3339(ev.at_ms);
         match format {
             OutFormat::Csv => {
                 write!(out, "{ts}")?;

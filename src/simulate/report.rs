@@ -3,13 +3,14 @@
 
 use serde_json::{json, Value};
 
-use super::clock::{format_instant, format_span};
 use super::counters::{describe, kind_name, Counter};
 use super::resolve::Source;
 use super::tally::{Streak, Tally};
 use super::trace::TraceFormat;
+use crate::clock::rfc3339;
 use crate::display::numbers::thousands;
 use crate::manifest::model::{Disabled, LimitSpec};
+use zae_limiter_engine::duration::human_duration;
 
 /// What was simulated, besides the counts.
 pub struct Context<'a> {
@@ -42,15 +43,15 @@ fn percent(part: u64, whole: u64) -> String {
 
 fn streak_text(s: &Streak) -> String {
     if s.requests == 1 {
-        return format!("1 request at {}", format_instant(s.from_ms));
+        return format!("1 request at {}", rfc3339(s.from_ms));
     }
     let word = "requests";
     format!(
         "{} {word} from {} to {} ({})",
         thousands(s.requests),
-        format_instant(s.from_ms),
-        format_instant(s.to_ms),
-        format_span(s.span_ms())
+        rfc3339(s.from_ms),
+        rfc3339(s.to_ms),
+        human_duration(s.span_ms())
     )
 }
 
@@ -59,8 +60,8 @@ fn streak_json(s: Option<Streak>) -> Value {
         None => Value::Null,
         Some(s) => json!({
             "requests": s.requests,
-            "from": format_instant(s.from_ms),
-            "to": format_instant(s.to_ms),
+            "from": rfc3339(s.from_ms),
+            "to": rfc3339(s.to_ms),
             "seconds": s.span_ms() / 1000,
         }),
     }
@@ -99,9 +100,9 @@ pub fn render_text(ctx: &Context<'_>, t: &Tally, counters: &[Counter]) -> String
     let span = match (t.first_ms, t.last_ms) {
         (Some(a), Some(b)) => format!(
             " from {} to {} ({})",
-            format_instant(a),
-            format_instant(b),
-            format_span(b.saturating_sub(a))
+            rfc3339(a),
+            rfc3339(b),
+            human_duration(b.saturating_sub(a))
         ),
         _ => String::new(),
     };
@@ -144,8 +145,8 @@ pub fn render_text(ctx: &Context<'_>, t: &Tally, counters: &[Counter]) -> String
             if let (Some(a), Some(b)) = (lt.first_refusal_ms, lt.last_refusal_ms) {
                 line(format!(
                     "  first refusal {}, last {}",
-                    format_instant(a),
-                    format_instant(b)
+                    rfc3339(a),
+                    rfc3339(b)
                 ));
             }
             if let Some(s) = lt.streak.longest() {
@@ -221,8 +222,8 @@ pub fn render_json(ctx: &Context<'_>, t: &Tally, counters: &[Counter]) -> Value 
                 "refused": lt.refused,
                 "refused_alone": lt.refused_alone,
                 "over_but_admitted": lt.over_but_admitted,
-                "first_refusal": lt.first_refusal_ms.map(format_instant),
-                "last_refusal": lt.last_refusal_ms.map(format_instant),
+                "first_refusal": lt.first_refusal_ms.map(rfc3339),
+                "last_refusal": lt.last_refusal_ms.map(rfc3339),
                 "longest_refusal_streak": streak_json(lt.streak.longest()),
                 "lowest_available": lt.lowest_available.map(|v| v.clamp(i64::MIN.into(), i64::MAX.into()) as i64),
                 "peak_holds": c.peak_holds(),
@@ -240,8 +241,8 @@ pub fn render_json(ctx: &Context<'_>, t: &Tally, counters: &[Counter]) -> Value 
             "path": ctx.trace,
             "format": ctx.format.as_str(),
             "lines": ctx.lines,
-            "first": t.first_ms.map(format_instant),
-            "last": t.last_ms.map(format_instant),
+            "first": t.first_ms.map(rfc3339),
+            "last": t.last_ms.map(rfc3339),
             "out_of_order": t.out_of_order,
             "unknown_costs": t.unknown_costs,
         },

@@ -71,11 +71,10 @@ pub struct DynamoStore {
 /// `--endpoint-url` (or `AWS_ENDPOINT_URL`) must be an http(s) URL with a
 /// host: checked before the SDK, which reports a bad one per request with its
 /// whole internal request attached.
-fn check_endpoint(url: &str) -> Result<(), String> {
-    let bad = |why: &str| {
-        format!(
-            "invalid --endpoint-url (or AWS_ENDPOINT_URL) '{url}': {why}; expected http://HOST[:PORT] or https://HOST[:PORT], e.g. http://127.0.0.1:8000"
-        )
+fn check_endpoint(url: &str) -> Result<(), StoreError> {
+    let bad = |why: &'static str| StoreError::InvalidEndpoint {
+        url: url.to_string(),
+        why,
     };
     let rest = url
         .strip_prefix("http://")
@@ -139,7 +138,7 @@ impl DynamoStore {
     ) -> Result<Self, StoreError> {
         let endpoint_url = endpoint_url.filter(|u| !u.is_empty());
         if let Some(u) = endpoint_url {
-            check_endpoint(u).map_err(StoreError::Backend)?;
+            check_endpoint(u)?;
         }
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -973,7 +972,7 @@ mod tests {
             "http://localhost:8000/",
             "http://[::1]:8000",
         ] {
-            assert_eq!(super::check_endpoint(ok), Ok(()), "{ok}");
+            assert!(super::check_endpoint(ok).is_ok(), "{ok}");
         }
         for (bad, why) in [
             ("not a url", "http:// or https://"),
@@ -985,7 +984,7 @@ mod tests {
             ("http://h:x", "port"),
             ("http://h :1", "whitespace"),
         ] {
-            let e = super::check_endpoint(bad).unwrap_err();
+            let e = super::check_endpoint(bad).unwrap_err().to_string();
             assert!(e.contains(why) && !e.contains('\n'), "{bad}: {e}");
         }
     }

@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeSet, HashSet};
 
-use super::number::{num_eq, Number};
+use super::number::{num_eq, NotANumber, Number};
 use super::typed_json::item_to_json;
 use super::{AttrValue, Condition, Index, Item, Key, StoreError, UpdateAction, WriteOp};
 
@@ -92,10 +92,19 @@ fn validate_item(item: &Item) -> Result<Key, StoreError> {
     Ok(key)
 }
 
-fn validate_value(v: &AttrValue) -> Result<(), String> {
+/// Why DynamoDB would refuse a value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum InvalidValue {
+    #[error(transparent)]
+    Number(#[from] NotANumber),
+    #[error("a string set cannot be empty")]
+    EmptySet,
+}
+
+fn validate_value(v: &AttrValue) -> Result<(), InvalidValue> {
     match v {
-        AttrValue::N(n) => Number::parse(n).map(|_| ()).map_err(|e| e.to_string()),
-        AttrValue::Ss(s) if s.is_empty() => Err("a string set cannot be empty".into()),
+        AttrValue::N(n) => Ok(Number::parse(n).map(drop)?),
+        AttrValue::Ss(s) if s.is_empty() => Err(InvalidValue::EmptySet),
         AttrValue::M(m) => m.values().try_for_each(validate_value),
         AttrValue::L(l) => l.iter().try_for_each(validate_value),
         _ => Ok(()),

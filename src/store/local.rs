@@ -33,6 +33,35 @@ use super::{Index, Item, Key, Store, StoreError, WriteOp};
 
 /// How long a writer waits for another process's write lock before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// The longest sleep between two tries for a busy database.
+const BUSY_STEP_MAX: Duration = Duration::from_millis(2);
+
+/// The wait before try `count + 1` for a lock another connection holds:
+/// 50 µs, doubling to at most [`BUSY_STEP_MAX`]. SQLite's own handler
+/// (`busy_timeout`) sleeps 1, 2, 5, 10, … up to 100 ms between tries, so a
+/// writer arriving just after another waited tens of milliseconds for a lock
+/// held a fraction of one (serve's p99, docs/serve.md "Speed").
+fn busy_step(count: u32) -> Duration {
+    Duration::from_micros(50u64 << count.min(6)).min(BUSY_STEP_MAX)
+}
+
+/// How many waits add up to [`BUSY_TIMEOUT`]: the first 6 steps are shorter
+/// than [`BUSY_STEP_MAX`], so 6 more than the timeout over the longest step.
+fn busy_tries() -> u128 {
+    BUSY_TIMEOUT.as_micros() / BUSY_STEP_MAX.as_micros() + 6
+}
+
+/// SQLite's busy handler: `true` to try again after [`busy_step`], `false`
+/// (SQLITE_BUSY for the caller) once the steps add up to [`BUSY_TIMEOUT`].
+fn busy_wait(count: i32) -> bool {
+    let count = u32::try_from(count).unwrap_or(0);
+    if u128::from(count) >= busy_tries() {
+        return false;
+    }
+    std::thread::sleep(busy_step(count));
+    true
+}
 const SCHEMA_VERSION: i64 = 1;
 
 const SCHEMA: &str = "
@@ -104,12 +133,7 @@ impl LocalStore {
     /// Opens table `table` in the store file at `path`. Creates nothing: the file
     /// and its directory appear on the first write.
     pub fn open(path: &Path, table: &str) -> Result<Self, StoreError> {
-        let store = LocalStore {
-            table: table.to_string(),
-            path: path.to_path_buf(),
-            conn: Mutex::new(None),
-            read_only: false,
-        };
+        let store = Self::unopened(path, table, false);
         if path.exists() {
             let conn = store.connect(false)?;
             *store.lock()? = Some(conn);
@@ -122,17 +146,22 @@ impl LocalStore {
     /// may not write can still be read. A missing file reads as a missing table;
     /// every write is refused.
     pub fn open_read_only(path: &Path, table: &str) -> Result<Self, StoreError> {
-        let store = LocalStore {
-            table: table.to_string(),
-            path: path.to_path_buf(),
-            conn: Mutex::new(None),
-            read_only: true,
-        };
+        let store = Self::unopened(path, table, true);
         if path.exists() {
             let conn = store.connect_read_only()?;
             *store.lock()? = conn;
         }
         Ok(store)
+    }
+
+    /// The store for `table` in `path`, not connected yet.
+    fn unopened(path: &Path, table: &str, read_only: bool) -> Self {
+        LocalStore {
+            table: table.to_string(),
+            path: path.to_path_buf(),
+            conn: Mutex::new(None),
+            read_only,
+        }
     }
 
     /// The store file.
@@ -194,7 +223,7 @@ impl LocalStore {
             Err(e) => return Err(self.backend(e)),
         };
         let (conn, version) = conn;
-        conn.busy_timeout(BUSY_TIMEOUT)
+        conn.busy_handler(Some(busy_wait))
             .map_err(|e| self.backend(e))?;
         if version > SCHEMA_VERSION {
             return Err(self.backend(newer_schema(version)));
@@ -221,7 +250,7 @@ impl LocalStore {
             flags |= OpenFlags::SQLITE_OPEN_CREATE;
         }
         let conn = Connection::open_with_flags(&self.path, flags).map_err(|e| self.backend(e))?;
-        conn.busy_timeout(BUSY_TIMEOUT)
+        conn.busy_handler(Some(busy_wait))
             .map_err(|e| self.backend(e))?;
         // In WAL mode NORMAL syncs at checkpoints, not at every commit: a commit
         // survives any process crash (kill -9 included) and only the last ones
@@ -624,6 +653,20 @@ mod tests {
     }
 
     use crate::store::item::keyed as item;
+
+    #[test]
+    fn busy_waits_start_short_and_add_up_to_the_timeout() {
+        assert_eq!(busy_step(0), Duration::from_micros(50));
+        assert_eq!(busy_step(3), Duration::from_micros(400));
+        assert_eq!(busy_step(40), BUSY_STEP_MAX);
+        // What busy_wait sleeps before it gives up, without sleeping it.
+        let total: Duration = (0..busy_tries() as u32).map(busy_step).sum();
+        assert!(total >= BUSY_TIMEOUT, "{total:?}");
+        assert!(
+            total < BUSY_TIMEOUT + Duration::from_millis(20),
+            "{total:?}"
+        );
+    }
 
     /// Another process holding the write lock while this one switches a new
     /// file to WAL: SQLite answers SQLITE_BUSY without waiting (the switch

@@ -54,6 +54,9 @@ pub enum StoreError {
     /// Anything else the backend reported, already explained in one line.
     #[error("{0}")]
     Backend(String),
+    /// `--endpoint-url` (or `AWS_ENDPOINT_URL`) is not an http(s) URL with a host.
+    #[error("invalid --endpoint-url (or AWS_ENDPOINT_URL) '{url}': {why}; expected http://HOST[:PORT] or https://HOST[:PORT], e.g. http://127.0.0.1:8000")]
+    InvalidEndpoint { url: String, why: &'static str },
     /// The name breaks DynamoDB's table-name rules (checked for both stores).
     #[error("invalid table name {name:?}: a table name is {MIN_TABLE_NAME} to {MAX_TABLE_NAME} characters of letters, digits, '_', '-' and '.' (DynamoDB's rule, applied to the local store too)")]
     InvalidTableName { name: String },

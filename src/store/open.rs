@@ -1,10 +1,12 @@
-//! Choosing a store from the command line: `--local` or `--local=PATH` (or `ZAEL_LOCAL_STORE`)
-//! selects the embedded store; otherwise the DynamoDB table named by `-n`.
+//! Opening a store: a [`Target`] (the embedded local store file, or DynamoDB
+//! with its region and endpoint) and a table name. The command line builds the
+//! target from its flags (`--local`, `--local=PATH`, `--region`,
+//! `--endpoint-url`; see `cli::args::StoreArgs`); the store knows nothing of
+//! the command line.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::{Store, StoreError};
-use crate::cli::args::StoreArgs;
 
 /// Environment variable naming the local store file; setting it selects the local store.
 pub const LOCAL_STORE_ENV: &str = "ZAEL_LOCAL_STORE";
@@ -21,34 +23,49 @@ pub enum Target {
     },
 }
 
-/// Resolves the backend from the flags and the environment (flags win).
-pub fn target(args: &StoreArgs) -> Target {
-    let env_path = std::env::var_os(LOCAL_STORE_ENV).filter(|v| !v.is_empty());
-    match &args.local {
-        Some(p) if !p.as_os_str().is_empty() => Target::Local(p.clone()),
-        Some(_) => Target::Local(
-            env_path
-                .map(PathBuf::from)
-                .unwrap_or_else(|| PathBuf::from(DEFAULT_LOCAL_PATH)),
-        ),
-        None => match env_path {
-            Some(p) => Target::Local(PathBuf::from(p)),
-            None => Target::DynamoDb {
-                region: args.region.clone(),
-                endpoint_url: args.endpoint_url.clone(),
+impl Target {
+    /// The backend chosen by what was asked for and the environment (what was
+    /// asked for wins). `local`: `None` when the local store was not asked
+    /// for, an empty path for "the local store at its usual place"
+    /// (`$ZAEL_LOCAL_STORE`, else [`DEFAULT_LOCAL_PATH`]), else its file.
+    /// Without `local`, `ZAEL_LOCAL_STORE` still selects the local store.
+    pub fn resolve(
+        local: Option<&Path>,
+        region: Option<&str>,
+        endpoint_url: Option<&str>,
+    ) -> Target {
+        let env_path = std::env::var_os(LOCAL_STORE_ENV).filter(|v| !v.is_empty());
+        match local {
+            Some(p) if !p.as_os_str().is_empty() => Target::Local(p.to_path_buf()),
+            Some(_) => Target::Local(
+                env_path
+                    .map(PathBuf::from)
+                    .unwrap_or_else(|| PathBuf::from(DEFAULT_LOCAL_PATH)),
+            ),
+            None => match env_path {
+                Some(p) => Target::Local(PathBuf::from(p)),
+                None => Target::DynamoDb {
+                    region: region.map(str::to_string),
+                    endpoint_url: endpoint_url.map(str::to_string),
+                },
             },
-        },
+        }
+    }
+
+    /// Whether this is the embedded local store.
+    pub fn is_local(&self) -> bool {
+        matches!(self, Target::Local(_))
     }
 }
 
 /// Opens the store for a command that only reads: the local store file is
 /// opened read-only (a store in a read-only directory can be read; nothing is
 /// created). Only the DynamoDB branch builds an AWS client.
-pub fn open_read_only(args: &StoreArgs, table: &str) -> Result<Box<dyn Store>, StoreError> {
+pub fn open_read_only(target: &Target, table: &str) -> Result<Box<dyn Store>, StoreError> {
     super::check_table_name(table)?;
-    match target(args) {
+    match target {
         Target::Local(path) => Ok(Box::new(super::local::LocalStore::open_read_only(
-            &path, table,
+            path, table,
         )?)),
         Target::DynamoDb {
             region,
@@ -61,11 +78,11 @@ pub fn open_read_only(args: &StoreArgs, table: &str) -> Result<Box<dyn Store>, S
 /// store has no such table yet (its file may not even exist), which a plan
 /// reads as empty because an apply would create it. A missing DynamoDB table
 /// stays an error: apply does not create one (`table create` does).
-pub fn open_for_plan(args: &StoreArgs, table: &str) -> Result<Option<Box<dyn Store>>, StoreError> {
+pub fn open_for_plan(target: &Target, table: &str) -> Result<Option<Box<dyn Store>>, StoreError> {
     super::check_table_name(table)?;
-    match target(args) {
+    match target {
         Target::Local(path) => {
-            let store = super::local::LocalStore::open_read_only(&path, table)?;
+            let store = super::local::LocalStore::open_read_only(path, table)?;
             Ok(store
                 .table_exists()?
                 .then(|| Box::new(store) as Box<dyn Store>))
@@ -79,11 +96,11 @@ pub fn open_for_plan(args: &StoreArgs, table: &str) -> Result<Option<Box<dyn Sto
 
 /// Opens the store for `table` (a name DynamoDB would accept, on both
 /// stores). Only the DynamoDB branch builds an AWS client.
-pub fn open(args: &StoreArgs, table: &str) -> Result<Box<dyn Store>, StoreError> {
+pub fn open(target: &Target, table: &str) -> Result<Box<dyn Store>, StoreError> {
     super::check_table_name(table)?;
-    match target(args) {
+    match target {
         Target::Local(path) => Ok(super::stats::wrap(Box::new(
-            super::local::LocalStore::open(&path, table)?,
+            super::local::LocalStore::open(path, table)?,
         ))),
         Target::DynamoDb {
             region,
@@ -107,7 +124,13 @@ fn open_dynamodb(
     _region: Option<&str>,
     _endpoint_url: Option<&str>,
 ) -> Result<Box<dyn Store>, StoreError> {
-    Err(StoreError::Backend(
+    Err(no_dynamodb())
+}
+
+/// What a build without the `dynamodb` feature answers when DynamoDB is asked for.
+#[cfg(not(feature = "dynamodb"))]
+pub fn no_dynamodb() -> StoreError {
+    StoreError::Backend(
         "this build has no DynamoDB support (built without the `dynamodb` feature); use --local or --local=PATH".into(),
-    ))
+    )
 }

@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use zae_limiter::cli::args::StoreArgs;
+use zae_limiter::store::open::Target;
 use zae_limiter::store::Store;
 
 pub const REGION: &str = "us-east-1";
@@ -94,14 +94,7 @@ pub fn backends(tag: &str) -> Vec<Backend> {
     out
 }
 
-pub fn describe(out: &Output) -> String {
-    format!(
-        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
+pub use crate::common::describe;
 
 impl Backend {
     /// The binary at `now` with `args` (no store flags), isolated from the
@@ -164,12 +157,14 @@ impl Backend {
             std::env::set_var("AWS_SECRET_ACCESS_KEY", "testing");
             std::env::set_var("AWS_EC2_METADATA_DISABLED", "true");
         }
-        let args = StoreArgs {
-            region: Some(REGION.into()),
-            endpoint_url: self.endpoint.clone(),
-            local: self.local.clone(),
+        let target = match &self.local {
+            Some(path) => Target::Local(path.clone()),
+            None => Target::DynamoDb {
+                region: Some(REGION.into()),
+                endpoint_url: self.endpoint.clone(),
+            },
         };
-        zae_limiter::store::open::open(&args, &self.table).expect("open store")
+        zae_limiter::store::open::open(&target, &self.table).expect("open store")
     }
 
     /// The id of namespace `name`.

@@ -1,5 +1,6 @@
 //! Helpers shared by the CLI tests: the real binary, isolated from the
 //! caller's environment, and its outcome as (exit code, stdout, stderr).
+#![allow(dead_code)] // every test binary uses some of them
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::{Command, Output};
@@ -31,6 +32,16 @@ pub fn isolated(mut cmd: Command) -> Command {
     cmd
 }
 
+/// Exit code, stdout and stderr, for a failed assertion's message.
+pub fn describe(out: &Output) -> String {
+    format!(
+        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
 /// Exit code (-1 when killed by a signal), stdout and stderr as text.
 #[allow(dead_code)] // not every test binary reads outcomes
 pub fn outcome(out: Output) -> (i32, String, String) {
@@ -43,7 +54,6 @@ pub fn outcome(out: Output) -> (i32, String, String) {
 
 /// The string `key` of every element of the JSON array `v` (`names` of a
 /// listing, `kinds` of a report), in order.
-#[allow(dead_code)] // not every test binary lists
 pub fn column<'a>(v: &'a serde_json::Value, key: &str) -> Vec<&'a str> {
     v.as_array()
         .expect("an array")
@@ -95,7 +105,6 @@ pub fn differences(a: &BTreeMap<Key, Item>, b: &BTreeMap<Key, Item>) -> String {
 
 /// `--local=PATH`: the store path must be attached, or it would be read as the
 /// command's next argument.
-#[allow(dead_code)]
 pub fn local_flag(path: &std::path::Path) -> std::ffi::OsString {
     let mut flag = std::ffi::OsString::from("--local=");
     flag.push(path);

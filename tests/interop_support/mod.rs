@@ -55,14 +55,7 @@ impl Drop for Interop {
     }
 }
 
-fn describe(out: &Output) -> String {
-    format!(
-        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
+pub use crate::common::describe;
 
 /// The id of the `default` namespace in a dump.
 pub fn default_nsid(items: &[Value]) -> String {
@@ -72,6 +65,16 @@ pub fn default_nsid(items: &[Value]) -> String {
         .and_then(|i| i["namespace_id"]["S"].as_str())
         .expect("default namespace record")
         .to_string()
+}
+
+/// Python's `resolve_limits` answers the same on both tables for every pair.
+pub fn assert_same_resolution(ours: &Value, theirs: &Value, pairs: &[&str]) {
+    for pair in pairs {
+        assert_eq!(
+            ours[pair], theirs[pair],
+            "resolve_limits differs for {pair}"
+        );
+    }
 }
 
 /// The reference script's `resolve` command for `pairs` of `table` in the
@@ -133,18 +136,23 @@ impl Interop {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// `limits COMMAND -f MANIFEST ARGS…` on this table, which must succeed; returns stdout.
+    fn limits(&self, command: &str, manifest: &Path, args: &[&str]) -> String {
+        let m = manifest.to_string_lossy();
+        let mut all = vec!["limits", command, "-n", &self.table, "-f", &m];
+        all.extend(["--endpoint-url", &self.endpoint]);
+        all.extend_from_slice(args);
+        self.ours_ok(&all)
+    }
+
+    /// `limits plan -f MANIFEST --detailed-exitcode` on this table says no changes.
+    pub fn assert_plan_is_empty(&self, manifest: &Path) {
+        self.limits("plan", manifest, &["--detailed-exitcode"]);
+    }
+
     /// `limits apply -f MANIFEST` on this table, which must succeed; returns stdout.
     pub fn apply(&self, manifest: &Path) -> String {
-        self.ours_ok(&[
-            "limits",
-            "apply",
-            "-n",
-            &self.table,
-            "-f",
-            &manifest.to_string_lossy(),
-            "--endpoint-url",
-            &self.endpoint,
-        ])
+        self.limits("apply", manifest, &[])
     }
 
     /// A Python command line with the same environment.

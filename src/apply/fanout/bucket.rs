@@ -60,19 +60,7 @@ fn milli(value: u64) -> AttrValue {
 
 /// Stamp deadline: `now + 60 s × U(0.8, 1.0)`, as the reference spreads renewals.
 pub fn stamp_deadline(now_ms: i64) -> i64 {
-    now_ms + 48_000 + jitter_ms(12_000)
-}
-
-fn jitter_ms(bound: i64) -> i64 {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos() as i64)
-        .unwrap_or(0);
-    let mut x = (nanos as u64) ^ 0x9E37_79B9_7F4A_7C15;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    (x % bound.max(1) as u64) as i64
+    now_ms + 48_000 + crate::random::jitter(12_000) as i64
 }
 
 /// The update that syncs one bucket to the limits resolved for it (`cfg`: the
@@ -266,8 +254,8 @@ mod tests {
     use crate::items::config::decode_level;
 
     /// The level as fan-out sees it.
-    fn decode(item: &Item) -> Result<StoredLevel, String> {
-        decode_level(item).map_err(|e| e.to_string())
+    fn decode(item: &Item) -> Result<StoredLevel, crate::items::config::CodecError> {
+        decode_level(item)
     }
 
     use crate::store::item::from_pairs as item;

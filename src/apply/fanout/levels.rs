@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use crate::items::config::{decode_level, StoredLevel};
+use crate::items::config::{decode_level, CodecError, StoredLevel};
 use crate::manifest::model::Disabled;
 use crate::store::{Item, Key};
 
@@ -28,12 +28,12 @@ impl Levels {
     /// never reach a bucket, and a level holding only those defines no limits
     /// for one). An unreadable item is an error naming it (the reference
     /// refuses such a level too).
-    pub fn new(ns: &str, fetched: Vec<(Key, Option<Item>)>) -> Result<Levels, String> {
+    pub fn new(ns: &str, fetched: Vec<(Key, Option<Item>)>) -> Result<Levels, CodecError> {
         let mut items = HashMap::new();
         for (key, item) in fetched {
             let level = match item {
                 Some(i) => {
-                    let mut level = decode_level(&i).map_err(|e| e.to_string())?;
+                    let mut level = decode_level(&i)?;
                     let buckets = level.buckets().cloned().collect();
                     level.limits = buckets;
                     Some(level)
@@ -159,7 +159,7 @@ mod tests {
         both.insert("SK".into(), AttrValue::s(&key.sk));
         let err = Levels::new("ns", vec![(key, Some(both))]).unwrap_err();
         assert_eq!(
-            err,
+            err.to_string(),
             "config item ns/ENTITY#e / #CONFIG#r is unreadable: limit 'x' is stored under both l_ and w_"
         );
     }

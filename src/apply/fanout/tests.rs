@@ -275,7 +275,8 @@ fn an_unreadable_config_item_fails_the_fan_out() {
         &owed(FanOutKind::Sync, LevelKind::Entity, "u1/gpt"),
         NOW,
     )
-    .unwrap_err();
+    .unwrap_err()
+    .to_string();
     assert!(err.contains("unreadable"), "{err}");
 }
 

@@ -29,8 +29,13 @@ pub fn to_av(v: &AttrValue) -> Result<Av, StoreError> {
     })
 }
 
+/// A value of a type this tool does not read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Unsupported(&'static str);
+
 /// Converts a value read from the table; `Err` names the unsupported type.
-pub fn from_av(v: &Av) -> Result<AttrValue, String> {
+pub fn from_av(v: &Av) -> Result<AttrValue, Unsupported> {
     Ok(match v {
         Av::S(s) => AttrValue::S(s.clone()),
         Av::N(n) => AttrValue::N(n.clone()),
@@ -39,13 +44,13 @@ pub fn from_av(v: &Av) -> Result<AttrValue, String> {
         Av::M(m) => AttrValue::M(
             m.iter()
                 .map(|(k, v)| Ok((k.clone(), from_av(v)?)))
-                .collect::<Result<_, String>>()?,
+                .collect::<Result<_, Unsupported>>()?,
         ),
         Av::L(l) => AttrValue::L(l.iter().map(from_av).collect::<Result<_, _>>()?),
         Av::Ss(s) => AttrValue::Ss(s.iter().cloned().collect()),
-        Av::Ns(_) => return Err("number sets are not supported".into()),
-        Av::B(_) | Av::Bs(_) => return Err("binary attributes are not supported".into()),
-        _ => return Err("an attribute type this tool does not know".into()),
+        Av::Ns(_) => return Err(Unsupported("number sets are not supported")),
+        Av::B(_) | Av::Bs(_) => return Err(Unsupported("binary attributes are not supported")),
+        _ => return Err(Unsupported("an attribute type this tool does not know")),
     })
 }
 

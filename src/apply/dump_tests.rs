@@ -6,8 +6,8 @@
 
 use indexmap::IndexMap;
 
-use super::{config, keys, namespace};
 use crate::apply::writes;
+use crate::items::{config, keys, namespace};
 use crate::manifest::model::{
     LevelConfig, LimitSpec, Modifier, OnUnavailable, ResetEntry, ScheduleEntry, SystemLevel,
 };
