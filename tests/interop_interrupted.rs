@@ -61,6 +61,7 @@ fn comparable(items: &[Value]) -> BTreeMap<String, Value> {
             if let Value::Object(m) = &mut v {
                 m.remove("last_applied");
                 m.remove("zael_counts");
+                m.remove("zael_write");
             }
             out.insert(format!("{pk} {sk}"), elide(&v));
         } else if sk.starts_with("#CONFIG")

@@ -22,10 +22,10 @@
 //!   race the other writer (it may have written the same level) and needs the
 //!   entity-count journal again; adding them is one conditional write.
 
-use crate::plan::identity::RecordIdentity;
+use crate::plan::identity::{RecordIdentity, WRITE_ATTR};
 use crate::plan::level::Level;
 use crate::plan::managed::{self, ManagedSet};
-use crate::store::{Item, Store, StoreError, WriteOp};
+use crate::store::{AttrValue, Item, Store, StoreError, WriteOp};
 
 /// Rounds of read-merge-write before giving up on a record that keeps changing.
 const ROUNDS: usize = 5;
@@ -76,7 +76,7 @@ pub fn widen(
         return Ok(planned.clone());
     }
     let levels = levels_of(declares);
-    match add_levels(store, ns, item, &levels, now_ms, fallback_hash, true) {
+    match add_levels(store, ns, item, &levels, now_ms, fallback_hash, Mode::Widen) {
         Ok((_, now)) => Ok(now),
         Err(StoreError::ConditionFailed { .. }) => {
             let now = RecordIdentity::of(store.get(&managed::record_key(ns), true)?.as_ref());
@@ -99,8 +99,15 @@ pub enum Changed {
 /// Adds `levels` to the managed set of the record as it is now, with a write
 /// conditioned on what was just read (retried while it keeps changing). The
 /// record keeps every other attribute, its `applied_hash` included (there is
-/// no record: `fallback_hash`), and gets a new `last_applied`, so saved plans
-/// and recorded digests made against it are no longer trusted.
+/// no record: `fallback_hash`), and gets a new `last_applied` and write id, so
+/// saved plans and recorded digests made against it are no longer trusted.
+///
+/// It is written even when it already manages every level: the apply that
+/// wrote it may still be running, planned against a record that named our
+/// levels before they existed (so it "deleted" them, writing nothing), and
+/// about to write a final record without them. A new identity makes that
+/// final write fail too, and that apply adds its own levels in turn instead
+/// of dropping ours.
 pub fn keep_written(
     store: &dyn Store,
     ns: &str,
@@ -112,7 +119,7 @@ pub fn keep_written(
     for _ in 0..ROUNDS {
         let item = store.get(&key, true)?;
         let found = RecordIdentity::of(item.as_ref());
-        match add_levels(store, ns, item, levels, now_ms, fallback_hash, false) {
+        match add_levels(store, ns, item, levels, now_ms, fallback_hash, Mode::Keep) {
             Ok((added, _)) => return Ok(Kept { found, added }),
             Err(StoreError::ConditionFailed { .. }) => continue,
             Err(e) => return Err(e),
@@ -123,10 +130,19 @@ pub fn keep_written(
     )))
 }
 
+/// What [`add_levels`] is for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Step 4a: written only when a level is new and the set fits the record.
+    Widen,
+    /// After a failed final write ([`keep_written`]): always written.
+    Keep,
+}
+
 /// Writes `item` (the record as read; `None`: none) with `levels` added to
 /// its managed set, conditioned on it being unchanged. Returns how many levels
-/// were added and the identity now stored (nothing is written when none is
-/// new, nor, with `only_if_fits`, when the set would outgrow the record).
+/// were added and the identity now stored (see [`Mode`] for when nothing is
+/// written).
 fn add_levels(
     store: &dyn Store,
     ns: &str,
@@ -134,7 +150,7 @@ fn add_levels(
     levels: &[Level],
     now_ms: i64,
     fallback_hash: &str,
-    only_if_fits: bool,
+    mode: Mode,
 ) -> Result<(usize, RecordIdentity), StoreError> {
     let key = managed::record_key(ns);
     let found = RecordIdentity::of(item.as_ref());
@@ -147,7 +163,7 @@ fn add_levels(
         None => ManagedSet::default(),
     };
     let added = levels.iter().filter(|l| add(&mut set, l)).count();
-    if added == 0 {
+    if added == 0 && mode == Mode::Widen {
         return Ok((0, found));
     }
     let hash = found.applied_hash.as_deref().unwrap_or(fallback_hash);
@@ -161,7 +177,7 @@ fn add_levels(
         managed::record_limit(),
         &[],
     );
-    if only_if_fits && !beyond.is_empty() {
+    if mode == Mode::Widen && !beyond.is_empty() {
         return Ok((0, found));
     }
     let mut merged = item.unwrap_or_default();
@@ -170,6 +186,12 @@ fn add_levels(
             merged.insert(name, value);
         }
     }
+    // A fresh id for this write (RecordIdentity::write_id): the hash is kept
+    // and another apply may have started in the same millisecond.
+    merged.insert(
+        WRITE_ATTR.to_string(),
+        AttrValue::s(crate::apply::new_token()),
+    );
     let now = RecordIdentity::of(Some(&merged));
     store.write(WriteOp::Put {
         item: merged,
@@ -231,7 +253,6 @@ pub fn message(planned: &RecordIdentity, kept: &Result<Kept, StoreError>) -> Str
 mod tests {
     use super::*;
     use crate::store::memory::MemoryStore;
-    use crate::store::AttrValue;
 
     fn entity(e: &str) -> Level {
         Level::Entity(e.into(), "r".into())
@@ -267,10 +288,20 @@ mod tests {
         assert_ne!(now.identity, kept.found, "a new last_applied");
         let item = s.item("ns/SYSTEM#", "#PROVISIONER").unwrap();
         assert_eq!(item.get("extra"), Some(&AttrValue::s("kept")));
-        // Nothing new to add: nothing written.
+        // Nothing new to add: written all the same, so an apply still running
+        // against the record found cannot write its own over it.
         let again = keep_written(&s, "ns", &[entity("a")], 5, "sha256:ours").unwrap();
-        assert_eq!(again.added, 0);
-        assert_eq!(managed::read(&s, "ns").unwrap().identity, now.identity);
+        assert_eq!((again.added, &again.found), (0, &now.identity));
+        let after = managed::read(&s, "ns").unwrap();
+        assert_ne!(after.identity, now.identity);
+        assert_eq!(after.managed, now.managed);
+        assert!(matches!(
+            s.write(WriteOp::Put {
+                item: record("ns", &theirs, "t-late", "sha256:theirs"),
+                condition: Some(now.identity.condition()),
+            }),
+            Err(StoreError::ConditionFailed { .. })
+        ));
     }
 
     #[test]

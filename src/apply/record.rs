@@ -12,7 +12,7 @@
 //! unusable, as they stop being true with that write ([`before_writes`]).
 
 use crate::plan::digests::{self, Digest};
-use crate::plan::identity::RecordIdentity;
+use crate::plan::identity::{RecordIdentity, WRITE_ATTR};
 use crate::plan::level::{Action, Level};
 use crate::plan::managed::{self, ManagedSet, ProvisionerRecord};
 use crate::store::{AttrValue, Key, Store, StoreError, WriteOp};
@@ -105,7 +105,8 @@ pub fn write(
 ) -> Recorded {
     let last_applied = managed::iso_timestamp(now_ms);
     let stamp = digests::stamp(applied_hash, &last_applied);
-    let mut ours = Vec::new();
+    // A fresh id for this write of the record (RecordIdentity::write_id).
+    let mut ours = vec![(WRITE_ATTR, AttrValue::s(crate::apply::new_token()))];
     if let Some(fp) = counts_left {
         ours.push((managed::COUNTS_ATTR, AttrValue::s(fp)));
     }

@@ -19,10 +19,21 @@ pub struct RecordIdentity {
     pub applied_hash: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_applied: Option<String>,
+    /// Ours: a random id every write of ours gives the record
+    /// ([`WRITE_ATTR`]). `last_applied` is an apply's start time to the
+    /// millisecond and a record widened or added to keeps its `applied_hash`,
+    /// so two applies started in the same millisecond could write records
+    /// that look alike; the id tells them apart. The reference drops it when
+    /// it rewrites the record (then `None`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_id: Option<String>,
 }
 
 const APPLIED_HASH: &str = "applied_hash";
 const LAST_APPLIED: &str = "last_applied";
+/// Our attribute on the `#PROVISIONER` record naming the write that made it
+/// ([`RecordIdentity::write_id`]); the reference never reads it.
+pub const WRITE_ATTR: &str = "zael_write";
 
 impl RecordIdentity {
     /// The identity of `item` (`None`: no record).
@@ -36,11 +47,12 @@ impl RecordIdentity {
             exists: item.is_some(),
             applied_hash: text(APPLIED_HASH),
             last_applied: text(LAST_APPLIED),
+            write_id: text(WRITE_ATTR),
         }
     }
 
     /// The write condition "the record is still the one read": absent, or
-    /// present with the same `applied_hash` and `last_applied`.
+    /// present with the same `applied_hash`, `last_applied` and write id.
     pub fn condition(&self) -> Condition {
         if !self.exists {
             return Condition::NotExists;
@@ -53,6 +65,7 @@ impl RecordIdentity {
             Condition::Exists,
             attr(APPLIED_HASH, &self.applied_hash),
             attr(LAST_APPLIED, &self.last_applied),
+            attr(WRITE_ATTR, &self.write_id),
         ])
     }
 
@@ -132,6 +145,31 @@ mod tests {
         assert!(bare.exists && bare.applied_hash.is_none());
         put_if(&s, record("sha256:d", "t4"), &bare).unwrap();
         assert!(put_if(&s, record("sha256:e", "t5"), &bare).is_err());
+    }
+
+    /// Two writes in the same millisecond that keep the hash (a widened
+    /// record, levels added to another's) differ in their write id only.
+    #[test]
+    fn the_write_id_tells_apart_writes_that_look_alike() {
+        let s = MemoryStore::new();
+        let key = Key::new("ns/SYSTEM#", "#PROVISIONER");
+        let with_id = |id: &str| {
+            let mut item = record("sha256:a", "t1");
+            item.insert(WRITE_ATTR.into(), AttrValue::s(id));
+            item
+        };
+        s.put(with_id("w1"));
+        let first = RecordIdentity::of(s.get(&key, true).unwrap().as_ref());
+        assert_eq!(first.write_id.as_deref(), Some("w1"));
+        put_if(&s, with_id("w2"), &first).unwrap();
+        assert!(matches!(
+            put_if(&s, with_id("w3"), &first),
+            Err(StoreError::ConditionFailed { .. })
+        ));
+        // The reference rewrites the record without it: another identity.
+        let second = RecordIdentity::of(s.get(&key, true).unwrap().as_ref());
+        s.put(record("sha256:a", "t1"));
+        assert!(put_if(&s, with_id("w4"), &second).is_err());
     }
 
     #[test]

@@ -62,16 +62,17 @@ pub fn column<'a>(v: &'a serde_json::Value, key: &str) -> Vec<&'a str> {
         .collect()
 }
 
-/// What differs between two equal applies: the record's timestamp and
-/// counts fingerprint, the digests' generation and stamp, the counts'
+/// What differs between two equal applies: the record's timestamp, counts
+/// fingerprint and write id, the digests' generation and stamp, the counts'
 /// recount stamp.
 #[allow(dead_code)] // not every test binary compares dumps
-pub const VOLATILE: [&str; 5] = [
+pub const VOLATILE: [&str; 6] = [
     "last_applied",
     "generation",
     "provisioner",
     "zael#recount",
     "zael_counts",
+    "zael_write",
 ];
 
 /// A store dump without what differs between two equal applies ([`VOLATILE`]).
