@@ -352,10 +352,7 @@ mod tests {
     #[test]
     fn widen_leaves_a_record_that_would_outgrow_its_item_alone() {
         let s = MemoryStore::new();
-        let mut big = ManagedSet::default();
-        for e in 0..12_000 {
-            big.insert(&Level::Entity(format!("tenant-{e:06}"), "model-0".into()));
-        }
+        let big = ManagedSet::tenants(12_000);
         let planned = RecordIdentity::default();
         assert_eq!(
             widen(&s, "ns", &planned, false, &big, 0, "sha256:new").unwrap(),

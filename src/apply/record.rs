@@ -352,10 +352,7 @@ mod tests {
     #[test]
     fn a_large_managed_set_is_recorded_beyond_the_record_and_read_back_whole() {
         let s = MemoryStore::default();
-        let mut set = ManagedSet::default();
-        for e in 0..12_000 {
-            set.insert(&Level::Entity(format!("tenant-{e:06}"), "model-0".into()));
-        }
+        let set = ManagedSet::tenants(12_000);
         assert!(!record_size("ns", &set).0);
         let none = managed::read(&s, "ns").unwrap().identity;
         let stamp = write(&s, "ns", "g1", &set, 0, "sha256:x", None, &[], &[], &none)

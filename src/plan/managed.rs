@@ -133,6 +133,17 @@ impl ManagedSet {
         }
     }
 
+    /// Tests: `n` entities on one resource, too many for the record once `n`
+    /// reaches a few thousand.
+    #[cfg(test)]
+    pub fn tenants(n: usize) -> ManagedSet {
+        let mut set = ManagedSet::default();
+        for e in 0..n {
+            set.insert(&Level::Entity(format!("tenant-{e:06}"), "model-0".into()));
+        }
+        set
+    }
+
     pub fn insert(&mut self, level: &Level) {
         match level {
             Level::System => self.system = true,
