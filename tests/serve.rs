@@ -1178,3 +1178,45 @@ fn the_help_examples_of_serve_run() {
     }
     assert!(ran >= 3, "{ran} of {examples:?}");
 }
+
+/// The server's writes never run SQLite's checkpoints (a request would wait
+/// for their syncs); its own thread does, and restarts the write-ahead log
+/// once it passes 4,000 pages (`serve::checkpoints::RESTART_FRAMES`).
+/// Without that thread the log of 4,000 decisions (two pages or more each)
+/// would pass 8,000 pages; with it, it stays within the restart size and
+/// what 100 ms of writes add.
+#[test]
+fn the_local_stores_log_is_checkpointed_off_the_request_path() {
+    let b = backends::local();
+    apply(&b, &window_level("search", 1_000_000));
+    let server = Server::with_token(&b);
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let server = &server;
+            s.spawn(move || {
+                let agent = agent();
+                for i in 0..1_000 {
+                    let entity = format!("tenant-{t}-{}", i % 3);
+                    let r = server.ok(
+                        &agent,
+                        "/v1/checks",
+                        check_body(&entity, "search", "consume"),
+                    );
+                    assert_eq!(r["allowed"], true, "{r}");
+                }
+            });
+        }
+    });
+    let store = b.local.as_ref().expect("a local store");
+    let wal = store.with_extension("sqlite-wal");
+    let frame = 4096 + 24; // a frame: its header and one default page
+    let len = std::fs::metadata(&wal)
+        .unwrap_or_else(|e| panic!("{}: {e}", wal.display()))
+        .len();
+    assert!(
+        len < 6_000 * frame,
+        "the log grew to {len} bytes (~{} pages) in 4,000 decisions\n{}",
+        len / frame,
+        server.stderr()
+    );
+}

@@ -17,10 +17,12 @@ use crate::cli::args::ServeArgs;
 use crate::cli::{output, CliError};
 use crate::exit_codes;
 use crate::serve::auth::Token;
+use crate::serve::checkpoints::{self, Checkpointer};
 use crate::serve::metrics::{Metered, Metrics};
 use crate::serve::pool::{Opener, StorePool};
 use crate::serve::{self, App, Settings, DELAY_FAULT_ENV, REQUEST_TIMEOUT};
-use crate::store::open::{open, Target};
+use crate::store::local::LocalStore;
+use crate::store::open::{open_for_server, Target};
 
 /// The environment variable holding the bearer token (`--token-file` wins).
 pub const TOKEN_ENV: &str = "ZAEL_API_TOKEN";
@@ -43,6 +45,7 @@ pub fn run(a: ServeArgs) -> Result<i32, CliError> {
         cooldown_policy: policy(DEFAULT_MARGIN_MS, Strictness::Refuse)?,
         check_delay: delay_hook(),
         request_timeout: REQUEST_TIMEOUT,
+        in_place: matches!(a.store.table.store.target(), Target::Local(_)),
     };
 
     let metrics = Arc::new(Metrics::default());
@@ -50,7 +53,7 @@ pub fn run(a: ServeArgs) -> Result<i32, CliError> {
         let table = &a.store.table;
         let (target, name, metrics) = (table.store.target(), table.name.clone(), metrics.clone());
         Box::new(move || {
-            let inner = open(&target, &name)?;
+            let inner = open_for_server(&target, &name)?;
             Ok(Box::new(Metered {
                 inner,
                 metrics: metrics.clone(),
@@ -70,6 +73,17 @@ pub fn run(a: ServeArgs) -> Result<i32, CliError> {
         StorePool::new(opener, size, Some(first)),
         metrics,
     ));
+
+    let checkpointer = match a.store.table.store.target() {
+        Target::Local(path) => {
+            let own = LocalStore::open(&path, &a.store.table.name)?;
+            let started = Checkpointer::start(own, checkpoints::EVERY).map_err(|e| {
+                CliError::Failed(format!("cannot start the checkpoint thread: {e}"))
+            })?;
+            Some(started)
+        }
+        Target::DynamoDb { .. } => None,
+    };
 
     let listener = std::net::TcpListener::bind(addr)
         .and_then(|l| l.set_nonblocking(true).map(|()| l))
@@ -97,6 +111,9 @@ pub fn run(a: ServeArgs) -> Result<i32, CliError> {
     // shuts its own runtime down).
     app.pool.close();
     drop(app);
+    if let Some(c) = checkpointer {
+        c.stop();
+    }
     served?;
     serve::error::log("stopped");
     Ok(exit_codes::OK)

@@ -13,6 +13,7 @@ use super::scope::Scope;
 use super::state::{self, CooldownState, Lease, Phase};
 use super::CooldownError;
 use crate::items::read::Unreadable;
+use crate::store::backoff;
 use crate::store::{AttrValue, Condition, Index, Item, Key, Store, StoreError, WriteOp};
 
 /// How often a change is recomputed after losing a race before giving up.
@@ -335,7 +336,7 @@ impl<'a> Cooldowns<'a> {
                 Err(StoreError::ConditionFailed { .. }) => {
                     // Someone else wrote first; spread the retries a little.
                     let spread = u64::from(std::process::id() % 7) + u64::from(attempt % 5);
-                    std::thread::sleep(Duration::from_millis(1 + spread));
+                    backoff::pause(Duration::from_millis(1 + spread));
                 }
                 Err(e) => return Err(e.into()),
             }

@@ -20,7 +20,7 @@ use super::state::{self, Closing, RuntimeState};
 use super::RuntimeError;
 use crate::items::{keys, namespace, version};
 use crate::plan::version::check_usable;
-use crate::store::backoff::backoff;
+use crate::store::backoff::{self, backoff};
 use crate::store::{AttrValue, Condition, Item, Key, Store, StoreError, WriteOp};
 
 /// Decisions recomputed after lost races before giving up (about 10 s of
@@ -275,7 +275,7 @@ fn change<T>(
         };
         match store.write(op) {
             Ok(_) => return Ok(out),
-            Err(StoreError::ConditionFailed { .. }) => std::thread::sleep(backoff(attempt)),
+            Err(StoreError::ConditionFailed { .. }) => backoff::pause(backoff(attempt)),
             Err(e) => return Err(e.into()),
         }
     }

@@ -27,6 +27,7 @@ pub mod api;
 pub mod auth;
 pub mod body;
 pub mod cache;
+pub mod checkpoints;
 pub mod cooldowns;
 pub mod error;
 pub mod lanes;
@@ -50,7 +51,7 @@ use self::error::ApiError;
 use self::lanes::Lanes;
 use self::metrics::Metrics;
 use self::pool::StorePool;
-use crate::store::Store;
+use crate::store::{backoff, Store};
 
 /// Test-only: with `ZAEL_FAULT_SERVE_DELAY_MS=N` set, every `POST /v1/checks`
 /// waits N ms before it decides, so a test can hold a request in flight
@@ -74,6 +75,9 @@ pub struct Settings {
     /// The [`DELAY_FAULT_ENV`] hook.
     pub check_delay: Duration,
     pub request_timeout: Duration,
+    /// Run the store work in place (`block_in_place`) rather than on a
+    /// blocking thread: set for the local store (see [`App::blocking`]).
+    pub in_place: bool,
 }
 
 /// Everything a request may use, behind one `Arc`.
@@ -97,8 +101,18 @@ impl App {
         }
     }
 
-    /// Runs `work` on a blocking thread with a store of the pool; with a
-    /// `lane`, after the requests of this instance on the same lane.
+    /// Runs `work` with a store of the pool, where blocking is allowed; with
+    /// a `lane`, after the requests of this instance on the same lane.
+    ///
+    /// With [`Settings::in_place`] (the local store) the work runs right
+    /// here on the async worker: a decision is tens of microseconds of
+    /// SQLite, and handing it to a blocking thread and back cost more than
+    /// the decision itself and made the p99 (docs/serve.md#speed). What could
+    /// block longer is kept off this path: the checkpoints' syncs run on a
+    /// thread of their own ([`checkpoints`]), and a wait for a lock another
+    /// process holds first hands the worker's other tasks to another thread
+    /// ([`hand_off_and_sleep`]). Otherwise (DynamoDB, whose store blocks on a
+    /// runtime of its own) the work runs on a blocking thread.
     pub async fn blocking<T: Send + 'static>(
         self: &Arc<Self>,
         lane: Option<String>,
@@ -109,29 +123,52 @@ impl App {
             None => None,
         };
         let permit = self.pool.permit().await;
+        if self.settings.in_place {
+            let _held = (guard, permit);
+            let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                backoff::with_pauser(hand_off_and_sleep, || self.with_store(work))
+            }));
+            return done.unwrap_or_else(|_| Err(failed("a request's work panicked")));
+        }
         let app = self.clone();
         let task = tokio::task::spawn_blocking(move || {
             // Held until the work is done, even when the request gave up waiting.
             let _held = (guard, permit);
-            let store = app.pool.take().map_err(|e| {
-                error::log(&format!("cannot open a store: {e}"));
-                ApiError::Unavailable {
-                    message: "the store cannot be opened right now (the server's log says why)"
-                        .into(),
-                    retry_after_seconds: Some(1),
-                }
-            })?;
-            let out = work(&app, store.as_ref());
-            app.pool.give(store);
-            out
+            app.with_store(work)
         });
-        task.await.unwrap_or_else(|e| {
-            error::log(&format!("a request's work failed: {e}"));
-            Err(ApiError::Internal(
-                "the request failed on the server".into(),
-            ))
-        })
+        task.await
+            .unwrap_or_else(|e| Err(failed(&format!("a request's work failed: {e}"))))
     }
+
+    /// `work` with a store lent by the pool (opened when none is idle).
+    fn with_store<T>(
+        &self,
+        work: impl FnOnce(&App, &dyn Store) -> Result<T, ApiError>,
+    ) -> Result<T, ApiError> {
+        let store = self.pool.take().map_err(|e| {
+            error::log(&format!("cannot open a store: {e}"));
+            ApiError::Unavailable {
+                message: "the store cannot be opened right now (the server's log says why)".into(),
+                retry_after_seconds: Some(1),
+            }
+        })?;
+        let out = work(self, store.as_ref());
+        self.pool.give(store);
+        out
+    }
+}
+
+/// A store call's pause on an async worker (a busy database, a write lost to
+/// another process): the worker's other tasks move to another thread
+/// (`block_in_place`) while this one sleeps, so only this request waits.
+fn hand_off_and_sleep(d: Duration) {
+    tokio::task::block_in_place(|| std::thread::sleep(d));
+}
+
+/// Logs why a request's work failed; the client learns only that it did.
+fn failed(why: &str) -> ApiError {
+    error::log(why);
+    ApiError::Internal("the request failed on the server".into())
 }
 
 /// "Now" for a decision: the one clock (`ZAEL_NOW` when set).

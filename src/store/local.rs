@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 
-use super::backoff::backoff;
+use super::backoff::{self, backoff};
 use super::emulate::{self, index_keys, op_key, Change};
 use super::typed_json::item_from_str;
 use super::{Index, Item, Key, Store, StoreError, WriteOp};
@@ -59,9 +59,10 @@ fn busy_wait(count: i32) -> bool {
     if u128::from(count) >= busy_tries() {
         return false;
     }
-    std::thread::sleep(busy_step(count));
+    backoff::pause(busy_step(count));
     true
 }
+
 const SCHEMA_VERSION: i64 = 1;
 
 const SCHEMA: &str = "
@@ -105,6 +106,26 @@ pub struct LocalStore {
     conn: Mutex<Option<Connection>>,
     /// Opened by a read-only command: every write is refused.
     read_only: bool,
+    checkpoints: Checkpoints,
+}
+
+/// How far [`LocalStore::checkpoint`] goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Checkpoint {
+    Passive,
+    Restart,
+}
+
+/// Who copies the write-ahead log back into the store file (a checkpoint,
+/// which syncs the file: milliseconds on a slow disk).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Checkpoints {
+    /// SQLite, inside the commit that grows the log past 1,000 pages: that
+    /// write waits for the syncs. Right for a command that writes and exits.
+    OnCommit,
+    /// Someone else calls [`LocalStore::checkpoint`], e.g. a thread of the
+    /// server, so that no request waits for a sync (docs/serve.md#speed).
+    Deferred,
 }
 
 impl std::fmt::Debug for LocalStore {
@@ -133,7 +154,17 @@ impl LocalStore {
     /// Opens table `table` in the store file at `path`. Creates nothing: the file
     /// and its directory appear on the first write.
     pub fn open(path: &Path, table: &str) -> Result<Self, StoreError> {
-        let store = Self::unopened(path, table, false);
+        Self::open_with(path, table, Checkpoints::OnCommit)
+    }
+
+    /// [`LocalStore::open`], saying who runs the checkpoints.
+    pub fn open_with(
+        path: &Path,
+        table: &str,
+        checkpoints: Checkpoints,
+    ) -> Result<Self, StoreError> {
+        let mut store = Self::unopened(path, table, false);
+        store.checkpoints = checkpoints;
         if path.exists() {
             let conn = store.connect(false)?;
             *store.lock()? = Some(conn);
@@ -161,7 +192,37 @@ impl LocalStore {
             path: path.to_path_buf(),
             conn: Mutex::new(None),
             read_only,
+            checkpoints: Checkpoints::OnCommit,
         }
+    }
+
+    /// Copies what the write-ahead log holds back into the store file, for
+    /// the owner of [`Checkpoints::Deferred`] stores; returns the frames
+    /// (pages) the log holds. [`Checkpoint::Passive`] waits for no one and
+    /// makes no one wait, but a log that writers keep appending to is never
+    /// started over; [`Checkpoint::Restart`] holds new writers back while it
+    /// copies the rest, so that the next write starts the log over. A file
+    /// that does not exist yet has nothing to copy.
+    pub fn checkpoint(&self, how: Checkpoint) -> Result<u64, StoreError> {
+        let mut guard = self.lock()?;
+        if guard.is_none() {
+            if !self.path.exists() {
+                return Ok(0);
+            }
+            *guard = Some(self.connect(false)?);
+        }
+        let Some(conn) = guard.as_ref() else {
+            return Err(self.backend("no connection"));
+        };
+        let sql = match how {
+            Checkpoint::Passive => "PRAGMA wal_checkpoint(PASSIVE)",
+            Checkpoint::Restart => "PRAGMA wal_checkpoint(RESTART)",
+        };
+        // (busy, frames in the log, frames copied)
+        let (_, log, _): (i64, i64, i64) = conn
+            .query_row(sql, [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .map_err(|e| self.backend(e))?;
+        Ok(u64::try_from(log).unwrap_or(0))
     }
 
     /// The store file.
@@ -258,6 +319,10 @@ impl LocalStore {
         // write: the runtime's decisions ran about 9x slower (benches/runtime.rs).
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(|e| self.backend(e))?;
+        if self.checkpoints == Checkpoints::Deferred {
+            conn.pragma_update(None, "wal_autocheckpoint", 0)
+                .map_err(|e| self.backend(e))?;
+        }
         // Switching a new file to WAL upgrades a read lock to a write lock, and
         // SQLite refuses that upgrade with SQLITE_BUSY at once, without the busy
         // timeout (waiting could deadlock), while another process writes: seen
@@ -271,7 +336,7 @@ impl LocalStore {
                     if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
                         && std::time::Instant::now() < deadline =>
                 {
-                    std::thread::sleep(backoff(round));
+                    backoff::pause(backoff(round));
                 }
                 Err(Setup::Sqlite(e)) => return Err(self.backend(e)),
                 Err(Setup::Refused(why)) => return Err(self.backend(why)),
@@ -352,10 +417,10 @@ impl LocalStore {
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(|e| self.backend(e))?;
-        tx.execute(
+        tx.prepare_cached(
             "INSERT OR IGNORE INTO tables (name, created_at) VALUES (?1, strftime('%Y-%m-%dT%H:%M:%SZ','now'))",
-            params![self.table],
         )
+        .and_then(|mut s| s.execute(params![self.table]))
         .map_err(|e| self.backend(e))?;
         let out = f(&tx)?;
         tx.commit().map_err(|e| self.backend(e))?;
@@ -364,12 +429,11 @@ impl LocalStore {
 
     fn load(&self, conn: &Connection, key: &Key) -> Result<Option<Item>, StoreError> {
         let body: Option<String> = conn
-            .query_row(
-                "SELECT item FROM items WHERE tbl = ?1 AND pk = ?2 AND sk = ?3",
-                params![self.table, key.pk, key.sk],
-                |r| r.get(0),
-            )
-            .optional()
+            .prepare_cached("SELECT item FROM items WHERE tbl = ?1 AND pk = ?2 AND sk = ?3")
+            .and_then(|mut s| {
+                s.query_row(params![self.table, key.pk, key.sk], |r| r.get(0))
+                    .optional()
+            })
             .map_err(|e| self.backend(e))?;
         body.map(|b| self.decode(key, &b)).transpose()
     }
@@ -392,24 +456,24 @@ impl LocalStore {
     ) -> Result<(), StoreError> {
         let gsi = |index: Index| index_keys(item, index).unzip();
         let [g1, g2, g3, g4] = INDEXES.map(gsi);
-        conn.execute(
+        conn.prepare_cached(
             "INSERT OR REPLACE INTO items
                (tbl, pk, sk, item, gsi1pk, gsi1sk, gsi2pk, gsi2sk, gsi3pk, gsi3sk, gsi4pk, gsi4sk)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-            params![
-                self.table, key.pk, key.sk, body, g1.0, g1.1, g2.0, g2.1, g3.0, g3.1, g4.0, g4.1
-            ],
         )
+        .and_then(|mut s| {
+            s.execute(params![
+                self.table, key.pk, key.sk, body, g1.0, g1.1, g2.0, g2.1, g3.0, g3.1, g4.0, g4.1
+            ])
+        })
         .map_err(|e| self.backend(e))?;
         Ok(())
     }
 
     fn remove(&self, conn: &Connection, key: &Key) -> Result<(), StoreError> {
-        conn.execute(
-            "DELETE FROM items WHERE tbl = ?1 AND pk = ?2 AND sk = ?3",
-            params![self.table, key.pk, key.sk],
-        )
-        .map_err(|e| self.backend(e))?;
+        conn.prepare_cached("DELETE FROM items WHERE tbl = ?1 AND pk = ?2 AND sk = ?3")
+            .and_then(|mut s| s.execute(params![self.table, key.pk, key.sk]))
+            .map_err(|e| self.backend(e))?;
         Ok(())
     }
 
@@ -516,13 +580,10 @@ fn immutable_uri(path: &Path) -> String {
 }
 
 fn table_row_exists(conn: &Connection, table: &str) -> rusqlite::Result<bool> {
-    conn.query_row(
-        "SELECT 1 FROM tables WHERE name = ?1",
-        params![table],
-        |_| Ok(()),
-    )
-    .optional()
-    .map(|r| r.is_some())
+    conn.prepare_cached("SELECT 1 FROM tables WHERE name = ?1")?
+        .query_row(params![table], |_| Ok(()))
+        .optional()
+        .map(|r| r.is_some())
 }
 
 impl Store for LocalStore {
@@ -695,6 +756,58 @@ mod tests {
             condition: None,
         })
         .unwrap()
+    }
+
+    /// Frames in the write-ahead log of `path` (a frame: a 24-byte header and
+    /// one page of the default 4,096 bytes).
+    fn log_frames(path: &Path) -> u64 {
+        let wal = path.with_extension("sqlite-wal");
+        std::fs::metadata(wal).map_or(0, |m| m.len()) / (4096 + 24)
+    }
+
+    /// 1,200 writes, each at least one page of the log.
+    fn write_1200(s: &LocalStore) {
+        for i in 0..1_200 {
+            put(s, item("p", &format!("s{i}"), &[("n", AttrValue::n(i))]));
+        }
+    }
+
+    #[test]
+    fn deferred_checkpoints_are_left_to_whoever_calls_checkpoint() {
+        let dir = tempfile::tempdir().unwrap();
+        // SQLite's own: a commit that grows the log past 1,000 pages
+        // checkpoints, and the log starts over.
+        let own = dir.path().join("own.sqlite");
+        write_1200(&LocalStore::open(&own, "t").unwrap());
+        assert!(log_frames(&own) <= 1_010, "{}", log_frames(&own));
+        // Deferred: no commit checkpoints, so the log grows...
+        let path = dir.path().join("deferred.sqlite");
+        let deferred = LocalStore::open_with(&path, "t", Checkpoints::Deferred).unwrap();
+        write_1200(&deferred);
+        let grown = log_frames(&path);
+        assert!(grown > 1_100, "{grown}");
+        // ...until a checkpoint (from another store on the file): the next
+        // writes start the log over instead of growing it.
+        let other = LocalStore::open(&path, "t").unwrap();
+        assert!(other.checkpoint(Checkpoint::Passive).unwrap() >= grown);
+        for i in 0..100 {
+            put(&deferred, item("q", &format!("s{i}"), &[]));
+        }
+        assert_eq!(log_frames(&path), grown);
+        assert_eq!(
+            deferred.query("p", "s", true).unwrap().len(),
+            1_200,
+            "every write is still there"
+        );
+    }
+
+    #[test]
+    fn a_checkpoint_of_a_file_not_created_yet_does_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("none.sqlite");
+        let s = LocalStore::open(&path, "t").unwrap();
+        assert_eq!(s.checkpoint(Checkpoint::Restart).unwrap(), 0);
+        assert!(!path.exists());
     }
 
     #[test]

@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::local::{Checkpoints, LocalStore};
 use super::{Store, StoreError};
 
 /// Environment variable naming the local store file; setting it selects the local store.
@@ -106,6 +107,21 @@ pub fn open(target: &Target, table: &str) -> Result<Box<dyn Store>, StoreError> 
             region,
             endpoint_url,
         } => open_dynamodb(table, region.as_deref(), endpoint_url.as_deref()),
+    }
+}
+
+/// [`open`] for a long-running server: its local store leaves the
+/// checkpoints to the caller ([`Checkpoints::Deferred`]; the caller runs
+/// [`LocalStore::checkpoint`] on a store of its own, off the request path).
+pub fn open_for_server(target: &Target, table: &str) -> Result<Box<dyn Store>, StoreError> {
+    super::check_table_name(table)?;
+    match target {
+        Target::Local(path) => Ok(super::stats::wrap(Box::new(LocalStore::open_with(
+            path,
+            table,
+            Checkpoints::Deferred,
+        )?))),
+        Target::DynamoDb { .. } => open(target, table),
     }
 }
 
