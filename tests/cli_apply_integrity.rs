@@ -75,13 +75,7 @@ impl Env {
     /// `limits apply -f MANIFEST`, which must exit 0.
     fn apply_ok(&self, manifest: &str, env: &[(&str, &str)]) -> Output {
         let out = self.run(&["limits", "apply", "-f", manifest], env);
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "apply {manifest} {env:?}\n{}{}",
-            text(&out.stdout),
-            text(&out.stderr)
-        );
+        common::assert_exit(&out, 0, format_args!("apply {manifest} {env:?}"));
         out
     }
 
@@ -325,9 +319,7 @@ fn many_entities(dir: &Path, name: &str, entities: usize) -> String {
             10 + e % 7
         ));
     }
-    let path = dir.join(name);
-    std::fs::write(&path, m).unwrap();
-    path.display().to_string()
+    common::write_arg(dir, name, m)
 }
 
 /// A real `kill -9` in the middle of writing levels, then an immediate
@@ -788,11 +780,7 @@ fn a_managed_set_beyond_the_record_loses_track_of_no_level() {
 /// nothing at all when stderr is not one.
 #[test]
 fn the_progress_bar_shows_on_a_terminal_only() {
-    if std::process::Command::new("script")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
+    if !common::have("script") {
         eprintln!("SKIPPED: `script` (util-linux) is needed for a pseudo-terminal");
         return;
     }

@@ -3,7 +3,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -100,16 +100,10 @@ fn template(stack: &str, file: &str, extra: &[&str]) -> (i32, String, String) {
     run(&args)
 }
 
-fn write(dir: &Path, name: &str, text: &str) -> String {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p.to_string_lossy().into_owned()
-}
-
 #[test]
 fn burst_is_carried_and_flags_are_kept() {
     let dir = tempfile::tempdir().unwrap();
-    let file = write(
+    let file = common::write_arg(
         dir.path(),
         "m.yaml",
         "namespace: default
@@ -179,7 +173,7 @@ entities:
 #[test]
 fn an_invalid_manifest_gives_located_errors_and_no_template() {
     let dir = tempfile::tempdir().unwrap();
-    let file = write(
+    let file = common::write_arg(
         dir.path(),
         "bad.yaml",
         "namespace: default

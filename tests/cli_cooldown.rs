@@ -38,13 +38,7 @@ impl Backend {
     /// `cooldown ARGS` at `now`, which must exit `code`.
     fn exits(&self, code: i32, now: &str, args: &[&str]) -> Output {
         let out = self.cooldown(now, args);
-        assert_eq!(
-            out.status.code(),
-            Some(code),
-            "[{}] cooldown {args:?} at {now}:\n{}",
-            self.label,
-            describe(&out)
-        );
+        self.assert_exit(&out, code, format_args!("cooldown {args:?} at {now}"));
         out
     }
 
@@ -166,23 +160,13 @@ fn exactly_one_of_several_concurrent_workers_wins_the_probe() {
             &["probe", scope, "--holder", "early", "--lease", "5m"],
         );
         let workers: Vec<String> = (0..8).map(|i| format!("worker-{i}")).collect();
-        let children: Vec<_> = workers
-            .iter()
-            .map(|w| {
-                let mut args = vec!["cooldown", "probe", scope, "--holder", w, "--lease", "5m"];
-                args.extend(b.flags.iter().map(String::as_str));
-                let mut cmd = b.command(DEADLINE, &args);
-                cmd.env("ZAEL_COOLDOWN_JITTER", "0");
-                cmd.stdout(std::process::Stdio::piped())
-                    .stderr(std::process::Stdio::piped())
-                    .spawn()
-                    .expect("spawn probe")
-            })
-            .collect();
-        let outs: Vec<Output> = children
-            .into_iter()
-            .map(|c| c.wait_with_output().expect("wait for probe"))
-            .collect();
+        let outs = common::run_together(workers.iter().map(|w| {
+            let mut args = vec!["cooldown", "probe", scope, "--holder", w, "--lease", "5m"];
+            args.extend(b.flags.iter().map(String::as_str));
+            let mut cmd = b.command(DEADLINE, &args);
+            cmd.env("ZAEL_COOLDOWN_JITTER", "0");
+            cmd
+        }));
         let winners: Vec<&String> = workers
             .iter()
             .zip(&outs)
@@ -672,17 +656,8 @@ fn absurd_durations_are_refused() {
         let mut cmd = b.command(T0, &["cooldown", "probe", "s", "--holder", "w"]);
         cmd.args(&b.flags).env(var, value);
         let out = cmd.output().expect("run");
-        assert_eq!(
-            out.status.code(),
-            Some(2),
-            "{var}={value}: {}",
-            describe(&out)
-        );
-        assert!(
-            String::from_utf8_lossy(&out.stderr).contains(var),
-            "{}",
-            describe(&out)
-        );
+        common::assert_exit(&out, 2, format_args!("{var}={value}"));
+        common::assert_stderr_has(&out, var);
     }
     // A clock override outside 1970..9999 is refused.
     let out = b.cooldown("1969-12-31T23:59:59Z", &["check", "s"]);
@@ -735,35 +710,21 @@ fn concurrent_recorders_keep_the_latest_deadline() {
         // Create the table and namespace first so every racer contends on the item.
         b.expect(0, T0, &["record", "warm-up", "--retry-after", "1"]);
         let resets = ["60", "5000", "202825", "3000", "100", "7200"];
-        let children: Vec<_> = resets
-            .iter()
-            .map(|r| {
-                let mut args = vec![
-                    "cooldown",
-                    "record",
-                    scope,
-                    "--resets-in-seconds",
-                    r,
-                    "--received-at",
-                    T0,
-                ];
-                args.extend(b.flags.iter().map(String::as_str));
-                b.command(T0, &args)
-                    .stdout(std::process::Stdio::piped())
-                    .stderr(std::process::Stdio::piped())
-                    .spawn()
-                    .expect("spawn record")
-            })
-            .collect();
-        for c in children {
-            let out = c.wait_with_output().expect("wait for record");
-            assert_eq!(
-                out.status.code(),
-                Some(0),
-                "[{}] {}",
-                b.label,
-                describe(&out)
-            );
+        let outs = common::run_together(resets.iter().map(|r| {
+            let mut args = vec![
+                "cooldown",
+                "record",
+                scope,
+                "--resets-in-seconds",
+                r,
+                "--received-at",
+                T0,
+            ];
+            args.extend(b.flags.iter().map(String::as_str));
+            b.command(T0, &args)
+        }));
+        for out in &outs {
+            b.assert_exit(out, 0, "record");
         }
         let v = b.json(75, T0, &["check", scope]);
         assert_eq!(v["until_ms"], DEADLINE_MS, "[{}] {v}", b.label);
@@ -842,9 +803,13 @@ fn every_json_document_is_versioned() {
 impl Backend {
     /// Writes `text` to a file in the backend's temp dir; returns its path.
     fn file(&self, name: &str, text: &str) -> String {
-        let path = self.dir.path().join(name);
-        std::fs::write(&path, text).expect("write file");
-        path.display().to_string()
+        common::write_arg(self.dir.path(), name, text)
+    }
+
+    /// [`Backend::record_at`] with `--headers` a file holding `text`.
+    fn record_headers(&self, now: &str, scope: &str, text: &str) -> (String, String) {
+        let h = self.file(&format!("{}.h", scope.replace('/', "-")), text);
+        self.record_at(now, scope, &["--headers", &h])
     }
 
     /// `record SCOPE ARGS… --margin 0 --format json` at `now`: the recorded
@@ -852,14 +817,7 @@ impl Backend {
     fn record_at(&self, now: &str, scope: &str, args: &[&str]) -> (String, String) {
         let mut all = vec!["record", scope, "--margin", "0", "--format", "json"];
         all.extend_from_slice(args);
-        let out = self.cooldown(now, &all);
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "[{}] record {args:?}:\n{}",
-            self.label,
-            describe(&out)
-        );
+        let out = self.exits(0, now, &all);
         let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
         let at = v["recorded"]["not_before"].as_str().unwrap_or_default();
         (
@@ -906,11 +864,11 @@ fn provider_headers_are_read_from_a_curl_dump() {
             "status 429; tokens; x-ratelimit-reset-requests 1s; x-ratelimit-reset-tokens 6m0s"
         );
         // Go's longest form, across a month end and into April.
-        let h = b.file(
-            "openai-daily.h",
+        let (at, _) = b.record_headers(
+            "2026-03-31T22:00:00Z",
+            "openai/rpd",
             "HTTP/2 429\r\nx-ratelimit-reset-requests: 2h10m3.5s\r\nx-ratelimit-reset-tokens: 20ms\r\nretry-after-ms: 1500\r\n\r\n",
         );
-        let (at, _) = b.record_at("2026-03-31T22:00:00Z", "openai/rpd", &["--headers", &h]);
         assert_eq!(at, "2026-04-01T00:10:03.500Z", "[{}]", b.label);
     }
 }
@@ -968,11 +926,11 @@ fn anthropic_and_retry_after_headers_across_dst_changes() {
     );
     // Retry-After as an HTTP-date across a month end, the night after the EU
     // fall-back: GMT throughout, so no local clock enters.
-    let h = b.file(
-        "date.h",
+    let (at, _) = b.record_headers(
+        "2026-10-31T23:30:00Z",
+        "svc/a",
         "HTTP/1.1 503 Service Unavailable\nRetry-After: Sun, 01 Nov 2026 00:30:00 GMT\n\n",
     );
-    let (at, _) = b.record_at("2026-10-31T23:30:00Z", "svc/a", &["--headers", &h]);
     assert_eq!(at, "2026-11-01T00:30:00Z");
     // Delta-seconds count from the receipt, not from when it is recorded.
     let h = b.file(
@@ -1000,11 +958,11 @@ fn anthropic_and_retry_after_headers_across_dst_changes() {
 fn a_malformed_or_unknown_header_never_loses_the_refusal() {
     let b = local();
     // A malformed header beside a good one: the good one counts.
-    let h = b.file(
-        "mixed.h",
+    let (at, err) = b.record_headers(
+        T0,
+        "mixed",
         "HTTP/1.1 429 Too Many Requests\r\nx-ratelimit-reset-tokens: soon\r\nx-ratelimit-reset-requests: 20s\r\nX-RateLimit-Reset: 1796205900\r\nnot a header line\r\n\r\n",
     );
-    let (at, err) = b.record_at(T0, "mixed", &["--headers", &h]);
     assert_eq!(at, "2026-12-02T10:00:20Z", "{err}");
     assert!(
         err.contains("x-ratelimit-reset-tokens: 'soon' cannot be read; expected a duration such as 1s, 6m0s, 2h10m3.5s or 20ms; recording without it"),
@@ -1019,17 +977,27 @@ fn a_malformed_or_unknown_header_never_loses_the_refusal() {
         "{err}"
     );
     assert_eq!(err.lines().count(), 3, "{err}");
-    // Nothing usable: the backoff (1 minute), never "go".
-    let h = b.file(
-        "bad.h",
-        "HTTP/1.1 429 Too Many Requests\r\nretry-after: later\r\n\r\n",
-    );
-    let (at, err) = b.record_at(T0, "bad", &["--headers", &h]);
-    assert_eq!(at, "2026-12-02T10:01:00Z", "{err}");
-    assert!(
-        err.contains("no usable reset: recording with the backoff"),
-        "{err}"
-    );
+    // (scope, headers, the deadline recorded, what stderr says)
+    for (scope, headers, want, says) in [
+        // Nothing usable: the backoff (1 minute), never "go".
+        (
+            "bad",
+            "HTTP/1.1 429 Too Many Requests\r\nretry-after: later\r\n\r\n",
+            "2026-12-02T10:01:00Z",
+            "no usable reset: recording with the backoff",
+        ),
+        // A success in the file is not a refusal: named, and the refusal recorded.
+        (
+            "ok",
+            "HTTP/1.1 200 OK\r\nRetry-After: 30\r\n\r\n",
+            "2026-12-02T10:00:30Z",
+            "status 200 is not a refusal",
+        ),
+    ] {
+        let (at, err) = b.record_headers(T0, scope, headers);
+        assert_eq!(at, want, "{err}");
+        assert!(err.contains(says), "{err}");
+    }
     // A headers file that cannot be read, or is endless: named, recorded.
     for (scope, path, says) in [
         ("missing", "/nonexistent/h", "cannot read the headers"),
@@ -1042,29 +1010,24 @@ fn a_malformed_or_unknown_header_never_loses_the_refusal() {
             "{err}"
         );
     }
-    // A success in the file is not a refusal: named, and the refusal recorded.
-    let h = b.file("ok.h", "HTTP/1.1 200 OK\r\nRetry-After: 30\r\n\r\n");
-    let (at, err) = b.record_at(T0, "ok", &["--headers", &h]);
-    assert_eq!(at, "2026-12-02T10:00:30Z");
-    assert!(err.contains("status 200 is not a refusal"), "{err}");
 }
 
 #[test]
 fn curl_dump_details_status_blocks_case_and_repeats() {
     let b = local();
     // A redirect followed with -L: the redirect's Retry-After does not count.
-    let h = b.file(
-        "redirect.h",
+    let (at, _) = b.record_headers(
+        T0,
+        "redirect",
         "HTTP/1.1 302 Found\r\nLocation: https://api.example.com/v2\r\nRetry-After: 7200\r\n\r\nHTTP/1.1 429 Too Many Requests\r\nRetry-After: 30\r\n\r\n",
     );
-    let (at, _) = b.record_at(T0, "redirect", &["--headers", &h]);
     assert_eq!(at, "2026-12-02T10:00:30Z");
     // Names without regard to case; a repeated header: every value counts.
-    let h = b.file(
-        "repeat.h",
+    let (at, _) = b.record_headers(
+        T0,
+        "repeat",
         "HTTP/1.1 429 Too Many Requests\r\nRETRY-AFTER: 20\r\nretry-after: 40\r\nRetry-After: 20\r\n\r\n",
     );
-    let (at, _) = b.record_at(T0, "repeat", &["--headers", &h]);
     assert_eq!(at, "2026-12-02T10:00:40Z");
     // The status line decides without --status: a 401 needs an operator.
     let h = b.file("auth.h", "HTTP/2 401\r\nwww-authenticate: Bearer\r\n\r\n");
@@ -1383,11 +1346,7 @@ fn wait_up_to_looks_again_after_a_probe() {
 /// changed) with a stand-in `curl` that answers as a provider would.
 #[test]
 fn the_documented_cron_job_runs_as_written() {
-    if std::process::Command::new("jq")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
+    if !common::have("jq") {
         eprintln!("skipped: the README's cron job needs jq");
         return;
     }
@@ -1456,12 +1415,7 @@ fn the_documented_cron_job_runs_as_written() {
             .env("API_KEY", "sk-test")
             .output()
             .expect("run the job");
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "job at {now}: {}",
-            describe(&out)
-        );
+        common::assert_exit(&out, 0, format_args!("job at {now}"));
         out
     };
     // "Create the store once".

@@ -7,7 +7,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{outcome, zae_limiter};
+use common::{outcome, write_in, zae_limiter};
 
 fn quickstart() -> String {
     std::fs::read_to_string(
@@ -34,12 +34,12 @@ fn run_in(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String, Stri
 fn local_may_stand_anywhere_and_never_swallows_an_argument() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    std::fs::write(d.join("a.yaml"), quickstart()).unwrap();
-    std::fs::write(
-        d.join("b.yaml"),
+    write_in(d, "a.yaml", quickstart());
+    write_in(
+        d,
+        "b.yaml",
         quickstart().replace("capacity: 2000", "capacity: 3000"),
-    )
-    .unwrap();
+    );
     // The default store gets b.yaml (burst 3,000), a.sqlite gets a.yaml (2,000).
     for line in [
         "limits apply -n demo -f b.yaml --local",
@@ -104,8 +104,7 @@ fn read_only_commands_work_on_a_store_in_a_read_only_directory() {
     let store_dir = dir.path().join("ro");
     std::fs::create_dir(&store_dir).unwrap();
     let store = store_dir.join("limits.sqlite");
-    let manifest = dir.path().join("limits.yaml");
-    std::fs::write(&manifest, quickstart()).unwrap();
+    let manifest = write_in(dir.path(), "limits.yaml", quickstart());
     let local = format!("--local={}", store.display());
     let m = manifest.to_str().unwrap();
     let (code, _, err) = run_in(
@@ -138,7 +137,7 @@ fn read_only_commands_work_on_a_store_in_a_read_only_directory() {
         cmd
     };
     if root {
-        if Command::new("setpriv").arg("--version").output().is_err() {
+        if !common::have("setpriv") {
             assert!(
                 std::env::var("ZAEL_REQUIRE_INTEROP").as_deref() != Ok("1"),
                 "setpriv (util-linux) is needed to run as nobody"
@@ -273,15 +272,14 @@ fn dynamodb_setup_errors_are_one_clear_line() {
 #[test]
 fn manifest_errors_stay_readable_on_huge_lines_and_control_characters() {
     let dir = tempfile::tempdir().unwrap();
-    let huge = dir.path().join("huge.yaml");
-    std::fs::write(
-        &huge,
+    write_in(
+        dir.path(),
+        "huge.yaml",
         format!(
             "namespace: default\nresources:\n  gpt-4:\n    limits:\n      rpm: {{capacity: 0, x: \"{}\"}}\n",
             "a".repeat(5_000_000)
         ),
-    )
-    .unwrap();
+    );
     let (code, out, _) = run_in(dir.path(), &["limits", "validate", "huge.yaml"], &[]);
     assert_eq!(code, 1);
     assert!(out.len() < 4_000, "{} bytes of output", out.len());
@@ -290,11 +288,11 @@ fn manifest_errors_stay_readable_on_huge_lines_and_control_characters() {
         "{out}"
     );
 
-    std::fs::write(
-        dir.path().join("nul.yaml"),
+    write_in(
+        dir.path(),
+        "nul.yaml",
         b"namespace: default\nresources:\n  gp\0t: {}\n",
-    )
-    .unwrap();
+    );
     let (code, out, _) = run_in(dir.path(), &["limits", "validate", "nul.yaml"], &[]);
     assert_eq!(code, 1);
     assert!(!out.contains("indentation"), "{out}");
@@ -309,13 +307,13 @@ fn manifest_errors_stay_readable_on_huge_lines_and_control_characters() {
 fn trace_errors_name_the_problem_not_the_parser() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    std::fs::write(d.join("limits.yaml"), quickstart()).unwrap();
-    std::fs::write(
-        d.join("frac.jsonl"),
+    write_in(d, "limits.yaml", quickstart());
+    write_in(
+        d,
+        "frac.jsonl",
         "{\"timestamp\": 1796292556430.5, \"cost\": {\"rpm\": 1}}\n",
-    )
-    .unwrap();
-    std::fs::write(d.join("empty.csv"), "").unwrap();
+    );
+    write_in(d, "empty.csv", "");
     let sim = |trace: &str| {
         let line = format!("limits simulate -f limits.yaml -e u -r gpt-4 --trace {trace}");
         run_in(d, &words(&line), &[])

@@ -55,9 +55,7 @@ impl Env {
     }
 
     fn write(&self, name: &str, text: &str) -> String {
-        let p = self.dir.path().join(name);
-        std::fs::write(&p, text).expect("write manifest");
-        p.to_string_lossy().into_owned()
+        common::write_arg(self.dir.path(), name, text)
     }
 
     fn store(&self) -> LocalStore {

@@ -42,9 +42,7 @@ impl Env {
 
     /// Writes `text` to `name` in the directory; returns its path as text.
     fn file(&self, name: &str, text: &str) -> String {
-        let p = self.dir.path().join(name);
-        std::fs::write(&p, text).unwrap();
-        p.display().to_string()
+        common::write_arg(self.dir.path(), name, text)
     }
 
     /// `zae-limiter ARGS --local=STORE -n locks` with `env`.

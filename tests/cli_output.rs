@@ -188,12 +188,7 @@ fn a_closed_pipe_is_a_quiet_stop_with_the_commands_own_exit_code() {
         drop(child.stdout.take());
         let out = child.wait_with_output().expect("wait");
         no_panic(&args, &out);
-        assert_eq!(
-            out.status.code(),
-            Some(code),
-            "{args:?}: {}",
-            describe(&out)
-        );
+        common::assert_exit(&out, code, format_args!("{args:?}"));
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(
             !err.contains("Broken pipe") && !err.contains("cannot write"),

@@ -436,12 +436,10 @@ fn a_kill_after_any_write_is_repaired_by_the_next_apply() {
             let mut args = vec!["limits", "apply", "-f", manifest];
             args.extend(flags);
             let out = env.run(&args, &[("ZAEL_TEST_CLOCK_OFFSET_MS", "2000000")]);
-            assert_eq!(
-                out.status.code(),
-                Some(0),
-                "write {n}: apply {manifest} {flags:?} failed\n{}{}",
-                text(&out.stdout),
-                text(&out.stderr)
+            common::assert_exit(
+                &out,
+                0,
+                format_args!("write {n}: apply {manifest} {flags:?}"),
             );
             common::comparable(env.dump(&ns))
         };

@@ -8,10 +8,11 @@
 mod backends;
 mod common;
 
-use std::process::{Child, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use backends::{backends, describe, Backend};
+use common::{assert_stderr_has, assert_stdout_has};
 use serde_json::Value;
 use zae_limiter::clock::rfc3339;
 use zae_limiter::store::{AttrValue, Key, WriteOp};
@@ -40,15 +41,7 @@ fn stderr(out: &Output) -> String {
 impl Backend {
     /// `limits apply` of a manifest text to this store.
     fn apply(&self, manifest: &str) {
-        let path = self.dir.path().join("limits.yaml");
-        std::fs::write(&path, manifest).expect("write manifest");
-        let path = path.display().to_string();
-        let mut args = self.with_flags(&["limits", "apply", "-f", &path]);
-        if self.endpoint.is_none() {
-            args.extend(["-n", &self.table]);
-        }
-        let out = self.run(&at(0), &args);
-        assert_eq!(code(&out), 0, "[{}] apply:\n{}", self.label, describe(&out));
+        self.apply_at(&at(0), manifest);
     }
 
     /// `ARGS… <store flags>` at `now_ms` after the epoch.
@@ -59,14 +52,7 @@ impl Backend {
     /// Like [`Backend::zl`], asserting the exit code.
     fn expect(&self, want: i32, now_ms: i64, args: &[&str]) -> Output {
         let out = self.zl(now_ms, args);
-        assert_eq!(
-            code(&out),
-            want,
-            "[{}] {args:?} at {}:\n{}",
-            self.label,
-            at(now_ms),
-            describe(&out)
-        );
+        self.assert_exit(&out, want, format_args!("{args:?} at {}", at(now_ms)));
         out
     }
 
@@ -89,19 +75,7 @@ impl Backend {
     /// `n` processes of `ARGS… <store flags>` started together at `now_ms`.
     fn at_once(&self, n: usize, now_ms: i64, args: &[&str]) -> Vec<Output> {
         let now = at(now_ms);
-        let children: Vec<Child> = (0..n)
-            .map(|_| {
-                self.command(&now, &self.with_flags(args))
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .expect("spawn zae-limiter")
-            })
-            .collect();
-        children
-            .into_iter()
-            .map(|c| c.wait_with_output().expect("wait for zae-limiter"))
-            .collect()
+        common::run_together((0..n).map(|_| self.command(&now, &self.with_flags(args))))
     }
 
     /// The state item of (entity, resource), as stored.
@@ -168,11 +142,7 @@ fn sixteen_processes_reserving_three_slots_get_exactly_three() {
         assert_eq!(more.len(), 1, "[{}] after one release: {more:?}", b.label);
         // Releasing twice is harmless and says so.
         let again = b.expect(0, 3_000, &["reservation", "release", &ids[0]]);
-        assert!(
-            stdout(&again).contains("already released at 2026-12-02T10:00:01Z"),
-            "{}",
-            describe(&again)
-        );
+        assert_stdout_has(&again, "already released at 2026-12-02T10:00:01Z");
     }
 }
 
@@ -230,7 +200,7 @@ fn a_holder_killed_with_kill_9_frees_its_slot_at_its_ttl_and_not_before() {
         b.acquire(0, 30_000, "worker", "job", &["--mode", "reserve"]);
         // The dead holder's reservation is gone: releasing it is an error, not a success.
         let out = b.expect(1, 30_001, &["reservation", "release", &id]);
-        assert!(stderr(&out).contains("is not open"), "{}", describe(&out));
+        assert_stderr_has(&out, "is not open");
     }
 }
 
@@ -270,7 +240,7 @@ fn extend_keeps_a_slot_past_its_first_ttl() {
         b.acquire(0, 22_000, "worker", "job", &["--mode", "reserve"]);
         // A heartbeat cannot revive an expired hold; a TTL over an hour is refused.
         let out = b.expect(1, 22_001, &["reservation", "extend", &id, "--ttl", "10s"]);
-        assert!(stderr(&out).contains("expired"), "{}", describe(&out));
+        assert_stderr_has(&out, "expired");
         b.expect(2, 22_001, &["reservation", "extend", &id, "--ttl", "61m"]);
     }
 }
@@ -463,11 +433,7 @@ fn commit_corrects_the_counted_cost_within_its_window() {
         assert_eq!(d["limits"][1]["remaining"], 0, "[{}] {d}", b.label);
         // Committing again is harmless; a cost for a limit it did not count is an error.
         let again = b.expect(0, 4_000, &["reservation", "commit", &id]);
-        assert!(
-            stdout(&again).contains("already committed"),
-            "{}",
-            describe(&again)
-        );
+        assert_stdout_has(&again, "already committed");
         let r = b.acquire(
             0,
             5_000,
@@ -481,11 +447,7 @@ fn commit_corrects_the_counted_cost_within_its_window() {
             6_000,
             &["reservation", "commit", id, "--cost", "in_flight=1"],
         );
-        assert!(
-            stderr(&out).contains("did not count limit 'in_flight'"),
-            "{}",
-            describe(&out)
-        );
+        assert_stderr_has(&out, "did not count limit 'in_flight'");
     }
 }
 
@@ -584,18 +546,10 @@ fn unreadable_state_follows_on_unavailable_and_says_so() {
             d["unavailable"].as_str().unwrap().contains("unreadable"),
             "{d}"
         );
-        assert!(
-            stderr(&out).contains("on_unavailable blocks it"),
-            "{}",
-            describe(&out)
-        );
+        assert_stderr_has(&out, "on_unavailable blocks it");
         b.apply(&manifest("allow"));
         let out = b.expect(0, 2_000, &["acquire", "c", "-r", "api"]);
-        assert!(
-            stderr(&out).contains("on_unavailable allows the call unchecked"),
-            "{}",
-            describe(&out)
-        );
+        assert_stderr_has(&out, "on_unavailable allows the call unchecked");
         // Nothing was written over the damaged state.
         assert_eq!(b.state_item("c", "api"), Some(item), "[{}]", b.label);
     }
@@ -607,11 +561,7 @@ fn blocked(b: &Backend, args: &[&str]) -> Output {
     all.extend_from_slice(args);
     let out = b.run(&at(0), &all);
     assert_eq!(code(&out), 75, "{}", describe(&out));
-    assert!(
-        stderr(&out).contains("on_unavailable blocks it"),
-        "{}",
-        describe(&out)
-    );
+    assert_stderr_has(&out, "on_unavailable blocks it");
     out
 }
 

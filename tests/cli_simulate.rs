@@ -9,7 +9,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{outcome, zae_limiter};
+use common::{outcome, write_in, zae_limiter};
 use serde_json::Value;
 
 fn fixture(name: &str) -> PathBuf {
@@ -203,8 +203,7 @@ fn json_lines_and_stdin_give_the_same_answer() {
         jsonl.push_str(&Value::from(obj).to_string());
         jsonl.push('\n');
     }
-    let path = dir.path().join("t.jsonl");
-    std::fs::write(&path, &jsonl).unwrap();
+    let path = write_in(dir.path(), "t.jsonl", &jsonl);
     let strip = |mut v: Value| {
         v["trace"].as_object_mut().unwrap().remove("path");
         v["trace"].as_object_mut().unwrap().remove("format");
@@ -235,12 +234,11 @@ fn json_lines_and_stdin_give_the_same_answer() {
 fn disabled_admits_everything_and_bypass_counts() {
     // Five requests a second against the resource's 1 per minute.
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("t.csv");
     let mut trace = String::from("timestamp,rpm\n");
     for i in 0..5 {
         trace.push_str(&format!("2026-12-07T09:00:0{i}Z,1\n"));
     }
-    std::fs::write(&path, trace).unwrap();
+    let path = write_in(dir.path(), "t.csv", trace);
 
     let (_, out, _) = simulate("someone", &path, &["--format", "json"]);
     let doc = json(&out);
@@ -300,12 +298,11 @@ fn svg_chart_is_written_whole() {
 fn bad_input_is_a_located_error_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let svg = dir.path().join("chart.svg");
-    let bad = dir.path().join("bad.csv");
-    std::fs::write(
-        &bad,
+    let bad = write_in(
+        dir.path(),
+        "bad.csv",
         "timestamp,rpm\n2026-12-07T09:00:00Z,1\n2026-12-07T09:00:01Z,lots\n",
-    )
-    .unwrap();
+    );
     let (code, out, err) = simulate("u1", &bad, &["--svg", svg.to_str().unwrap()]);
     assert_eq!((code, out.as_str()), (1, ""));
     assert!(
@@ -326,12 +323,11 @@ fn bad_input_is_a_located_error_and_writes_nothing() {
     );
 
     // No level defines limits for this pair.
-    let manifest = dir.path().join("m.yaml");
-    std::fs::write(
-        &manifest,
+    let manifest = write_in(
+        dir.path(),
+        "m.yaml",
         "namespace: default\nresources:\n  gpt-4:\n    limits:\n      rpm: {capacity: 5}\n",
-    )
-    .unwrap();
+    );
     assert_fails(
         simulate_with(&manifest, "u", "claude", &fixture("every-kind.csv"), &[]),
         "no limits apply to entity 'u' on resource 'claude'",
@@ -465,12 +461,11 @@ fn gen_trace_refuses_bad_options_as_usage_errors() {
 #[test]
 fn extreme_instants_and_endless_lines_are_errors() {
     let dir = tempfile::tempdir().unwrap();
-    let csv = dir.path().join("extreme.csv");
-    std::fs::write(
-        &csv,
+    let csv = write_in(
+        dir.path(),
+        "extreme.csv",
         "timestamp,rpm\n-9223372036854775808,1\n9223372036854775807,1\n",
-    )
-    .unwrap();
+    );
     let svg = dir.path().join("chart.svg");
     let (code, out, err) = simulate("u1", &csv, &["--svg", svg.to_str().unwrap()]);
     assert_eq!((code, out.as_str()), (1, ""), "{err}");
@@ -479,12 +474,11 @@ fn extreme_instants_and_endless_lines_are_errors() {
         "{err}"
     );
     assert!(!svg.exists());
-    let jsonl = dir.path().join("extreme.jsonl");
-    std::fs::write(
-        &jsonl,
+    let jsonl = write_in(
+        dir.path(),
+        "extreme.jsonl",
         "{\"timestamp\": 9223372036854775807, \"cost\": {\"rpm\": 1}}\n",
-    )
-    .unwrap();
+    );
     assert_fails(
         simulate("u1", &jsonl, &[]),
         "line 1: \"9223372036854775807\" is out of range",
@@ -503,10 +497,9 @@ fn extreme_instants_and_endless_lines_are_errors() {
     );
     assert!(std::fs::read_to_string(&svg).unwrap().starts_with("<svg"));
     // A line without an end is refused once it passes the cap.
-    let long = dir.path().join("long.csv");
     let mut text = String::from("timestamp,rpm\n");
     text.push_str(&"9".repeat(2 * 1024 * 1024));
-    std::fs::write(&long, text).unwrap();
+    let long = write_in(dir.path(), "long.csv", text);
     assert_fails(
         simulate("u1", &long, &[]),
         "line 2: the line is larger than 1 MiB; a trace line that long is refused",

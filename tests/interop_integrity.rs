@@ -79,13 +79,7 @@ fn apply(it: &Interop, manifest: &str, env: &[(&str, &str)]) -> std::process::Ou
 
 fn apply_ok(it: &Interop, manifest: &str, env: &[(&str, &str)]) -> String {
     let out = apply(it, manifest, env);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "apply {manifest} {env:?}\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_exit(&out, 0, format_args!("apply {manifest} {env:?}"));
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 

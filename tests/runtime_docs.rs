@@ -4,8 +4,10 @@
 //! written against a local store; and its Rust example is the doc test of
 //! `src/runtime/mod.rs`, line for line.
 
+mod common;
+
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 const HEADING: &str = "### Enforce rolling windows and concurrency limits: `acquire`";
 
@@ -89,25 +91,16 @@ fn the_shell_recipe_runs_three_of_four_jobs_and_releases_every_slot() {
 
     // Four jobs at once for one account: three slots, so three do the work.
     let ran = dir.path().join("ran");
-    let jobs: Vec<_> = (0..4)
-        .map(|_| {
-            Command::new("sh")
-                .arg(&script)
-                .args(["acct-1", "sh", "-c", "echo x >> \"$1\"; sleep 2", "work"])
-                .arg(&ran)
-                .env("PATH", &path)
-                .env_remove("ZAEL_NOW")
-                .env_remove("ZAEL_LOCAL_STORE")
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .expect("start a job")
-        })
-        .collect();
-    let outs: Vec<_> = jobs
-        .into_iter()
-        .map(|j| j.wait_with_output().expect("job"))
-        .collect();
+    let outs = common::run_together((0..4).map(|_| {
+        let mut job = Command::new("sh");
+        job.arg(&script)
+            .args(["acct-1", "sh", "-c", "echo x >> \"$1\"; sleep 2", "work"])
+            .arg(&ran)
+            .env("PATH", &path)
+            .env_remove("ZAEL_NOW")
+            .env_remove("ZAEL_LOCAL_STORE");
+        job
+    }));
     for o in &outs {
         assert_eq!(o.status.code(), Some(0), "{o:?}");
     }

@@ -27,21 +27,7 @@ fn root() -> &'static Path {
 
 /// `limits apply` of a manifest text to this store.
 fn apply(b: &Backend, manifest: &str) {
-    let path = b.dir.path().join("limits.yaml");
-    std::fs::write(&path, manifest).expect("write manifest");
-    let path = path.display().to_string();
-    let mut args = b.with_flags(&["limits", "apply", "-f", &path]);
-    if b.endpoint.is_none() {
-        args.extend(["-n", &b.table]);
-    }
-    let out = b.run(T0, &args);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "[{}] apply:\n{}",
-        b.label,
-        describe(&out)
-    );
+    b.apply_at(T0, manifest);
 }
 
 fn slots_level(resource: &str, n: u64) -> String {
@@ -1074,13 +1060,7 @@ fn the_readme_examples_run_against_a_live_server() {
             .env("ZAEL_API_TOKEN", TOKEN)
             .output()
             .expect("run python");
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "[{}] the README's Python:\n{}",
-            b.label,
-            describe(&out)
-        );
+        b.assert_exit(&out, 0, "the README's Python");
         assert!(
             String::from_utf8_lossy(&out.stdout).contains("exporting"),
             "{}",

@@ -35,24 +35,17 @@ def create_table(table):
     )
 
 
+def _repo_at(table, cache_ttl):
+    """Where open_repo and connect_repo find the repository: the table on moto."""
+    return {"stack": table, "region": REGION, "endpoint_url": ENDPOINT, "config_cache_ttl": cache_ttl}
+
+
 def open_repo(table, namespace="default", cache_ttl=0):
-    return SyncRepository.open(
-        namespace,
-        stack=table,
-        region=REGION,
-        endpoint_url=ENDPOINT,
-        config_cache_ttl=cache_ttl,
-    )
+    return SyncRepository.open(namespace, **_repo_at(table, cache_ttl))
 
 
 def connect_repo(table, namespace="default", cache_ttl=0):
-    return SyncRepository.connect(
-        namespace,
-        stack=table,
-        region=REGION,
-        endpoint_url=ENDPOINT,
-        config_cache_ttl=cache_ttl,
-    )
+    return SyncRepository.connect(namespace, **_repo_at(table, cache_ttl))
 
 
 def dump(table):

@@ -323,6 +323,18 @@ def rand_cron(bad: bool) -> str:
     return " ".join(fields)
 
 
+def rand_valid_cron() -> tuple[str, str]:
+    """A random cron and zone the reference parses (drawn again until it does)."""
+    while True:
+        c = rand_cron(False)
+        tz = rnd.choice(FOCUS_ZONES + EXTRA_ZONES)
+        try:
+            parse_cron(c, tz)
+            return c, tz
+        except ValueError:
+            continue
+
+
 def parse_case(cron: str, tz: str) -> dict:
     case: dict = {"cron": cron, "tz": tz}
     try:
@@ -478,14 +490,7 @@ def gen_match() -> list[dict]:
             out.append(match_case(cron, tz, t, "dom_dow"))
     # random
     for _ in range(150):
-        while True:
-            c = rand_cron(False)
-            tz = rnd.choice(FOCUS_ZONES + EXTRA_ZONES)
-            try:
-                parse_cron(c, tz)
-                break
-            except ValueError:
-                continue
+        c, tz = rand_valid_cron()
         t = rnd.randint(ms("1971-01-01T00:00:00+00:00"), ms("2099-12-31T00:00:00+00:00"))
         out.append(match_case(c, tz, t, "random"))
     return out
@@ -514,27 +519,25 @@ def boundary_cases_for(sched, reset_sched, now: int, tag: str, scan: bool = True
                 case["minute_scan"] = v
                 case["agrees_with_minute_scan"] = v == r
         out.append(case)
-    if reset_sched:
-        r = guarded(lambda: next_reset_edge(reset_sched, now_ms=now), {"fn": "next_reset_edge", **base})
-        if r is not Hang:
-            case = {"fn": "next_reset_edge", **base, "result": r, "result_local": local(r, tz)}
-            if scan and len(reset_sched) == 1:
-                p = parse_cron(reset_sched[0].cron, reset_sched[0].tz)
-                v, conclusive = scan_next_edge(p, now, S._reset_scan(p)[1])
-                if v is not None or conclusive:
-                    case["minute_scan"] = v
-                    case["agrees_with_minute_scan"] = v == r
-            out.append(case)
-        r = guarded(lambda: prev_reset_edge(reset_sched, now), {"fn": "prev_reset_edge", **base})
-        if r is not Hang:
-            case = {"fn": "prev_reset_edge", **base, "result": r, "result_local": local(r, tz)}
-            if scan and len(reset_sched) == 1:
-                p = parse_cron(reset_sched[0].cron, reset_sched[0].tz)
-                v, conclusive = scan_prev_edge(p, now, S._reset_scan(p)[1])
-                if v is not None or conclusive:
-                    case["minute_scan"] = v
-                    case["agrees_with_minute_scan"] = v == r
-            out.append(case)
+    if not reset_sched:
+        return out
+    # The next and the previous reset edge: the reference's answer, and the
+    # minute scan's for a single entry.
+    for fn, call, scan_edge in (
+        ("next_reset_edge", lambda: next_reset_edge(reset_sched, now_ms=now), scan_next_edge),
+        ("prev_reset_edge", lambda: prev_reset_edge(reset_sched, now), scan_prev_edge),
+    ):
+        r = guarded(call, {"fn": fn, **base})
+        if r is Hang:
+            continue
+        case = {"fn": fn, **base, "result": r, "result_local": local(r, tz)}
+        if scan and len(reset_sched) == 1:
+            p = parse_cron(reset_sched[0].cron, reset_sched[0].tz)
+            v, conclusive = scan_edge(p, now, S._reset_scan(p)[1])
+            if v is not None or conclusive:
+                case["minute_scan"] = v
+                case["agrees_with_minute_scan"] = v == r
+        out.append(case)
     return out
 
 
@@ -603,14 +606,7 @@ def gen_boundaries() -> list[dict]:
         out += boundary_cases_for((), rs, now, "multi_reset", scan=False)
     # random single entries anywhere
     for _ in range(60):
-        while True:
-            c = rand_cron(False)
-            tz = rnd.choice(FOCUS_ZONES + EXTRA_ZONES)
-            try:
-                parse_cron(c, tz)
-                break
-            except ValueError:
-                continue
+        c, tz = rand_valid_cron()
         now = rnd.randint(ms("2020-01-01T00:00:00+00:00"), ms("2031-01-01T00:00:00+00:00"))
         if rnd.random() < 0.5:
             out += boundary_cases_for((ScheduleEntry(cron=c, tz=tz, scale=0.5),), (), now, "random_param")

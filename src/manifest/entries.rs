@@ -158,39 +158,13 @@ fn schedule_entry<'n>(
         }
         (Some(sn), true) => scale(r, sn, &join(path, "scale")).map(Modifier::Scale),
         (None, false) => {
-            let cap = present("capacity").map(|n| {
-                whole(
-                    r,
-                    n,
-                    &join(path, "capacity"),
-                    "capacity",
-                    1,
-                    MAX_TOKENS,
-                    Unit::Tokens,
-                )
-            });
-            let ra = present("refill_amount").map(|n| {
-                whole(
-                    r,
-                    n,
-                    &join(path, "refill_amount"),
-                    "refill_amount",
-                    1,
-                    MAX_TOKENS,
-                    Unit::Tokens,
-                )
-            });
-            let rp = present("refill_period_seconds").map(|n| {
-                whole(
-                    r,
-                    n,
-                    &join(path, "refill_period_seconds"),
-                    "refill_period_seconds",
-                    1,
-                    MAX_PERIOD_SECONDS,
-                    Unit::Seconds,
-                )
-            });
+            // Each override present is a whole number from 1 (`Some(None)`: present, invalid).
+            let mut override_of = |key: &str, max: u64, unit: Unit| {
+                present(key).map(|n| whole(r, n, &join(path, key), key, 1, max, unit))
+            };
+            let cap = override_of("capacity", MAX_TOKENS, Unit::Tokens);
+            let ra = override_of("refill_amount", MAX_TOKENS, Unit::Tokens);
+            let rp = override_of("refill_period_seconds", MAX_PERIOD_SECONDS, Unit::Seconds);
             let bad = [cap, ra, rp].iter().any(|v| matches!(v, Some(None)));
             (!bad).then_some(Modifier::Absolute {
                 capacity: cap.flatten(),

@@ -12,22 +12,23 @@ pub struct Fields<'n> {
 }
 
 impl<'n> Fields<'n> {
-    /// The value of `key`, if written.
-    pub fn get(&self, key: &str) -> Option<&'n Node> {
+    /// The (key node, value) of `key`, if written; the last one when repeated.
+    fn entry(&self, key: &str) -> Option<(&'n Node, &'n Node)> {
         self.entries
             .iter()
             .rev()
             .find(|(k, _, _)| *k == key)
-            .map(|(_, _, v)| *v)
+            .map(|(_, k, v)| (*k, *v))
+    }
+
+    /// The value of `key`, if written.
+    pub fn get(&self, key: &str) -> Option<&'n Node> {
+        self.entry(key).map(|(_, v)| v)
     }
 
     /// The key node of `key`, if written (to point at a key whose value is wrong).
     pub fn key(&self, key: &str) -> Option<&'n Node> {
-        self.entries
-            .iter()
-            .rev()
-            .find(|(k, _, _)| *k == key)
-            .map(|(_, k, _)| *k)
+        self.entry(key).map(|(k, _)| k)
     }
 
     pub fn has(&self, key: &str) -> bool {

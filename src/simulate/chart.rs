@@ -51,6 +51,19 @@ const TICK_STEPS_MS: [i64; 14] = [
     2_419_200_000,
 ];
 
+/// The legend every chart has: top right, over a light background.
+fn draw_legend<'a, DB: DrawingBackend + 'a, CT: plotters::coord::CoordTranslate>(
+    chart: &mut ChartContext<'a, DB, CT>,
+) -> Result<(), ChartError> {
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.3))
+        .draw()
+        .map_err(err)
+}
+
 /// At most ~10 ticks on round local times (whole minutes, hours, midnights)
 /// in `tz`, using the zone's offset at the start of the range.
 fn ticks(start: i64, end: i64, tz: Tz) -> (i64, Vec<i64>) {
@@ -191,13 +204,7 @@ pub fn render_svg(
             .map_err(err)?
             .label("least available to a request")
             .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], AVAILABLE));
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.3))
-            .draw()
-            .map_err(err)?;
+        draw_legend(&mut chart)?;
 
         for (k, panel) in panels.iter().enumerate() {
             let cap = |i: usize| buckets[i].limits.get(k).copied().unwrap_or_default();
@@ -358,13 +365,7 @@ pub fn render_capacity_svg(
                         PathElement::new(vec![(x + 7, y - 5), (x + 7, y + 5)], REFUSED)
                     });
             }
-            chart
-                .configure_series_labels()
-                .position(SeriesLabelPosition::UpperRight)
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK.mix(0.3))
-                .draw()
-                .map_err(err)?;
+            draw_legend(&mut chart)?;
         }
         root.present().map_err(err)?;
     }

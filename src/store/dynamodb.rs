@@ -129,6 +129,29 @@ impl Intercept for CountRequests {
     }
 }
 
+/// Sends one single-item write, with the placeholders' names and values and
+/// asking for the old image, in [`DynamoStore::write_request`]: `$request` is
+/// the operation's builder with its item or key, update and condition set;
+/// `$failure` wraps the operation's SDK error. The three operations are
+/// different SDK types with the same methods, hence a macro.
+macro_rules! send_write {
+    ($request:ident, $p:ident, $key:ident, $action:literal, $failure:path) => {{
+        let vals = match wire_values(&$p) {
+            Ok(v) => v,
+            Err(e) => return (Err(WriteFailure::Local(e)), $key, $action),
+        };
+        let out = $request
+            .set_expression_attribute_names($p.names_map())
+            .set_expression_attribute_values(vals)
+            .return_values(ReturnValue::AllOld)
+            .send()
+            .await
+            .map_err(|e| $failure(Box::new(e)))
+            .and_then(|o| old_image(o.attributes.as_ref()));
+        (out, $key, $action)
+    }};
+}
+
 impl DynamoStore {
     /// Loads the AWS configuration and builds the client. Sends no request.
     pub fn connect(
@@ -359,46 +382,22 @@ impl DynamoStore {
                     };
                     let mut p = Placeholders::new();
                     let cond = condition.as_ref().map(|c| p.condition(c));
-                    let vals = match wire_values(&p) {
-                        Ok(v) => v,
-                        Err(e) => return (Err(WriteFailure::Local(e)), key, "PutItem"),
-                    };
-                    let res = client
+                    let request = client
                         .put_item()
                         .table_name(table)
                         .set_item(Some(wire))
-                        .set_condition_expression(cond)
-                        .set_expression_attribute_names(p.names_map())
-                        .set_expression_attribute_values(vals)
-                        .return_values(ReturnValue::AllOld)
-                        .send()
-                        .await;
-                    let out = res
-                        .map_err(|e| WriteFailure::Put(Box::new(e)))
-                        .and_then(|o| old_image(o.attributes.as_ref()));
-                    (out, key, "PutItem")
+                        .set_condition_expression(cond);
+                    send_write!(request, p, key, "PutItem", WriteFailure::Put)
                 }
                 WriteOp::Delete { key: k, condition } => {
                     let mut p = Placeholders::new();
                     let cond = condition.as_ref().map(|c| p.condition(c));
-                    let vals = match wire_values(&p) {
-                        Ok(v) => v,
-                        Err(e) => return (Err(WriteFailure::Local(e)), key, "DeleteItem"),
-                    };
-                    let res = client
+                    let request = client
                         .delete_item()
                         .table_name(table)
                         .set_key(Some(key_to_wire(&k)))
-                        .set_condition_expression(cond)
-                        .set_expression_attribute_names(p.names_map())
-                        .set_expression_attribute_values(vals)
-                        .return_values(ReturnValue::AllOld)
-                        .send()
-                        .await;
-                    let out = res
-                        .map_err(|e| WriteFailure::Delete(Box::new(e)))
-                        .and_then(|o| old_image(o.attributes.as_ref()));
-                    (out, key, "DeleteItem")
+                        .set_condition_expression(cond);
+                    send_write!(request, p, key, "DeleteItem", WriteFailure::Delete)
                 }
                 WriteOp::Update {
                     key: k,
@@ -408,25 +407,13 @@ impl DynamoStore {
                     let mut p = Placeholders::new();
                     let update = p.update(&actions);
                     let cond = condition.as_ref().map(|c| p.condition(c));
-                    let vals = match wire_values(&p) {
-                        Ok(v) => v,
-                        Err(e) => return (Err(WriteFailure::Local(e)), key, "UpdateItem"),
-                    };
-                    let res = client
+                    let request = client
                         .update_item()
                         .table_name(table)
                         .set_key(Some(key_to_wire(&k)))
                         .set_update_expression(update)
-                        .set_condition_expression(cond)
-                        .set_expression_attribute_names(p.names_map())
-                        .set_expression_attribute_values(vals)
-                        .return_values(ReturnValue::AllOld)
-                        .send()
-                        .await;
-                    let out = res
-                        .map_err(|e| WriteFailure::Update(Box::new(e)))
-                        .and_then(|o| old_image(o.attributes.as_ref()));
-                    (out, key, "UpdateItem")
+                        .set_condition_expression(cond);
+                    send_write!(request, p, key, "UpdateItem", WriteFailure::Update)
                 }
             }
         }
@@ -825,6 +812,18 @@ impl DynamoStore {
     }
 }
 
+/// A transaction item's part: `$builder` with the placeholders' names and
+/// values, built (each part is its own SDK type with the same methods).
+macro_rules! built_with {
+    ($builder:ident, $p:ident, $build:ident) => {
+        $builder
+            .set_expression_attribute_names($p.names_map())
+            .set_expression_attribute_values(wire_values(&$p)?)
+            .build()
+            .map_err($build)?
+    };
+}
+
 impl DynamoStore {
     fn transact_item(&self, op: &WriteOp) -> Result<TransactWriteItem, StoreError> {
         let build = |e: aws_sdk_dynamodb::error::BuildError| {
@@ -834,32 +833,22 @@ impl DynamoStore {
         Ok(match op {
             WriteOp::Put { item, condition } => {
                 let cond = condition.as_ref().map(|c| p.condition(c));
+                let put = Put::builder()
+                    .table_name(&self.table)
+                    .set_item(Some(item_to_wire(item)?))
+                    .set_condition_expression(cond);
                 TransactWriteItem::builder()
-                    .put(
-                        Put::builder()
-                            .table_name(&self.table)
-                            .set_item(Some(item_to_wire(item)?))
-                            .set_condition_expression(cond)
-                            .set_expression_attribute_names(p.names_map())
-                            .set_expression_attribute_values(wire_values(&p)?)
-                            .build()
-                            .map_err(build)?,
-                    )
+                    .put(built_with!(put, p, build))
                     .build()
             }
             WriteOp::Delete { key, condition } => {
                 let cond = condition.as_ref().map(|c| p.condition(c));
+                let delete = Delete::builder()
+                    .table_name(&self.table)
+                    .set_key(Some(key_to_wire(key)))
+                    .set_condition_expression(cond);
                 TransactWriteItem::builder()
-                    .delete(
-                        Delete::builder()
-                            .table_name(&self.table)
-                            .set_key(Some(key_to_wire(key)))
-                            .set_condition_expression(cond)
-                            .set_expression_attribute_names(p.names_map())
-                            .set_expression_attribute_values(wire_values(&p)?)
-                            .build()
-                            .map_err(build)?,
-                    )
+                    .delete(built_with!(delete, p, build))
                     .build()
             }
             WriteOp::Update {
@@ -871,37 +860,31 @@ impl DynamoStore {
                 let cond = condition.as_ref().map(|c| p.condition(c));
                 match update {
                     // A transaction item must change something; a bare condition is a ConditionCheck.
-                    None => TransactWriteItem::builder()
-                        .condition_check(
-                            ConditionCheck::builder()
-                                .table_name(&self.table)
-                                .set_key(Some(key_to_wire(key)))
-                                .condition_expression(cond.unwrap_or_else(|| {
-                                    format!(
-                                        "attribute_exists({}) OR attribute_not_exists({})",
-                                        p.name("PK"),
-                                        p.name("PK")
-                                    )
-                                }))
-                                .set_expression_attribute_names(p.names_map())
-                                .set_expression_attribute_values(wire_values(&p)?)
-                                .build()
-                                .map_err(build)?,
-                        )
-                        .build(),
-                    Some(update) => TransactWriteItem::builder()
-                        .update(
-                            Update::builder()
-                                .table_name(&self.table)
-                                .set_key(Some(key_to_wire(key)))
-                                .update_expression(update)
-                                .set_condition_expression(cond)
-                                .set_expression_attribute_names(p.names_map())
-                                .set_expression_attribute_values(wire_values(&p)?)
-                                .build()
-                                .map_err(build)?,
-                        )
-                        .build(),
+                    None => {
+                        let check = ConditionCheck::builder()
+                            .table_name(&self.table)
+                            .set_key(Some(key_to_wire(key)))
+                            .condition_expression(cond.unwrap_or_else(|| {
+                                format!(
+                                    "attribute_exists({}) OR attribute_not_exists({})",
+                                    p.name("PK"),
+                                    p.name("PK")
+                                )
+                            }));
+                        TransactWriteItem::builder()
+                            .condition_check(built_with!(check, p, build))
+                            .build()
+                    }
+                    Some(update) => {
+                        let update = Update::builder()
+                            .table_name(&self.table)
+                            .set_key(Some(key_to_wire(key)))
+                            .update_expression(update)
+                            .set_condition_expression(cond);
+                        TransactWriteItem::builder()
+                            .update(built_with!(update, p, build))
+                            .build()
+                    }
                 }
             }
         })

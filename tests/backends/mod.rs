@@ -72,12 +72,7 @@ pub fn backends(tag: &str) -> Vec<Backend> {
                 "2026-12-02T10:00:00Z",
                 &["table", "create", "-n", &table, "--endpoint-url", &endpoint],
             );
-            assert_eq!(
-                created.status.code(),
-                Some(0),
-                "table create: {}",
-                describe(&created)
-            );
+            crate::common::assert_exit(&created, 0, "table create");
             out.push(b);
         }
         Some(_) => {
@@ -146,6 +141,23 @@ impl Backend {
         let mut all = args.to_vec();
         all.extend(self.flags.iter().map(String::as_str));
         all
+    }
+
+    /// `limits apply` of a manifest text to this store at `now`, which must succeed.
+    pub fn apply_at(&self, now: &str, manifest: &str) {
+        let path = crate::common::write_arg(self.dir.path(), "limits.yaml", manifest);
+        let mut args = self.with_flags(&["limits", "apply", "-f", &path]);
+        if self.endpoint.is_none() {
+            args.extend(["-n", &self.table]);
+        }
+        let out = self.run(now, &args);
+        self.assert_exit(&out, 0, "apply");
+    }
+
+    /// Asserts that `out` (of `what` on this store) exited `want`, showing
+    /// the store and the whole outcome if not.
+    pub fn assert_exit(&self, out: &Output, want: i32, what: impl std::fmt::Display) {
+        crate::common::assert_exit(out, want, format_args!("[{}] {what}", self.label));
     }
 
     /// The store itself, through the same trait the commands use.

@@ -42,6 +42,31 @@ pub fn describe(out: &Output) -> String {
     )
 }
 
+/// Asserts that `out` (of `what`) exited `want`, showing the whole outcome if not.
+#[allow(dead_code)]
+pub fn assert_exit(out: &Output, want: i32, what: impl std::fmt::Display) {
+    assert_eq!(out.status.code(), Some(want), "{what}:\n{}", describe(out));
+}
+
+/// Every command started, output captured, before any is waited for (so
+/// they race); their outputs in order.
+#[allow(dead_code)]
+pub fn run_together(cmds: impl IntoIterator<Item = Command>) -> Vec<Output> {
+    let children: Vec<std::process::Child> = cmds
+        .into_iter()
+        .map(|mut cmd| {
+            cmd.stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("spawn")
+        })
+        .collect();
+    children
+        .into_iter()
+        .map(|c| c.wait_with_output().expect("wait"))
+        .collect()
+}
+
 /// Exit code (-1 when killed by a signal), stdout and stderr as text.
 #[allow(dead_code)] // not every test binary reads outcomes
 pub fn outcome(out: Output) -> (i32, String, String) {
@@ -131,4 +156,43 @@ pub fn ok_in(dir: &std::path::Path, args: &[&str]) -> String {
     let (code, out, err) = run_in(dir, args);
     assert_eq!(code, 0, "{args:?}\n{out}\n{err}");
     out
+}
+
+/// `text` written to `name` in `dir`: its path.
+#[allow(dead_code)]
+pub fn write_in(dir: &std::path::Path, name: &str, text: impl AsRef<[u8]>) -> std::path::PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("write file");
+    path
+}
+
+/// [`write_in`], its path as a command-line argument.
+#[allow(dead_code)]
+pub fn write_arg(dir: &std::path::Path, name: &str, text: impl AsRef<[u8]>) -> String {
+    write_in(dir, name, text).display().to_string()
+}
+
+/// Whether `program --version` runs: a test that needs a tool the machine
+/// lacks says so and skips.
+#[allow(dead_code)]
+pub fn have(program: &str) -> bool {
+    Command::new(program).arg("--version").output().is_ok()
+}
+
+/// Asserts that `stream` (of `out`) contains `needle`, showing the whole outcome if not.
+fn assert_stream_has(out: &Output, stream: &[u8], needle: &str) {
+    let text = String::from_utf8_lossy(stream);
+    assert!(text.contains(needle), "{}", describe(out));
+}
+
+/// [`assert_stream_has`] on stdout.
+#[allow(dead_code)]
+pub fn assert_stdout_has(out: &Output, needle: &str) {
+    assert_stream_has(out, &out.stdout, needle);
+}
+
+/// [`assert_stream_has`] on stderr.
+#[allow(dead_code)]
+pub fn assert_stderr_has(out: &Output, needle: &str) {
+    assert_stream_has(out, &out.stderr, needle);
 }
