@@ -12,8 +12,9 @@
 //!   ([`auth`]), a request timeout, the body limit (413).
 //! * A handler ([`api`], [`cooldowns`]) parses its JSON ([`body`]: a 400
 //!   names the field), then calls one library function — `runtime::decide`,
-//!   `runtime::release`, `Cooldowns::probe`, … — on a blocking thread with a
-//!   store from the [`pool`] ([`App::blocking`]), one request at a time per
+//!   `runtime::release`, `Cooldowns::probe`, … — with a store from the
+//!   [`pool`] (on the worker for the local store, on a blocking thread for
+//!   DynamoDB: [`App::blocking`]), one request at a time per
 //!   state item in this instance ([`lanes`]), and renders the library's JSON
 //!   (`runtime::answer`, `cooldown::answer`) with camelCase keys.
 //! * Failures are typed (`RuntimeError`, `CooldownError`) and become a status

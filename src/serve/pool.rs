@@ -1,9 +1,10 @@
-//! Stores for blocking threads. The [`Store`] trait is synchronous, and the
-//! DynamoDB store blocks on a runtime of its own inside every call, so a
-//! store is only ever used on a blocking thread (`spawn_blocking`), never in
-//! an async task. A pool keeps up to `size` stores (a SQLite connection each,
-//! or a DynamoDB client each) and lends each to one call at a time; a
-//! semaphore, taken asynchronously before the blocking thread starts, keeps
+//! Stores for the server's calls. The [`Store`] trait is synchronous: the
+//! DynamoDB store blocks on a runtime of its own inside every call, so it is
+//! used on a blocking thread (`spawn_blocking`); the local store's calls are
+//! microseconds of SQLite and run on the async worker (see
+//! [`super::App::blocking`]). A pool keeps up to `size` stores (a SQLite
+//! connection each, or a DynamoDB client each) and lends each to one call at
+//! a time; a semaphore, taken asynchronously before the call starts, keeps
 //! more calls than stores waiting without occupying threads.
 
 use std::sync::{Arc, Mutex};
@@ -42,7 +43,7 @@ impl StorePool {
             .expect("the pool's semaphore is never closed")
     }
 
-    /// A store for this call (on a blocking thread: opening one may block).
+    /// A store for this call (where blocking is allowed: opening one may block).
     pub fn take(&self) -> Result<Box<dyn Store>, StoreError> {
         let idle = self.idle.lock().ok().and_then(|mut v| v.pop());
         match idle {

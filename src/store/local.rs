@@ -9,6 +9,9 @@
 //!
 //! Durability: WAL with `synchronous = NORMAL` (a commit survives a killed
 //! process; a power failure may lose the last commits, never corrupt the file).
+//! Checkpoints run in the commit that fills the log, or, for a server's
+//! stores ([`Checkpoints::Deferred`]), wherever their owner calls
+//! [`LocalStore::checkpoint`] (docs/stores.md).
 //!
 //! Concurrency: WAL journal, a busy timeout, and every write runs inside
 //! `BEGIN IMMEDIATE`, so a condition is evaluated and the write applied under
