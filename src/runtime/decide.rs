@@ -85,6 +85,16 @@ impl Request {
             holder: None,
         }
     }
+
+    /// A bare request, or `None` when a hold's TTL or holder is given with a
+    /// mode that holds nothing (only reserve holds); each front end refuses
+    /// that in the words of its own flags or fields.
+    pub fn checked(mode: Mode, ttl_given: bool, holder_given: bool) -> Option<Request> {
+        if mode != Mode::Reserve && (ttl_given || holder_given) {
+            return None;
+        }
+        Some(Request::new(mode))
+    }
 }
 
 /// One limit of the level in the answer.
@@ -310,12 +320,7 @@ fn check_request(level: &ResolvedLevel, req: &Request) -> Result<(), RuntimeErro
                 known: level.names(),
             });
         }
-        if cost > MAX_COST {
-            return Err(RuntimeError::CostTooLarge {
-                name: name.clone(),
-                cost,
-            });
-        }
+        check_cost(name, cost)?;
     }
     if let Some(ttl) = req.ttl_seconds {
         check_ttl("the reservation's TTL", ttl)?;
@@ -326,6 +331,18 @@ fn check_request(level: &ResolvedLevel, req: &Request) -> Result<(), RuntimeErro
                 max: MAX_HOLDER_LEN,
             });
         }
+    }
+    Ok(())
+}
+
+/// A cost of one limit: at most [`MAX_COST`] whole units, for acquire and
+/// commit alike.
+fn check_cost(name: &str, cost: u64) -> Result<(), RuntimeError> {
+    if cost > MAX_COST {
+        return Err(RuntimeError::CostTooLarge {
+            name: name.to_string(),
+            cost,
+        });
     }
     Ok(())
 }
@@ -633,12 +650,7 @@ pub fn close(
                 },
             });
         }
-        if cost > MAX_COST {
-            return Err(RuntimeError::CostTooLarge {
-                name: name.clone(),
-                cost,
-            });
-        }
+        check_cost(name, cost)?;
     }
     let mut next = current.clone();
     next.holds.remove(&id.token);
@@ -859,6 +871,20 @@ mod tests {
             }
             Ok(c)
         }
+    }
+
+    #[test]
+    fn only_a_reservation_takes_a_ttl_or_holder() {
+        assert_eq!(
+            Request::checked(Mode::Reserve, true, true),
+            Some(Request::new(Mode::Reserve))
+        );
+        assert_eq!(
+            Request::checked(Mode::Consume, false, false),
+            Some(Request::new(Mode::Consume))
+        );
+        assert_eq!(Request::checked(Mode::Consume, true, false), None);
+        assert_eq!(Request::checked(Mode::Preview, false, true), None);
     }
 
     #[test]
