@@ -53,6 +53,32 @@ fn reparses_to<E>(rendered: &Result<String, E>, spec: &CronSpec) -> bool {
         .is_some_and(|s| same_meaning(&s, spec))
 }
 
+/// Our parse of case `c` against the reference's verdict (`ok`): the spec
+/// when both accept; `None` when both refuse, or when they disagree, which is
+/// noted in `failures` under `what`.
+fn both_accept<E: std::fmt::Display>(
+    what: &str,
+    ours: Result<CronSpec, E>,
+    c: &Value,
+    failures: &mut Vec<String>,
+) -> Option<CronSpec> {
+    match (c["ok"].as_bool().expect("ok"), ours) {
+        (false, Err(_)) => None,
+        (false, Ok(_)) => {
+            failures.push(format!(
+                "{what}: accepted, reference rejects: {}",
+                c["error"]
+            ));
+            None
+        }
+        (true, Err(e)) => {
+            failures.push(format!("{what}: rejected ({e}), reference accepts"));
+            None
+        }
+        (true, Ok(s)) => Some(s),
+    }
+}
+
 #[test]
 fn parse_section_agrees() {
     let v = vectors();
@@ -63,23 +89,8 @@ fn parse_section_agrees() {
         let ours = zone(tz)
             .map_err(|e| e.to_string())
             .and_then(|_| CronSpec::parse(cron).map_err(|e| e.to_string()));
-        let ok = c["ok"].as_bool().expect("ok");
-        let spec = match (ok, ours) {
-            (false, Err(_)) => return,
-            (false, Ok(_)) => {
-                failures.push(format!(
-                    "{cron:?} in {tz}: accepted, reference rejects: {}",
-                    c["error"]
-                ));
-                return;
-            }
-            (true, Err(e)) => {
-                failures.push(format!(
-                    "{cron:?} in {tz}: rejected ({e}), reference accepts"
-                ));
-                return;
-            }
-            (true, Ok(s)) => s,
+        let Some(spec) = both_accept(&format!("{cron:?} in {tz}"), ours, c, failures) else {
+            return;
         };
         let [mi, h, d, mo, w] = spec.field_values();
         let want = [
@@ -548,17 +559,8 @@ fn extra_parse_agrees() {
     each_case(&v, "parse", 1, |c, failures| {
         let cron = c["cron"].as_str().expect("cron");
         let ours = CronSpec::parse(cron);
-        let spec = match (c["ok"].as_bool().expect("ok"), ours) {
-            (false, Err(_)) => return,
-            (false, Ok(_)) => {
-                failures.push(format!("{cron:?}: accepted, reference: {}", c["error"]));
-                return;
-            }
-            (true, Err(e)) => {
-                failures.push(format!("{cron:?}: rejected ({e}), reference accepts"));
-                return;
-            }
-            (true, Ok(s)) => s,
+        let Some(spec) = both_accept(&format!("{cron:?}"), ours, c, failures) else {
+            return;
         };
         valid += 1;
         let want: Vec<u64> = c["sets"]
