@@ -347,6 +347,15 @@ fn check_cost(name: &str, cost: u64) -> Result<(), RuntimeError> {
     Ok(())
 }
 
+/// Reservation `id` cannot be closed or extended, and why.
+fn not_open(id: &ReservationId, namespace: &str, why: String) -> RuntimeError {
+    RuntimeError::NotOpen {
+        id: id.to_string(),
+        namespace: namespace.to_string(),
+        why,
+    }
+}
+
 /// A hold's TTL: 1 to 3600 seconds.
 pub fn check_ttl(what: &'static str, seconds: i64) -> Result<(), RuntimeError> {
     if (1..=3600).contains(&seconds) {
@@ -609,11 +618,6 @@ pub fn close(
     namespace: &str,
     now: i64,
 ) -> Result<(Closure, Option<RuntimeState>), RuntimeError> {
-    let not_open = |why: String| RuntimeError::NotOpen {
-        id: id.to_string(),
-        namespace: namespace.to_string(),
-        why,
-    };
     let Some(hold) = current.holds.get(&id.token) else {
         if let Some(c) = current.closed.get(&id.token).filter(|c| c.expires_at > now) {
             return Ok((
@@ -628,14 +632,20 @@ pub fn close(
             ));
         }
         return Err(not_open(
+            id,
+            namespace,
             "no such reservation here: it was never made, or it expired or was closed long enough ago to be forgotten (an expired hold's slot is free again)".into(),
         ));
     };
     if hold.expires_at <= now {
-        return Err(not_open(format!(
-            "it expired at {} ms (epoch); its slot is free again and its work is no longer covered: reserve again",
-            hold.expires_at
-        )));
+        return Err(not_open(
+            id,
+            namespace,
+            format!(
+                "it expired at {} ms (epoch); its slot is free again and its work is no longer covered: reserve again",
+                hold.expires_at
+            ),
+        ));
     }
     for (name, &cost) in costs {
         if !hold.counted.contains_key(name) {
@@ -709,28 +719,29 @@ pub fn extend(
     now: i64,
 ) -> Result<(Extended, RuntimeState), RuntimeError> {
     check_ttl("--ttl", ttl_seconds)?;
-    let not_open = |why: String| RuntimeError::NotOpen {
-        id: id.to_string(),
-        namespace: namespace.to_string(),
-        why,
-    };
     let hold = match current.holds.get(&id.token) {
         Some(h) if h.expires_at > now => h,
         Some(h) => {
-            return Err(not_open(format!(
-                "it expired at {} ms (epoch), so a heartbeat cannot revive it: reserve again",
-                h.expires_at
-            )))
+            return Err(not_open(
+                id,
+                namespace,
+                format!(
+                    "it expired at {} ms (epoch), so a heartbeat cannot revive it: reserve again",
+                    h.expires_at
+                ),
+            ))
         }
         None => match current.closed.get(&id.token) {
             Some(c) => {
-                return Err(not_open(format!(
-                    "it was {} at {} ms (epoch)",
-                    c.how.as_str(),
-                    c.at
-                )))
+                return Err(not_open(
+                    id,
+                    namespace,
+                    format!("it was {} at {} ms (epoch)", c.how.as_str(), c.at),
+                ))
             }
             None => return Err(not_open(
+                id,
+                namespace,
                 "no such reservation here: it was never made, or it expired or was closed long ago"
                     .into(),
             )),
