@@ -36,6 +36,7 @@
 use chrono::{DateTime, NaiveDate, NaiveTime, Weekday};
 
 use crate::civil::MAX_EPOCH_MS;
+use crate::decimal::{split_sign, Decimal};
 
 /// Milliseconds since the Unix epoch (UTC).
 pub type EpochMs = i64;
@@ -347,43 +348,21 @@ fn seconds_to_ms(text: &str) -> Result<i64, NumError> {
 /// A decimal number (JSON number syntax) × 10^`shift`, rounded up to an
 /// integer. Exact: no floating point is involved.
 fn decimal_ceil(text: &str, shift: i64) -> Result<i64, NumError> {
-    let (negative, body) = match text.as_bytes().first() {
-        Some(b'-') => (true, &text[1..]),
-        Some(b'+') => (false, &text[1..]),
-        _ => (false, text),
-    };
     if matches!(
-        body.to_ascii_lowercase().as_str(),
+        split_sign(text).1.to_ascii_lowercase().as_str(),
         "inf" | "infinity" | "nan"
     ) {
         return Err(NumError::NonFinite);
     }
-    let (mantissa, exponent) = match body.find(['e', 'E']) {
-        Some(i) => (&body[..i], Some(&body[i + 1..])),
-        None => (body, None),
-    };
-    let (int_part, frac_part) = match mantissa.find('.') {
-        Some(i) => (&mantissa[..i], &mantissa[i + 1..]),
-        None => (mantissa, ""),
-    };
-    let all_digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
-    if (int_part.is_empty() && frac_part.is_empty())
-        || !all_digits(int_part)
-        || !all_digits(frac_part)
-    {
-        return Err(NumError::Syntax);
-    }
+    let Decimal {
+        negative,
+        int_part,
+        frac_part,
+        exponent,
+    } = Decimal::split(text).ok_or(NumError::Syntax)?;
     let exp: i64 = match exponent {
         None => 0,
-        Some(e) => {
-            let (neg, digits) = match e.as_bytes().first() {
-                Some(b'-') => (true, &e[1..]),
-                Some(b'+') => (false, &e[1..]),
-                _ => (false, e),
-            };
-            if digits.is_empty() || !all_digits(digits) {
-                return Err(NumError::Syntax);
-            }
+        Some((neg, digits)) => {
             // Saturate: anything beyond ±10^6 is far outside every range we accept.
             let magnitude: i64 = digits.trim_start_matches('0').parse().unwrap_or(1_000_000);
             let magnitude = magnitude.min(1_000_000);
@@ -432,11 +411,7 @@ fn decimal_ceil(text: &str, shift: i64) -> Result<i64, NumError> {
 /// nanoseconds as an integer.
 fn go_duration_ms(text: &str) -> Result<i64, NumError> {
     const NS_PER_MS: i128 = 1_000_000;
-    let (negative, mut rest) = match text.as_bytes().first() {
-        Some(b'-') => (true, &text[1..]),
-        Some(b'+') => (false, &text[1..]),
-        _ => (false, text),
-    };
+    let (negative, mut rest) = split_sign(text);
     if rest == "0" {
         return Ok(0);
     }

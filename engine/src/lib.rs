@@ -11,6 +11,7 @@ pub mod civil;
 pub mod concurrency;
 pub mod cooldown;
 pub mod cron;
+pub mod decimal;
 pub mod duration;
 pub mod encoding;
 pub mod limit;

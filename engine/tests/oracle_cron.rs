@@ -12,7 +12,7 @@
 
 mod oracle_fixture;
 
-use oracle_fixture::section;
+use oracle_fixture::{assert_agrees, each_case};
 
 use serde_json::Value;
 use zae_limiter_engine::cron::CronSpec;
@@ -40,16 +40,6 @@ fn list(v: &Value) -> Vec<u32> {
         .collect()
 }
 
-/// Fails with every disagreement collected by a section's test, one a line.
-fn assert_agrees(failures: &[String]) {
-    assert!(
-        failures.is_empty(),
-        "{} disagreements:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
-}
-
 fn same_meaning(a: &CronSpec, b: &CronSpec) -> bool {
     a == b
 }
@@ -63,35 +53,44 @@ fn reparses_to<E>(rendered: &Result<String, E>, spec: &CronSpec) -> bool {
         .is_some_and(|s| same_meaning(&s, spec))
 }
 
+/// Our parse of case `c` against the reference's verdict (`ok`): the spec
+/// when both accept; `None` when both refuse, or when they disagree, which is
+/// noted in `failures` under `what`.
+fn both_accept<E: std::fmt::Display>(
+    what: &str,
+    ours: Result<CronSpec, E>,
+    c: &Value,
+    failures: &mut Vec<String>,
+) -> Option<CronSpec> {
+    match (c["ok"].as_bool().expect("ok"), ours) {
+        (false, Err(_)) => None,
+        (false, Ok(_)) => {
+            failures.push(format!(
+                "{what}: accepted, reference rejects: {}",
+                c["error"]
+            ));
+            None
+        }
+        (true, Err(e)) => {
+            failures.push(format!("{what}: rejected ({e}), reference accepts"));
+            None
+        }
+        (true, Ok(s)) => Some(s),
+    }
+}
+
 #[test]
 fn parse_section_agrees() {
     let v = vectors();
-    let cases = section(&v, "parse", 400);
     let (mut b5, mut b6, mut b7) = (0, 0, 0);
-    let mut failures = Vec::new();
-    for c in cases {
+    each_case(&v, "parse", 400, |c, failures| {
         let cron = c["cron"].as_str().expect("cron");
         let tz = c["tz"].as_str().expect("tz");
         let ours = zone(tz)
             .map_err(|e| e.to_string())
             .and_then(|_| CronSpec::parse(cron).map_err(|e| e.to_string()));
-        let ok = c["ok"].as_bool().expect("ok");
-        let spec = match (ok, ours) {
-            (false, Err(_)) => continue,
-            (false, Ok(_)) => {
-                failures.push(format!(
-                    "{cron:?} in {tz}: accepted, reference rejects: {}",
-                    c["error"]
-                ));
-                continue;
-            }
-            (true, Err(e)) => {
-                failures.push(format!(
-                    "{cron:?} in {tz}: rejected ({e}), reference accepts"
-                ));
-                continue;
-            }
-            (true, Ok(s)) => s,
+        let Some(spec) = both_accept(&format!("{cron:?} in {tz}"), ours, c, failures) else {
+            return;
         };
         let [mi, h, d, mo, w] = spec.field_values();
         let want = [
@@ -103,14 +102,14 @@ fn parse_section_agrees() {
         ];
         if [mi, h, d, mo, w] != want || spec.day_and != c["day_and"].as_bool().expect("day_and") {
             failures.push(format!("{cron:?}: sets or day_and differ: {spec:?}"));
-            continue;
+            return;
         }
         // Encoded reset form.
         let enc = match encode_reset(&[cron]) {
             Ok(e) => e,
             Err(e) => {
                 failures.push(format!("{cron:?}: encode_reset failed: {e}"));
-                continue;
+                return;
             }
         };
         match c["encoded"].as_str() {
@@ -193,8 +192,7 @@ fn parse_section_agrees() {
                 }
             }
         }
-    }
-    assert_agrees(&failures);
+    });
     assert!(
         b5 > 0 && b6 > 0 && b7 > 0,
         "documented-fix cases exercised: B5 {b5}, B6 {b6}, B7 {b7}"
@@ -204,9 +202,7 @@ fn parse_section_agrees() {
 #[test]
 fn match_section_agrees() {
     let v = vectors();
-    let cases = section(&v, "match", 2000);
-    let mut failures = Vec::new();
-    for c in cases {
+    each_case(&v, "match", 2000, |c, failures| {
         let cron = c["cron"].as_str().expect("cron");
         let tz = zone(c["tz"].as_str().expect("tz")).expect("match vectors use valid zones");
         let spec = CronSpec::parse(cron).expect("match vectors use valid crons");
@@ -218,8 +214,7 @@ fn match_section_agrees() {
                 c["tz"], c["local"]
             ));
         }
-    }
-    assert_agrees(&failures);
+    });
 }
 
 /// A reference `ScheduleEntry` as JSON → (cron, modifier).
@@ -313,13 +308,33 @@ fn check_render(compact: &str, reference: &str) -> Result<(), String> {
     }
 }
 
+/// Our encoding `got` against the reference's `want`, then `want` read back by
+/// `decode` against the reference's decoding (`c["decoded"]`); disagreements
+/// are noted in `failures`. False when the encodings differ.
+fn encodes_as<E: std::fmt::Debug, D: std::fmt::Debug>(
+    what: &str,
+    got: &Result<String, E>,
+    want: &str,
+    decode: fn(&str) -> Result<Vec<Entry>, D>,
+    c: &Value,
+    failures: &mut Vec<String>,
+) -> bool {
+    if got.as_deref().ok() != Some(want) {
+        failures.push(format!("{what}: ours {got:?}"));
+        return false;
+    }
+    match decode(want) {
+        Ok(d) if decoded_json(&d) == reference_decoded(&c["decoded"]) => {}
+        other => failures.push(format!("{what}: decoded {other:?}")),
+    }
+    true
+}
+
 #[test]
 fn encoding_section_agrees() {
     let v = vectors();
-    let cases = section(&v, "encoding", 100);
-    let mut failures = Vec::new();
     let mut b5 = 0;
-    for c in cases {
+    each_case(&v, "encoding", 100, |c, failures| {
         let what = c.to_string();
         match c["fn"].as_str().expect("fn") {
             "encode" => {
@@ -340,16 +355,11 @@ fn encoding_section_agrees() {
                             "{what}: reference error not explained by mixed zones"
                         ));
                     }
-                    continue;
+                    return;
                 }
                 let want = c["result"][0].as_str().expect("result");
-                if got.as_deref() != Ok(want) {
-                    failures.push(format!("{what}: ours {got:?}"));
-                    continue;
-                }
-                match decode_schedule(want) {
-                    Ok(d) if decoded_json(&d) == reference_decoded(&c["decoded"]) => {}
-                    other => failures.push(format!("{what}: decoded {other:?}")),
+                if !encodes_as(&what, &got, want, decode_schedule, c, failures) {
+                    return;
                 }
                 let parts: Vec<&str> = want[1..].split(';').collect();
                 for (part, named) in parts
@@ -383,16 +393,9 @@ fn encoding_section_agrees() {
                     {
                         failures.push(format!("{what}: B5 fix: ours {got:?} / {readable:?}"));
                     }
-                    continue;
+                    return;
                 }
-                if got.as_deref() != Ok(want) {
-                    failures.push(format!("{what}: ours {got:?}"));
-                    continue;
-                }
-                match decode_reset(want) {
-                    Ok(d) if decoded_json(&d) == reference_decoded(&c["decoded"]) => {}
-                    other => failures.push(format!("{what}: decoded {other:?}")),
-                }
+                encodes_as(&what, &got, want, decode_reset, c, failures);
             }
             f @ ("decode" | "decode_reset") => {
                 let compact = c["compact"].as_str().expect("compact");
@@ -425,18 +428,15 @@ fn encoding_section_agrees() {
             }
             other => failures.push(format!("unknown fn {other}")),
         }
-    }
-    assert_agrees(&failures);
+    });
     assert!(b5 > 0, "B5 encode_reset case exercised");
 }
 
 #[test]
 fn entries_section_agrees() {
     let v = vectors();
-    let cases = section(&v, "entries", 1);
     let mut checked = 0;
-    let mut failures = Vec::new();
-    for c in cases {
+    each_case(&v, "entries", 1, |c, failures| {
         let what = c.to_string();
         let args = &c["args"];
         let ok = c["ok"].as_bool().expect("ok");
@@ -449,7 +449,7 @@ fn entries_section_agrees() {
                     .iter()
                     .any(|k| args[*k].is_f64() || args[*k].is_boolean())
                 {
-                    continue;
+                    return;
                 }
                 let scale = match &args["scale"] {
                     Value::Null => None,
@@ -489,9 +489,8 @@ fn entries_section_agrees() {
             // A reset entry carrying a scale cannot be built in the typed API.
             _ => {}
         }
-    }
+    });
     assert!(checked >= 20, "checked {checked} entry cases");
-    assert_agrees(&failures);
 }
 
 /// Every zone name the reference accepts is accepted, and its UTC offset
@@ -566,23 +565,12 @@ fn extra() -> Value {
 #[test]
 fn extra_parse_agrees() {
     let v = extra();
-    let cases = section(&v, "parse", 1);
-    let mut failures = Vec::new();
     let mut valid = 0;
-    for c in cases {
+    each_case(&v, "parse", 1, |c, failures| {
         let cron = c["cron"].as_str().expect("cron");
         let ours = CronSpec::parse(cron);
-        let spec = match (c["ok"].as_bool().expect("ok"), ours) {
-            (false, Err(_)) => continue,
-            (false, Ok(_)) => {
-                failures.push(format!("{cron:?}: accepted, reference: {}", c["error"]));
-                continue;
-            }
-            (true, Err(e)) => {
-                failures.push(format!("{cron:?}: rejected ({e}), reference accepts"));
-                continue;
-            }
-            (true, Ok(s)) => s,
+        let Some(spec) = both_accept(&format!("{cron:?}"), ours, c, failures) else {
+            return;
         };
         valid += 1;
         let want: Vec<u64> = c["sets"]
@@ -603,7 +591,7 @@ fn extra_parse_agrees() {
                 "{cron:?}: sets {got:?} / {}, reference {want:?} / {}",
                 spec.day_and, c["day_and"]
             ));
-            continue;
+            return;
         }
         let enc = encode_reset(&[cron]).expect("a parsed pattern encodes");
         let enc_scale =
@@ -647,18 +635,15 @@ fn extra_parse_agrees() {
                 }
             }
         }
-    }
+    });
     assert!(valid > 1000, "{valid} valid patterns");
-    assert_agrees(&failures);
 }
 
 /// Random stored strings: decode, decode_reset and to_cron agree (B6 aside).
 #[test]
 fn extra_decode_agrees() {
     let v = extra();
-    let cases = section(&v, "decode", 1);
-    let mut failures = Vec::new();
-    for c in cases {
+    each_case(&v, "decode", 1, |c, failures| {
         let s = c["compact"].as_str().expect("compact");
         for (name, got) in [
             ("decode", decode_schedule(s)),
@@ -688,6 +673,5 @@ fn extra_decode_agrees() {
                 }
             }
         }
-    }
-    assert_agrees(&failures);
+    });
 }

@@ -27,12 +27,11 @@ pub fn run(a: AcquireArgs) -> Result<i32, CliError> {
         AcquireMode::Preview => Mode::Preview,
         AcquireMode::Reserve => Mode::Reserve,
     };
-    if mode != Mode::Reserve && (a.ttl.is_some() || a.holder.is_some()) {
-        return Err(CliError::Usage(
+    let mut req = Request::checked(mode, a.ttl.is_some(), a.holder.is_some()).ok_or_else(|| {
+        CliError::Usage(
             "--ttl and --holder go with --mode reserve (a consume or preview holds nothing)".into(),
-        ));
-    }
-    let mut req = Request::new(mode);
+        )
+    })?;
     req.costs = parse_costs(&a.costs)?;
     req.ttl_seconds = a
         .ttl

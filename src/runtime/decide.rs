@@ -85,6 +85,16 @@ impl Request {
             holder: None,
         }
     }
+
+    /// A bare request, or `None` when a hold's TTL or holder is given with a
+    /// mode that holds nothing (only reserve holds); each front end refuses
+    /// that in the words of its own flags or fields.
+    pub fn checked(mode: Mode, ttl_given: bool, holder_given: bool) -> Option<Request> {
+        if mode != Mode::Reserve && (ttl_given || holder_given) {
+            return None;
+        }
+        Some(Request::new(mode))
+    }
 }
 
 /// One limit of the level in the answer.
@@ -310,12 +320,7 @@ fn check_request(level: &ResolvedLevel, req: &Request) -> Result<(), RuntimeErro
                 known: level.names(),
             });
         }
-        if cost > MAX_COST {
-            return Err(RuntimeError::CostTooLarge {
-                name: name.clone(),
-                cost,
-            });
-        }
+        check_cost(name, cost)?;
     }
     if let Some(ttl) = req.ttl_seconds {
         check_ttl("the reservation's TTL", ttl)?;
@@ -328,6 +333,27 @@ fn check_request(level: &ResolvedLevel, req: &Request) -> Result<(), RuntimeErro
         }
     }
     Ok(())
+}
+
+/// A cost of one limit: at most [`MAX_COST`] whole units, for acquire and
+/// commit alike.
+fn check_cost(name: &str, cost: u64) -> Result<(), RuntimeError> {
+    if cost > MAX_COST {
+        return Err(RuntimeError::CostTooLarge {
+            name: name.to_string(),
+            cost,
+        });
+    }
+    Ok(())
+}
+
+/// Reservation `id` cannot be closed or extended, and why.
+fn not_open(id: &ReservationId, namespace: &str, why: String) -> RuntimeError {
+    RuntimeError::NotOpen {
+        id: id.to_string(),
+        namespace: namespace.to_string(),
+        why,
+    }
 }
 
 /// A hold's TTL: 1 to 3600 seconds.
@@ -592,11 +618,6 @@ pub fn close(
     namespace: &str,
     now: i64,
 ) -> Result<(Closure, Option<RuntimeState>), RuntimeError> {
-    let not_open = |why: String| RuntimeError::NotOpen {
-        id: id.to_string(),
-        namespace: namespace.to_string(),
-        why,
-    };
     let Some(hold) = current.holds.get(&id.token) else {
         if let Some(c) = current.closed.get(&id.token).filter(|c| c.expires_at > now) {
             return Ok((
@@ -611,14 +632,20 @@ pub fn close(
             ));
         }
         return Err(not_open(
+            id,
+            namespace,
             "no such reservation here: it was never made, or it expired or was closed long enough ago to be forgotten (an expired hold's slot is free again)".into(),
         ));
     };
     if hold.expires_at <= now {
-        return Err(not_open(format!(
-            "it expired at {} ms (epoch); its slot is free again and its work is no longer covered: reserve again",
-            hold.expires_at
-        )));
+        return Err(not_open(
+            id,
+            namespace,
+            format!(
+                "it expired at {} ms (epoch); its slot is free again and its work is no longer covered: reserve again",
+                hold.expires_at
+            ),
+        ));
     }
     for (name, &cost) in costs {
         if !hold.counted.contains_key(name) {
@@ -633,12 +660,7 @@ pub fn close(
                 },
             });
         }
-        if cost > MAX_COST {
-            return Err(RuntimeError::CostTooLarge {
-                name: name.clone(),
-                cost,
-            });
-        }
+        check_cost(name, cost)?;
     }
     let mut next = current.clone();
     next.holds.remove(&id.token);
@@ -697,28 +719,29 @@ pub fn extend(
     now: i64,
 ) -> Result<(Extended, RuntimeState), RuntimeError> {
     check_ttl("--ttl", ttl_seconds)?;
-    let not_open = |why: String| RuntimeError::NotOpen {
-        id: id.to_string(),
-        namespace: namespace.to_string(),
-        why,
-    };
     let hold = match current.holds.get(&id.token) {
         Some(h) if h.expires_at > now => h,
         Some(h) => {
-            return Err(not_open(format!(
-                "it expired at {} ms (epoch), so a heartbeat cannot revive it: reserve again",
-                h.expires_at
-            )))
+            return Err(not_open(
+                id,
+                namespace,
+                format!(
+                    "it expired at {} ms (epoch), so a heartbeat cannot revive it: reserve again",
+                    h.expires_at
+                ),
+            ))
         }
         None => match current.closed.get(&id.token) {
             Some(c) => {
-                return Err(not_open(format!(
-                    "it was {} at {} ms (epoch)",
-                    c.how.as_str(),
-                    c.at
-                )))
+                return Err(not_open(
+                    id,
+                    namespace,
+                    format!("it was {} at {} ms (epoch)", c.how.as_str(), c.at),
+                ))
             }
             None => return Err(not_open(
+                id,
+                namespace,
                 "no such reservation here: it was never made, or it expired or was closed long ago"
                     .into(),
             )),
@@ -859,6 +882,20 @@ mod tests {
             }
             Ok(c)
         }
+    }
+
+    #[test]
+    fn only_a_reservation_takes_a_ttl_or_holder() {
+        assert_eq!(
+            Request::checked(Mode::Reserve, true, true),
+            Some(Request::new(Mode::Reserve))
+        );
+        assert_eq!(
+            Request::checked(Mode::Consume, false, false),
+            Some(Request::new(Mode::Consume))
+        );
+        assert_eq!(Request::checked(Mode::Consume, true, false), None);
+        assert_eq!(Request::checked(Mode::Preview, false, true), None);
     }
 
     #[test]

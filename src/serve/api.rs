@@ -69,15 +69,15 @@ impl CheckBody {
             ModeField::Preview => Mode::Preview,
             ModeField::Reserve => Mode::Reserve,
         };
-        if mode != Mode::Reserve && (self.ttl_seconds.is_some() || self.holder.is_some()) {
-            return Err(ApiError::BadRequest(
-                "ttlSeconds and holder go with \"mode\": \"reserve\" (a consume or preview holds nothing)".into(),
-            ));
-        }
+        let mut req = Request::checked(mode, self.ttl_seconds.is_some(), self.holder.is_some())
+            .ok_or_else(|| {
+                ApiError::BadRequest(
+                    "ttlSeconds and holder go with \"mode\": \"reserve\" (a consume or preview holds nothing)".into(),
+                )
+            })?;
         if let Some(s) = self.ttl_seconds {
             runtime::decide::check_ttl("ttlSeconds", s)?;
         }
-        let mut req = Request::new(mode);
         req.costs = self.cost;
         req.ttl_seconds = self.ttl_seconds;
         req.holder = self.holder;

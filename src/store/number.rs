@@ -6,6 +6,8 @@
 
 use std::cmp::Ordering;
 
+use zae_limiter_engine::decimal::Decimal;
+
 /// A parsed decimal: `sign × 0.d1d2d3… × 10^exp` with no leading or trailing
 /// zero digit (`digits` empty means zero), so equal values have equal forms.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,40 +27,22 @@ impl Number {
     pub fn parse(text: &str) -> Result<Number, NotANumber> {
         let bad = || NotANumber(text.to_string());
         let s = text.trim();
-        let (negative, rest) = match s.as_bytes().first() {
-            Some(b'-') => (true, &s[1..]),
-            Some(b'+') => (false, &s[1..]),
-            _ => (false, s),
-        };
-        let (mantissa, exponent) = match rest.find(['e', 'E']) {
-            Some(i) => (&rest[..i], Some(&rest[i + 1..])),
-            None => (rest, None),
-        };
-        let (int_part, frac_part) = match mantissa.find('.') {
-            Some(i) => (&mantissa[..i], &mantissa[i + 1..]),
-            None => (mantissa, ""),
-        };
-        if int_part.is_empty() && frac_part.is_empty() {
-            return Err(bad());
-        }
-        if !int_part
-            .bytes()
-            .chain(frac_part.bytes())
-            .all(|b| b.is_ascii_digit())
-        {
-            return Err(bad());
-        }
+        let Decimal {
+            negative,
+            int_part,
+            frac_part,
+            exponent,
+        } = Decimal::split(s).ok_or_else(bad)?;
         let exp10: i64 = match exponent {
             None => 0,
-            Some(e) => {
-                let digits = e.strip_prefix(['+', '-']).unwrap_or(e);
-                if digits.is_empty()
-                    || digits.len() > 6
-                    || !digits.bytes().all(|b| b.is_ascii_digit())
-                {
-                    return Err(bad());
+            Some((_, digits)) if digits.len() > 6 => return Err(bad()),
+            Some((neg, digits)) => {
+                let magnitude: i64 = digits.parse().map_err(|_| bad())?;
+                if neg {
+                    -magnitude
+                } else {
+                    magnitude
                 }
-                e.parse::<i64>().map_err(|_| bad())?
             }
         };
         let mut digits: Vec<u8> = int_part

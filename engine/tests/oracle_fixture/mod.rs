@@ -21,3 +21,31 @@ pub fn section<'a>(v: &'a Value, name: &str, min: usize) -> &'a Vec<Value> {
     );
     cases
 }
+
+/// Fails with every disagreement collected by a section's test, one a line.
+#[allow(dead_code)] // not every oracle test collects disagreements
+pub fn assert_agrees(failures: &[String]) {
+    assert!(
+        failures.is_empty(),
+        "{} disagreements:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// Runs `check` on every case of section `name` (at least `min` of them); it
+/// notes each disagreement in the list it is given, and the test then fails
+/// with all of them at once rather than at the first.
+#[allow(dead_code)] // not every oracle test collects disagreements
+pub fn each_case(
+    v: &Value,
+    name: &str,
+    min: usize,
+    mut check: impl FnMut(&Value, &mut Vec<String>),
+) {
+    let mut failures = Vec::new();
+    for c in section(v, name, min) {
+        check(c, &mut failures);
+    }
+    assert_agrees(&failures);
+}
