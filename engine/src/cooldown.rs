@@ -363,8 +363,14 @@ fn decimal_ceil(text: &str, shift: i64) -> Result<i64, NumError> {
     let exp: i64 = match exponent {
         None => 0,
         Some((neg, digits)) => {
-            // Saturate: anything beyond ±10^6 is far outside every range we accept.
-            let magnitude: i64 = digits.trim_start_matches('0').parse().unwrap_or(1_000_000);
+            // Saturate: anything beyond ±10^6 is far outside every range we
+            // accept. All zeros ("5e0", "5e-00") is an exponent of 0.
+            let significant = digits.trim_start_matches('0');
+            let magnitude: i64 = if significant.is_empty() {
+                0
+            } else {
+                significant.parse().unwrap_or(1_000_000)
+            };
             let magnitude = magnitude.min(1_000_000);
             if neg {
                 -magnitude
@@ -881,6 +887,10 @@ mod tests {
         assert_eq!(seconds_to_ms("202825.0"), Ok(202_825_000));
         assert_eq!(seconds_to_ms("1e-9"), Ok(1));
         assert_eq!(seconds_to_ms("1E3"), Ok(1_000_000));
+        assert_eq!(seconds_to_ms("5e0"), Ok(5000));
+        assert_eq!(seconds_to_ms("1.5E+00"), Ok(1500));
+        assert_eq!(seconds_to_ms("2e-0"), Ok(2000));
+        assert_eq!(seconds_to_ms("1e0000001"), Ok(10_000));
         assert_eq!(seconds_to_ms("-0"), Ok(0));
         assert_eq!(seconds_to_ms("-1"), Err(NumError::Negative));
         assert_eq!(seconds_to_ms("-0.001"), Err(NumError::Negative));
