@@ -1200,3 +1200,37 @@ fn the_local_stores_log_is_checkpointed_off_the_request_path() {
         server.stderr()
     );
 }
+
+/// `/healthz` has a store of its own: it answers while every pooled store
+/// waits for the write lock another process holds (six checks, four pooled
+/// stores), instead of queueing behind them until their busy timeout.
+#[test]
+fn healthz_answers_while_the_checks_wait_for_a_lock_another_process_holds() {
+    let b = backends::local();
+    apply(&b, &window_level("search", 1_000));
+    let server = Server::with_token(&b);
+    let holder = rusqlite::Connection::open(b.local.as_ref().expect("a local store")).unwrap();
+    holder.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let done = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for t in 0..6 {
+            let (server, done) = (&server, &done);
+            s.spawn(move || {
+                let body = check_body(&format!("tenant-{t}"), "search", "consume");
+                let r = server.ok(&agent(), "/v1/checks", body);
+                assert_eq!(r["allowed"], true, "{r}");
+                done.fetch_add(1, Ordering::SeqCst);
+            });
+        }
+        // Let the checks reach the lock (were they slower, the health check
+        // would only be easier).
+        std::thread::sleep(Duration::from_millis(300));
+        let health = server.get(&agent(), "/healthz");
+        assert_eq!(health.status, 200, "{}", health.text);
+        assert_eq!(health.json["status"], "ok", "{}", health.text);
+        // The lock is still held, so no check can have been decided yet.
+        assert_eq!(done.load(Ordering::SeqCst), 0);
+        holder.execute_batch("COMMIT").unwrap();
+    });
+    assert_eq!(done.into_inner(), 6);
+}

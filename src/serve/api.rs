@@ -287,7 +287,7 @@ pub async fn limits(
 /// registered (read afresh, never from the cache), else 503.
 pub async fn healthz(State(app): State<Arc<App>>) -> Result<Json<Value>, ApiError> {
     let doc = app
-        .blocking(None, |app, store| {
+        .health(|app, store| {
             let ns = runtime::namespace_id(store, &app.settings.namespace)?;
             Ok(json!({
                 "version": 1,

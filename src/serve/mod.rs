@@ -124,18 +124,44 @@ impl App {
             None => None,
         };
         let permit = self.pool.permit().await;
+        self.run((guard, permit), |app| app.with_store(work)).await
+    }
+
+    /// Runs `work` with the server's own store for health checks, outside
+    /// the pool and the lanes: `/healthz` answers whether the store can be
+    /// reached even while every pooled store waits (e.g. for a lock another
+    /// process holds), where [`App::blocking`] would queue it behind them.
+    pub async fn health<T: Send + 'static>(
+        self: &Arc<Self>,
+        work: impl FnOnce(&App, &dyn Store) -> Result<T, ApiError> + Send + 'static,
+    ) -> Result<T, ApiError> {
+        self.run((), |app| {
+            app.pool
+                .with_own(|store| work(app, store))
+                .map_err(unopened)?
+        })
+        .await
+    }
+
+    /// Runs `work` where a store call may block (see [`App::blocking`]),
+    /// keeping `held` until it is done.
+    async fn run<T: Send + 'static, H: Send + 'static>(
+        self: &Arc<Self>,
+        held: H,
+        work: impl FnOnce(&App) -> Result<T, ApiError> + Send + 'static,
+    ) -> Result<T, ApiError> {
         if self.settings.in_place {
-            let _held = (guard, permit);
+            let _held = held;
             let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                backoff::with_pauser(hand_off_and_sleep, || self.with_store(work))
+                backoff::with_pauser(hand_off_and_sleep, || work(self))
             }));
             return done.unwrap_or_else(|_| Err(failed("a request's work panicked")));
         }
         let app = self.clone();
         let task = tokio::task::spawn_blocking(move || {
             // Held until the work is done, even when the request gave up waiting.
-            let _held = (guard, permit);
-            app.with_store(work)
+            let _held = held;
+            work(&app)
         });
         task.await
             .unwrap_or_else(|e| Err(failed(&format!("a request's work failed: {e}"))))
@@ -146,16 +172,19 @@ impl App {
         &self,
         work: impl FnOnce(&App, &dyn Store) -> Result<T, ApiError>,
     ) -> Result<T, ApiError> {
-        let store = self.pool.take().map_err(|e| {
-            error::log(&format!("cannot open a store: {e}"));
-            ApiError::Unavailable {
-                message: "the store cannot be opened right now (the server's log says why)".into(),
-                retry_after_seconds: Some(1),
-            }
-        })?;
+        let store = self.pool.take().map_err(unopened)?;
         let out = work(self, store.as_ref());
         self.pool.give(store);
         out
+    }
+}
+
+/// A store that could not be opened: logged, and a 503 to try again.
+fn unopened(e: crate::store::StoreError) -> ApiError {
+    error::log(&format!("cannot open a store: {e}"));
+    ApiError::Unavailable {
+        message: "the store cannot be opened right now (the server's log says why)".into(),
+        retry_after_seconds: Some(1),
     }
 }
 

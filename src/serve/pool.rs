@@ -20,6 +20,8 @@ pub struct StorePool {
     open: Opener,
     idle: Mutex<Vec<Box<dyn Store>>>,
     permits: Arc<Semaphore>,
+    /// One more store, outside the permits: see [`StorePool::with_own`].
+    own: Mutex<Option<Box<dyn Store>>>,
 }
 
 impl StorePool {
@@ -30,6 +32,7 @@ impl StorePool {
             open,
             idle: Mutex::new(first.into_iter().collect()),
             permits: Arc::new(Semaphore::new(size.max(1))),
+            own: Mutex::new(None),
         }
     }
 
@@ -52,6 +55,23 @@ impl StorePool {
         }
     }
 
+    /// `f` with a store kept apart from the pool (opened on first use), for
+    /// calls that must not queue behind the pooled ones (health checks); one
+    /// such call at a time.
+    pub fn with_own<T>(&self, f: impl FnOnce(&dyn Store) -> T) -> Result<T, StoreError> {
+        let mut own = self
+            .own
+            .lock()
+            .map_err(|_| StoreError::Backend("the health store's lock is poisoned".into()))?;
+        if own.is_none() {
+            *own = Some((self.open)()?);
+        }
+        match own.as_deref() {
+            Some(store) => Ok(f(store)),
+            None => Err(StoreError::Backend("no health store".into())),
+        }
+    }
+
     /// Gives a store back for the next call.
     pub fn give(&self, store: Box<dyn Store>) {
         if let Ok(mut v) = self.idle.lock() {
@@ -64,5 +84,7 @@ impl StorePool {
     pub fn close(&self) {
         let stores = self.idle.lock().map(|mut v| std::mem::take(&mut *v));
         drop(stores);
+        let own = self.own.lock().map(|mut o| o.take());
+        drop(own);
     }
 }
