@@ -38,6 +38,15 @@ pub fn run(a: ServeArgs) -> Result<i32, CliError> {
     let token = token(a.token_file.as_deref())?;
     let addr = listen_addr(&a.listen, token.is_some())?;
     crate::clock::now_ms()?;
+    // What differs between the stores, decided once: the local store's calls
+    // run in place on the workers, on a few connections, with the
+    // checkpoints on a thread of their own (below); DynamoDB's run on
+    // blocking threads, on many clients.
+    let target = a.store.table.store.target();
+    let (in_place, size) = match target {
+        Target::Local(_) => (true, LOCAL_STORES),
+        Target::DynamoDb { .. } => (false, DYNAMODB_STORES),
+    };
     let settings = Settings {
         namespace: a.store.namespace.clone(),
         config_ttl,
@@ -45,13 +54,12 @@ pub fn run(a: ServeArgs) -> Result<i32, CliError> {
         cooldown_policy: policy(DEFAULT_MARGIN_MS, Strictness::Refuse)?,
         check_delay: delay_hook(),
         request_timeout: REQUEST_TIMEOUT,
-        in_place: matches!(a.store.table.store.target(), Target::Local(_)),
+        in_place,
     };
 
     let metrics = Arc::new(Metrics::default());
     let opener: Opener = {
-        let table = &a.store.table;
-        let (target, name, metrics) = (table.store.target(), table.name.clone(), metrics.clone());
+        let (target, name, metrics) = (target.clone(), a.store.table.name.clone(), metrics.clone());
         Box::new(move || {
             let inner = open_for_server(&target, &name)?;
             Ok(Box::new(Metered {
@@ -64,19 +72,15 @@ pub fn run(a: ServeArgs) -> Result<i32, CliError> {
     // answer anything should say why and stop, not answer 503 forever.
     let first = opener()?;
     crate::runtime::namespace_id(first.as_ref(), &a.store.namespace)?;
-    let size = match a.store.table.store.target() {
-        Target::Local(_) => LOCAL_STORES,
-        Target::DynamoDb { .. } => DYNAMODB_STORES,
-    };
     let app = Arc::new(App::new(
         settings,
         StorePool::new(opener, size, Some(first)),
         metrics,
     ));
 
-    let checkpointer = match a.store.table.store.target() {
+    let checkpointer = match &target {
         Target::Local(path) => {
-            let own = LocalStore::open(&path, &a.store.table.name)?;
+            let own = LocalStore::open(path, &a.store.table.name)?;
             let started = Checkpointer::start(own, checkpoints::EVERY).map_err(|e| {
                 CliError::Failed(format!("cannot start the checkpoint thread: {e}"))
             })?;

@@ -16,7 +16,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::error;
-use crate::store::local::{Checkpoint, LocalStore};
+use crate::store::local::{CheckpointMode, LocalStore};
 
 /// How often: at a few thousand decisions a second the log grows by about a
 /// thousand pages a second, so it stays around a hundred pages.
@@ -44,12 +44,14 @@ impl Checkpointer {
                 loop {
                     std::thread::park_timeout(every);
                     let last = flag.load(Ordering::Acquire);
-                    let done = store.checkpoint(Checkpoint::Passive).and_then(|frames| {
-                        if frames > RESTART_FRAMES {
-                            store.checkpoint(Checkpoint::Restart)?;
-                        }
-                        Ok(())
-                    });
+                    let done = store
+                        .checkpoint(CheckpointMode::Passive)
+                        .and_then(|frames| {
+                            if frames > RESTART_FRAMES {
+                                store.checkpoint(CheckpointMode::Restart)?;
+                            }
+                            Ok(())
+                        });
                     match done {
                         Ok(()) => failing = false,
                         // Logged once per run of failures: the requests go

@@ -76,7 +76,7 @@ pub struct Settings {
     /// The [`DELAY_FAULT_ENV`] hook.
     pub check_delay: Duration,
     pub request_timeout: Duration,
-    /// Run the store work in place (`block_in_place`) rather than on a
+    /// Run the store work on the async worker itself rather than on a
     /// blocking thread: set for the local store (see [`App::blocking`]).
     pub in_place: bool,
 }

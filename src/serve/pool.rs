@@ -63,13 +63,11 @@ impl StorePool {
             .own
             .lock()
             .map_err(|_| StoreError::Backend("the health store's lock is poisoned".into()))?;
-        if own.is_none() {
-            *own = Some((self.open)()?);
-        }
-        match own.as_deref() {
-            Some(store) => Ok(f(store)),
-            None => Err(StoreError::Backend("no health store".into())),
-        }
+        let store = match &mut *own {
+            Some(store) => store,
+            none => none.insert((self.open)()?),
+        };
+        Ok(f(store.as_ref()))
     }
 
     /// Gives a store back for the next call.

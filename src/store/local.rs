@@ -114,7 +114,7 @@ pub struct LocalStore {
 
 /// How far [`LocalStore::checkpoint`] goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Checkpoint {
+pub enum CheckpointMode {
     Passive,
     Restart,
 }
@@ -201,25 +201,21 @@ impl LocalStore {
 
     /// Copies what the write-ahead log holds back into the store file, for
     /// the owner of [`Checkpoints::Deferred`] stores; returns the frames
-    /// (pages) the log holds. [`Checkpoint::Passive`] waits for no one and
+    /// (pages) the log holds. [`CheckpointMode::Passive`] waits for no one and
     /// makes no one wait, but a log that writers keep appending to is never
-    /// started over; [`Checkpoint::Restart`] holds new writers back while it
+    /// started over; [`CheckpointMode::Restart`] holds new writers back while it
     /// copies the rest, so that the next write starts the log over. A file
     /// that does not exist yet has nothing to copy.
-    pub fn checkpoint(&self, how: Checkpoint) -> Result<u64, StoreError> {
+    pub fn checkpoint(&self, how: CheckpointMode) -> Result<u64, StoreError> {
         let mut guard = self.lock()?;
-        if guard.is_none() {
-            if !self.path.exists() {
-                return Ok(0);
-            }
-            *guard = Some(self.connect(false)?);
-        }
-        let Some(conn) = guard.as_ref() else {
-            return Err(self.backend("no connection"));
+        let conn = match &mut *guard {
+            Some(conn) => conn,
+            _ if !self.path.exists() => return Ok(0),
+            none => none.insert(self.connect(false)?),
         };
         let sql = match how {
-            Checkpoint::Passive => "PRAGMA wal_checkpoint(PASSIVE)",
-            Checkpoint::Restart => "PRAGMA wal_checkpoint(RESTART)",
+            CheckpointMode::Passive => "PRAGMA wal_checkpoint(PASSIVE)",
+            CheckpointMode::Restart => "PRAGMA wal_checkpoint(RESTART)",
         };
         // (busy, frames in the log, frames copied)
         let (_, log, _): (i64, i64, i64) = conn
@@ -820,7 +816,7 @@ mod tests {
         // ...until a checkpoint (from another store on the file): the next
         // writes start the log over instead of growing it.
         let other = LocalStore::open(&path, "t").unwrap();
-        assert!(other.checkpoint(Checkpoint::Passive).unwrap() >= grown);
+        assert!(other.checkpoint(CheckpointMode::Passive).unwrap() >= grown);
         for i in 0..100 {
             put(&deferred, item("q", &format!("s{i}"), &[]));
         }
@@ -837,7 +833,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("none.sqlite");
         let s = LocalStore::open(&path, "t").unwrap();
-        assert_eq!(s.checkpoint(Checkpoint::Restart).unwrap(), 0);
+        assert_eq!(s.checkpoint(CheckpointMode::Restart).unwrap(), 0);
         assert!(!path.exists());
     }
 

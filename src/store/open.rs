@@ -98,30 +98,32 @@ pub fn open_for_plan(target: &Target, table: &str) -> Result<Option<Box<dyn Stor
 /// Opens the store for `table` (a name DynamoDB would accept, on both
 /// stores). Only the DynamoDB branch builds an AWS client.
 pub fn open(target: &Target, table: &str) -> Result<Box<dyn Store>, StoreError> {
-    super::check_table_name(table)?;
-    match target {
-        Target::Local(path) => Ok(super::stats::wrap(Box::new(
-            super::local::LocalStore::open(path, table)?,
-        ))),
-        Target::DynamoDb {
-            region,
-            endpoint_url,
-        } => open_dynamodb(table, region.as_deref(), endpoint_url.as_deref()),
-    }
+    open_with(target, table, Checkpoints::OnCommit)
 }
 
 /// [`open`] for a long-running server: its local store leaves the
 /// checkpoints to the caller ([`Checkpoints::Deferred`]; the caller runs
 /// [`LocalStore::checkpoint`] on a store of its own, off the request path).
 pub fn open_for_server(target: &Target, table: &str) -> Result<Box<dyn Store>, StoreError> {
+    open_with(target, table, Checkpoints::Deferred)
+}
+
+fn open_with(
+    target: &Target,
+    table: &str,
+    checkpoints: Checkpoints,
+) -> Result<Box<dyn Store>, StoreError> {
     super::check_table_name(table)?;
     match target {
         Target::Local(path) => Ok(super::stats::wrap(Box::new(LocalStore::open_with(
             path,
             table,
-            Checkpoints::Deferred,
+            checkpoints,
         )?))),
-        Target::DynamoDb { .. } => open(target, table),
+        Target::DynamoDb {
+            region,
+            endpoint_url,
+        } => open_dynamodb(table, region.as_deref(), endpoint_url.as_deref()),
     }
 }
 
