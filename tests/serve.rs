@@ -416,6 +416,18 @@ fn two_instances_on_one_table_agree() {
         });
         let mut ids = ids.into_inner().unwrap();
         assert_eq!(ids.len(), 3, "[{}] {ids:?}", b.label);
+        if b.local.is_some() {
+            // Two processes on one file: each decision reads and writes in
+            // one transaction, so neither ever loses a write to the other.
+            let agent = agent();
+            for s in &servers {
+                let text = s.get(&agent, "/metrics").text;
+                assert!(
+                    text.lines().any(|l| l == "zael_store_conflicts_total 0"),
+                    "{text}"
+                );
+            }
+        }
         ids.sort();
         ids.dedup();
         assert_eq!(ids.len(), 3, "[{}] distinct ids", b.label);

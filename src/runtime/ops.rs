@@ -4,7 +4,9 @@
 //! (`attribute_not_exists(PK)` for a new item). A failed condition means
 //! another process wrote first: the decision is made again on the fresh state
 //! after the stores' jittered backoff ([`crate::store::backoff`]). A refusal,
-//! a preview and a consume that counts nothing write nothing.
+//! a preview and a consume that counts nothing write nothing. The read and
+//! the write are one [`Store::read_then_write`]: on the local store one
+//! SQLite transaction, which no other process's write can come between.
 //!
 //! Requests per call: [`acquire`] reads the config items and the state in one
 //! BatchGetItem and writes once; [`decide`] (a level resolved earlier) reads
@@ -241,6 +243,8 @@ fn load(
 
 /// Read the state item of `id`'s (entity, resource) (or take `first`, already
 /// read), decide, write conditioned on the version read; on a lost race, again.
+/// The read and the write are one [`Store::read_then_write`]: the local store
+/// holds the item still between them, so there it never loses a race.
 fn change<T>(
     store: &dyn Store,
     ns: &Namespace,
@@ -252,29 +256,33 @@ fn change<T>(
     let (entity, resource) = (id.entity.as_str(), id.resource.as_str());
     let key = &state::key(&ns.id, entity, resource);
     for attempt in 0..MAX_ATTEMPTS {
-        let item = match first.take() {
-            Some(item) => item,
-            None => store.get(key, true)?,
+        // What the step made of the item it was shown: the answer or why
+        // there is none; the write, if any, goes to the store.
+        let mut decided: Option<Result<T, RuntimeError>> = None;
+        let mut next = |item: Option<&Item>| -> Option<WriteOp> {
+            let (out, op) = match next_write(ns, key, entity, resource, item, now, &mut step) {
+                Ok((out, op)) => (Ok(out), op),
+                Err(e) => (Err(e), None),
+            };
+            decided = Some(out);
+            op
         };
-        let current = match &item {
-            Some(i) => load(i, key, entity, resource)?,
-            None => RuntimeState::empty(entity, resource),
+        let written = match first.take() {
+            Some(item) => match next(item.as_ref()) {
+                Some(op) => store.write(op).map(drop),
+                None => Ok(()),
+            },
+            None => store.read_then_write(key, &mut next),
         };
-        let (out, next) = step(&current)?;
-        let Some(mut next) = next else {
-            return Ok(out);
-        };
-        next.version = current.version + 1;
-        let condition = match item {
-            None => Condition::NotExists,
-            Some(_) => Condition::AttrEquals("version".into(), AttrValue::n(current.version)),
-        };
-        let op = WriteOp::Put {
-            item: next.to_item(&ns.id, now),
-            condition: Some(condition),
-        };
-        match store.write(op) {
-            Ok(_) => return Ok(out),
+        match written {
+            Ok(()) => {
+                return decided.unwrap_or_else(|| {
+                    Err(StoreError::Backend(
+                        "the store wrote without showing the state item to the decision".into(),
+                    )
+                    .into())
+                })
+            }
             Err(StoreError::ConditionFailed { .. }) => backoff::pause(backoff(attempt)),
             Err(e) => return Err(e.into()),
         }
@@ -284,4 +292,35 @@ fn change<T>(
         resource: resource.to_string(),
         attempts: MAX_ATTEMPTS,
     })
+}
+
+/// One step on the stored `item`: the answer, and the write of the next
+/// state conditioned on the version read (none when nothing changes).
+fn next_write<T>(
+    ns: &Namespace,
+    key: &Key,
+    entity: &str,
+    resource: &str,
+    item: Option<&Item>,
+    now: i64,
+    step: &mut impl FnMut(&RuntimeState) -> Result<(T, Option<RuntimeState>), RuntimeError>,
+) -> Result<(T, Option<WriteOp>), RuntimeError> {
+    let current = match item {
+        Some(i) => load(i, key, entity, resource)?,
+        None => RuntimeState::empty(entity, resource),
+    };
+    let (out, next) = step(&current)?;
+    let Some(mut next) = next else {
+        return Ok((out, None));
+    };
+    next.version = current.version + 1;
+    let condition = match item {
+        None => Condition::NotExists,
+        Some(_) => Condition::AttrEquals("version".into(), AttrValue::n(current.version)),
+    };
+    let op = WriteOp::Put {
+        item: next.to_item(&ns.id, now),
+        condition: Some(condition),
+    };
+    Ok((out, Some(op)))
 }

@@ -270,6 +270,29 @@ impl Store for Metered {
     fn transact(&self, ops: Vec<WriteOp>) -> Result<(), StoreError> {
         self.count("transact", self.inner.transact(ops))
     }
+    /// Counted as the read and the write it is made of (DynamoDB's GetItem
+    /// and PutItem), whichever store carries it out.
+    fn read_then_write(
+        &self,
+        key: &Key,
+        next: &mut dyn FnMut(Option<&Item>) -> Option<WriteOp>,
+    ) -> Result<(), StoreError> {
+        let (mut read, mut wrote) = (false, false);
+        let out = self.inner.read_then_write(key, &mut |item| {
+            read = true;
+            let op = next(item);
+            wrote = op.is_some();
+            op
+        });
+        if !read {
+            return self.count("get", out);
+        }
+        self.metrics.store_call("get", &Ok::<(), StoreError>(()));
+        if wrote {
+            return self.count("write", out);
+        }
+        out
+    }
 }
 
 #[cfg(test)]

@@ -238,6 +238,24 @@ pub trait Store: Send + Sync {
     }
     /// All-or-nothing writes (TransactWriteItems, at most 100 ops).
     fn transact(&self, ops: Vec<WriteOp>) -> Result<(), StoreError>;
+    /// Read-modify-write of one item: reads the item at `key` strongly
+    /// consistent, shows it to `next` and writes the op `next` returns (at
+    /// `key`), if any. `next` conditions its write as after a plain read,
+    /// since another writer may come between the two (the default: a GetItem,
+    /// then the write). A store that can hold the item still from the read
+    /// to the write does so (the local store: one transaction); the condition
+    /// then always holds, and a decision costs one transaction, not two.
+    fn read_then_write(
+        &self,
+        key: &Key,
+        next: &mut dyn FnMut(Option<&Item>) -> Option<WriteOp>,
+    ) -> Result<(), StoreError> {
+        let item = self.get(key, true)?;
+        match next(item.as_ref()) {
+            Some(op) => self.write(op).map(drop),
+            None => Ok(()),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -98,4 +98,13 @@ impl Store for Counted {
     fn transact(&self, ops: Vec<WriteOp>) -> Result<(), StoreError> {
         self.count("transact", ops.len(), || self.inner.transact(ops))
     }
+    fn read_then_write(
+        &self,
+        key: &Key,
+        next: &mut dyn FnMut(Option<&Item>) -> Option<WriteOp>,
+    ) -> Result<(), StoreError> {
+        self.count("read_then_write", 1, || {
+            self.inner.read_then_write(key, next)
+        })
+    }
 }
