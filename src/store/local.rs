@@ -963,16 +963,23 @@ mod tests {
         assert!(matches!(res, Err(StoreError::Backend(_))), "{res:?}");
     }
 
-    /// Conditional writes from separate connections (as two processes would
-    /// hold) never both win, and no increment is lost.
-    #[test]
-    fn concurrent_conditional_writes_from_two_connections() {
+    /// A store file (in a directory that lives as long as the first value)
+    /// with table `t`, for stores of several connections.
+    fn file_with_table() -> (tempfile::TempDir, PathBuf) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("local.sqlite");
         LocalStore::open(&path, "t")
             .unwrap()
             .create_table()
             .unwrap();
+        (dir, path)
+    }
+
+    /// Conditional writes from separate connections (as two processes would
+    /// hold) never both win, and no increment is lost.
+    #[test]
+    fn concurrent_conditional_writes_from_two_connections() {
+        let (_dir, path) = file_with_table();
         const THREADS: usize = 4;
         const ROUNDS: usize = 25;
         let handles: Vec<_> = (0..THREADS)
@@ -1070,12 +1077,7 @@ mod tests {
     /// fails (a read, then a write, would lose races) and no increment is lost.
     #[test]
     fn read_then_write_holds_the_item_still_from_the_read_to_the_write() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("local.sqlite");
-        LocalStore::open(&path, "t")
-            .unwrap()
-            .create_table()
-            .unwrap();
+        let (_dir, path) = file_with_table();
         let key = Key::new("counter", "x");
         let threads: Vec<_> = (0..4)
             .map(|_| {
