@@ -10,6 +10,7 @@ so clients that keep theirs open do not block each other between requests.
 usage: moto-serial.py HOST PORT   (started by scripts/moto-server)
 """
 
+import signal
 import sys
 import threading
 
@@ -19,6 +20,9 @@ from moto.moto_server.werkzeug_app import (
     create_backend_app,
 )
 from werkzeug.serving import run_simple
+
+# Stopped by SIGTERM (scripts/moto-server's `kill PID`): exit 0, as moto_server does.
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
 
 moto = DomainDispatcherApplication(create_backend_app)
 one_at_a_time = threading.Lock()

@@ -125,14 +125,16 @@ pub async fn check(
         tokio::time::sleep(app.settings.check_delay).await;
     }
     let lane = item_lane(&entity, &resource);
-    let (d, doc) = app
+    // The answer is rendered after the store is handed back: the store's
+    // turn is the one thing requests wait for (docs/serve.md#speed).
+    let (d, ns, entity, resource) = app
         .blocking(Some(lane), move |app, store| {
             let (d, ns) = decide(app, store, &entity, &resource, &req)?;
-            let doc = decision_json(&d, &ns, &entity, &resource);
-            Ok((d, doc))
+            Ok((d, ns, entity, resource))
         })
         .await?;
     app.metrics.decision(&d);
+    let doc = decision_json(&d, &ns, &entity, &resource);
     let mut response = Json(camel_case(doc)).into_response();
     if let Some(ms) = d.retry_after_ms.filter(|_| !d.allowed) {
         let seconds = runtime::answer::ceil_seconds(ms);
