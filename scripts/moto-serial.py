@@ -5,7 +5,9 @@ a thread per connection, so two conditional writes of one item that arrive
 together can both succeed: a race DynamoDB never loses (seen in the
 interop tests: two applies both took the apply lock). Serving one request at
 a time gives the tests what DynamoDB guarantees; connections stay threaded,
-so clients that keep theirs open do not block each other between requests.
+so clients that keep theirs open do not block each other between requests
+(a client that stalls in the middle of sending a body holds up the others:
+fine for tests, which never do).
 
 usage: moto-serial.py HOST PORT   (started by scripts/moto-server)
 """
@@ -31,7 +33,13 @@ one_at_a_time = threading.Lock()
 def serialized(environ, start_response):
     with one_at_a_time:
         # The whole answer is made inside the lock.
-        return [b"".join(moto(environ, start_response))]
+        answer = moto(environ, start_response)
+        try:
+            return [b"".join(answer)]
+        finally:
+            close = getattr(answer, "close", None)
+            if close is not None:
+                close()
 
 
 run_simple(

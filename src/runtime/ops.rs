@@ -6,7 +6,9 @@
 //! after the stores' jittered backoff ([`crate::store::backoff`]). A refusal,
 //! a preview and a consume that counts nothing write nothing. The read and
 //! the write are one [`Store::read_then_write`]: on the local store one
-//! SQLite transaction, which no other process's write can come between.
+//! SQLite transaction, which no other process's write can come between —
+//! except where the state was read before, with the config ([`acquire`]'s
+//! first attempt): that write can still lose a race.
 //!
 //! Requests per call: [`acquire`] reads the config items and the state in one
 //! BatchGetItem and writes once; [`decide`] (a level resolved earlier) reads
@@ -243,8 +245,9 @@ fn load(
 
 /// Read the state item of `id`'s (entity, resource) (or take `first`, already
 /// read), decide, write conditioned on the version read; on a lost race, again.
-/// The read and the write are one [`Store::read_then_write`]: the local store
-/// holds the item still between them, so there it never loses a race.
+/// Without `first`, the read and the write are one [`Store::read_then_write`]:
+/// the local store holds the item still between them, so there it never
+/// loses a race (a retry after a lost race is such a read and write too).
 fn change<T>(
     store: &dyn Store,
     ns: &Namespace,

@@ -271,7 +271,9 @@ impl Store for Metered {
         self.count("transact", self.inner.transact(ops))
     }
     /// Counted as the read and the write it is made of (DynamoDB's GetItem
-    /// and PutItem), whichever store carries it out.
+    /// and PutItem), whichever store carries it out; a failure before the
+    /// item was read (the local store: its write lock not granted in time)
+    /// counts as a failed read.
     fn read_then_write(
         &self,
         key: &Key,

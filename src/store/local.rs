@@ -481,13 +481,15 @@ impl LocalStore {
             // Only the item changes: its index entries are left as they are
             // (a replace would rewrite them too), so a write logs one page
             // rather than one more per index the item is in: the runtime's
-            // state items are in one.
-            conn.prepare_cached(
-                "UPDATE items SET item = ?4 WHERE tbl = ?1 AND pk = ?2 AND sk = ?3",
-            )
-            .and_then(|mut s| s.execute(params![self.table, key.pk, key.sk, body]))
-            .map_err(|e| self.backend(e))?;
-            return Ok(());
+            // state items are in one. `old` was read in this transaction, so
+            // the row is there; were it not, the replace below writes it.
+            let updated = conn
+                .prepare_cached("UPDATE items SET item = ?4 WHERE tbl = ?1 AND pk = ?2 AND sk = ?3")
+                .and_then(|mut s| s.execute(params![self.table, key.pk, key.sk, body]))
+                .map_err(|e| self.backend(e))?;
+            if updated == 1 {
+                return Ok(());
+            }
         }
         let gsi = |index: Index| index_keys(item, index).unzip();
         let [g1, g2, g3, g4] = INDEXES.map(gsi);
@@ -764,14 +766,22 @@ impl Store for LocalStore {
     /// One transaction from the read to the write (`BEGIN IMMEDIATE`): no
     /// other writer comes between, so the condition `next` puts on its write
     /// holds, and a decision waits for the write lock instead of losing a race
-    /// and deciding again. A store file or table that does not exist is
-    /// reported, as by a read, not created.
+    /// and deciding again (a decision that writes nothing holds the lock for
+    /// its read too). A store file or table that does not exist is reported,
+    /// as by a read, not created. A store opened read-only reads, and refuses
+    /// only a write.
     fn read_then_write(
         &self,
         key: &Key,
         next: &mut dyn FnMut(Option<&Item>) -> Option<WriteOp>,
     ) -> Result<(), StoreError> {
-        self.writable()?;
+        if self.read_only {
+            let item = self.get(key, true)?;
+            return match next(item.as_ref()) {
+                Some(_) => self.writable(),
+                None => Ok(()),
+            };
+        }
         self.with_connection(|conn| {
             let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate)
                 .map_err(|e| self.backend(e))?;
@@ -783,12 +793,7 @@ impl Store for LocalStore {
             let Some(op) = next(old.as_ref()) else {
                 return Ok(());
             };
-            if op_key(&op)? != *key {
-                return Err(StoreError::Backend(format!(
-                    "a read-then-write of {} / {} wrote another item",
-                    key.pk, key.sk
-                )));
-            }
+            super::same_item(key, &op)?;
             let change = emulate::decide(&op, key, old.as_ref())?;
             self.apply(&tx, key, change, old.as_ref())?;
             tx.commit().map_err(|e| self.backend(e))
@@ -1099,7 +1104,7 @@ mod tests {
     }
 
     #[test]
-    fn read_then_write_reports_a_missing_table_and_creates_nothing() {
+    fn read_then_write_reports_a_missing_table_refuses_what_it_may_not_write() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("local.sqlite");
         let key = Key::new("a", "b");
@@ -1115,20 +1120,33 @@ mod tests {
         let err = increment(&s, &key).unwrap_err();
         assert!(matches!(err, StoreError::TableNotFound { .. }), "{err}");
         assert!(!s.table_exists().unwrap());
-        // A read-only store refuses before it reads.
+        // A read-only store reads (a decision that writes nothing, e.g. a
+        // preview, is answered) and refuses the write.
         s.create_table().unwrap();
+        increment(&s, &key).unwrap();
         let read_only = LocalStore::open_read_only(&path, "t").unwrap();
-        let mut shown = false;
-        let err = read_only
-            .read_then_write(&key, &mut |_| {
-                shown = true;
+        let mut shown = None;
+        read_only
+            .read_then_write(&key, &mut |item| {
+                shown = item.and_then(|i| i.get("n")).cloned();
                 None
             })
-            .unwrap_err();
+            .unwrap();
+        assert_eq!(shown, Some(AttrValue::n(1)));
+        let err = increment(&read_only, &key).unwrap_err();
         assert!(err.to_string().contains("read-only"), "{err}");
-        assert!(!shown);
+        // Another item than the one read is never written.
+        let err = s
+            .read_then_write(&key, &mut |_| {
+                Some(WriteOp::Put {
+                    item: item("a", "other", &[]),
+                    condition: None,
+                })
+            })
+            .unwrap_err();
+        assert!(err.to_string().contains("another item"), "{err}");
+        assert_eq!(s.get(&Key::new("a", "other"), true).unwrap(), None);
         // A condition that fails writes nothing and says so.
-        increment(&s, &key).unwrap();
         let err = s
             .read_then_write(&key, &mut |_| {
                 Some(WriteOp::Put {

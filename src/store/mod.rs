@@ -252,10 +252,24 @@ pub trait Store: Send + Sync {
     ) -> Result<(), StoreError> {
         let item = self.get(key, true)?;
         match next(item.as_ref()) {
-            Some(op) => self.write(op).map(drop),
+            Some(op) => {
+                same_item(key, &op)?;
+                self.write(op).map(drop)
+            }
             None => Ok(()),
         }
     }
+}
+
+/// A [`Store::read_then_write`] writes the item it read, nothing else.
+pub fn same_item(key: &Key, op: &WriteOp) -> Result<(), StoreError> {
+    if op.key() == *key {
+        return Ok(());
+    }
+    Err(StoreError::Backend(format!(
+        "a read-then-write of {} / {} would write another item",
+        key.pk, key.sk
+    )))
 }
 
 #[cfg(test)]
