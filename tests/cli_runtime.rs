@@ -304,6 +304,35 @@ fn a_rolling_window_under_eight_processes_never_admits_more_than_its_amount() {
     }
 }
 
+/// On the local store a decision reads and writes the state in one SQLite
+/// transaction, so processes deciding on one item at once never lose a
+/// write to each other: each makes exactly one read-then-write and no other
+/// write (a lost race would make more), though `acquire` read the state
+/// with the config before.
+#[test]
+fn eight_processes_on_one_local_item_each_decide_once() {
+    let Some(b) = backends("rt-once").into_iter().find(|b| b.local.is_some()) else {
+        panic!("the local store is always among the backends");
+    };
+    b.apply(ROLLING);
+    for round in 0..5i64 {
+        let now = at(round * 1_000);
+        let args = b.with_flags(&["acquire", "client", "-r", "api"]);
+        let outs = common::run_together((0..8).map(|_| {
+            let mut cmd = b.command(&now, &args);
+            cmd.env("ZAEL_REQUEST_STATS", "1");
+            cmd
+        }));
+        for o in &outs {
+            assert!(matches!(code(o), 0 | 75), "{}", describe(o));
+            // The namespace records, the config with the state, one
+            // read-then-write: nothing decided twice.
+            assert_stderr_has(o, "3 store operations (local)");
+            assert_stderr_has(o, "read_then_write: 1 calls");
+        }
+    }
+}
+
 const RETRY: &str = "\
 namespace: default
 resources:

@@ -6,9 +6,7 @@
 //! after the stores' jittered backoff ([`crate::store::backoff`]). A refusal,
 //! a preview and a consume that counts nothing write nothing. The read and
 //! the write are one [`Store::read_then_write`]: on the local store one
-//! SQLite transaction, which no other process's write can come between —
-//! except where the state was read before, with the config ([`acquire`]'s
-//! first attempt): that write can still lose a race.
+//! SQLite transaction, which no other process's write can come between.
 //!
 //! Requests per call: [`acquire`] reads the config items and the state in one
 //! BatchGetItem and writes once; [`decide`] (a level resolved earlier) reads
@@ -245,9 +243,9 @@ fn load(
 
 /// Read the state item of `id`'s (entity, resource) (or take `first`, already
 /// read), decide, write conditioned on the version read; on a lost race, again.
-/// Without `first`, the read and the write are one [`Store::read_then_write`]:
-/// the local store holds the item still between them, so there it never
-/// loses a race (a retry after a lost race is such a read and write too).
+/// The read and the write are one [`Store::read_then_write`] (`first` saves
+/// DynamoDB the read): the local store holds the item still between them,
+/// so there it never loses a race.
 fn change<T>(
     store: &dyn Store,
     ns: &Namespace,
@@ -270,13 +268,7 @@ fn change<T>(
             decided = Some(out);
             op
         };
-        let written = match first.take() {
-            Some(item) => match next(item.as_ref()) {
-                Some(op) => store.write(op).map(drop),
-                None => Ok(()),
-            },
-            None => store.read_then_write(key, &mut next),
-        };
+        let written = store.read_then_write(key, first.take(), &mut next);
         match written {
             Ok(()) => {
                 return decided.unwrap_or_else(|| {

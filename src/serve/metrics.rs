@@ -270,26 +270,31 @@ impl Store for Metered {
     fn transact(&self, ops: Vec<WriteOp>) -> Result<(), StoreError> {
         self.count("transact", self.inner.transact(ops))
     }
-    /// Counted as the read and the write it is made of (DynamoDB's GetItem
-    /// and PutItem), whichever store carries it out; a failure before the
-    /// item was read (the local store: its write lock not granted in time)
-    /// counts as a failed read.
+    /// Counted as the read (none when the caller read the item before,
+    /// `known`) and the write it is made of, DynamoDB's GetItem and PutItem,
+    /// whichever store carries it out; a failure before the item was shown
+    /// (the local store: its write lock not granted in time) counts as a
+    /// failed read.
     fn read_then_write(
         &self,
         key: &Key,
+        known: Option<Option<Item>>,
         next: &mut dyn FnMut(Option<&Item>) -> Option<WriteOp>,
     ) -> Result<(), StoreError> {
-        let (mut read, mut wrote) = (false, false);
-        let out = self.inner.read_then_write(key, &mut |item| {
-            read = true;
+        let reads = known.is_none();
+        let (mut shown, mut wrote) = (false, false);
+        let out = self.inner.read_then_write(key, known, &mut |item| {
+            shown = true;
             let op = next(item);
             wrote = op.is_some();
             op
         });
-        if !read {
+        if !shown {
             return self.count("get", out);
         }
-        self.metrics.store_call("get", &Ok::<(), StoreError>(()));
+        if reads {
+            self.metrics.store_call("get", &Ok::<(), StoreError>(()));
+        }
         if wrote {
             return self.count("write", out);
         }

@@ -769,10 +769,12 @@ impl Store for LocalStore {
     /// and deciding again (a decision that writes nothing holds the lock for
     /// its read too). A store file or table that does not exist is reported,
     /// as by a read, not created. A store opened read-only reads, and refuses
-    /// only a write.
+    /// only a write. What the caller read before (`known`) may be stale by
+    /// now: the item is read again inside the transaction.
     fn read_then_write(
         &self,
         key: &Key,
+        _known: Option<Option<Item>>,
         next: &mut dyn FnMut(Option<&Item>) -> Option<WriteOp>,
     ) -> Result<(), StoreError> {
         if self.read_only {
@@ -1061,7 +1063,7 @@ mod tests {
     /// Adds one to `n` of (`pk`, `sk`) through [`Store::read_then_write`],
     /// conditioned on the `n` read, as after a plain read.
     fn increment(s: &LocalStore, key: &Key) -> Result<(), StoreError> {
-        s.read_then_write(key, &mut |old| {
+        s.read_then_write(key, None, &mut |old| {
             let n = match old.and_then(|i| i.get("n")) {
                 Some(AttrValue::N(n)) => n.parse::<u64>().unwrap(),
                 _ => 0,
@@ -1127,7 +1129,7 @@ mod tests {
         let read_only = LocalStore::open_read_only(&path, "t").unwrap();
         let mut shown = None;
         read_only
-            .read_then_write(&key, &mut |item| {
+            .read_then_write(&key, None, &mut |item| {
                 shown = item.and_then(|i| i.get("n")).cloned();
                 None
             })
@@ -1137,7 +1139,7 @@ mod tests {
         assert!(err.to_string().contains("read-only"), "{err}");
         // Another item than the one read is never written.
         let err = s
-            .read_then_write(&key, &mut |_| {
+            .read_then_write(&key, None, &mut |_| {
                 Some(WriteOp::Put {
                     item: item("a", "other", &[]),
                     condition: None,
@@ -1148,7 +1150,7 @@ mod tests {
         assert_eq!(s.get(&Key::new("a", "other"), true).unwrap(), None);
         // A condition that fails writes nothing and says so.
         let err = s
-            .read_then_write(&key, &mut |_| {
+            .read_then_write(&key, None, &mut |_| {
                 Some(WriteOp::Put {
                     item: item("a", "b", &[("n", AttrValue::n(7))]),
                     condition: Some(Condition::NotExists),

@@ -245,12 +245,21 @@ pub trait Store: Send + Sync {
     /// then the write). A store that can hold the item still from the read
     /// to the write does so (the local store: one transaction); the condition
     /// then always holds, and a decision costs one transaction, not two.
+    ///
+    /// `known`: the item as the caller read it already (with other items in
+    /// one batch), if it did; the default shows that instead of reading
+    /// again, a store that holds the item still reads it again in its
+    /// transaction.
     fn read_then_write(
         &self,
         key: &Key,
+        known: Option<Option<Item>>,
         next: &mut dyn FnMut(Option<&Item>) -> Option<WriteOp>,
     ) -> Result<(), StoreError> {
-        let item = self.get(key, true)?;
+        let item = match known {
+            Some(item) => item,
+            None => self.get(key, true)?,
+        };
         match next(item.as_ref()) {
             Some(op) => {
                 same_item(key, &op)?;

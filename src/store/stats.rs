@@ -101,10 +101,11 @@ impl Store for Counted {
     fn read_then_write(
         &self,
         key: &Key,
+        known: Option<Option<Item>>,
         next: &mut dyn FnMut(Option<&Item>) -> Option<WriteOp>,
     ) -> Result<(), StoreError> {
         self.count("read_then_write", 1, || {
-            self.inner.read_then_write(key, next)
+            self.inner.read_then_write(key, known, next)
         })
     }
 }
