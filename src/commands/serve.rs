@@ -27,13 +27,12 @@ use crate::store::open::{open_for_server, Target};
 /// The environment variable holding the bearer token (`--token-file` wins).
 pub const TOKEN_ENV: &str = "ZAEL_API_TOKEN";
 
-/// Stores in the pool: SQLite connections on the local store (one: every
-/// decision is a write transaction and SQLite has one writer at a time, so a
-/// second connection in the process only polled the lock the first held;
-/// with one, requests wait their turn on the pool, asynchronously: 0 to 26%
-/// more decisions per second on 32 state items in paired runs,
-/// docs/serve.md#speed),
-/// DynamoDB clients (requests wait on the network, so many may be in flight).
+/// Stores in the pool. The local store: one SQLite connection, since every
+/// decision is a write transaction and SQLite has one writer at a time (a
+/// second connection only polled the lock the first held; with one,
+/// requests wait their turn on the pool asynchronously: 0 to 26% more
+/// decisions per second on 32 state items, docs/serve.md#speed). DynamoDB:
+/// many clients, since requests wait on the network.
 const LOCAL_STORES: usize = 1;
 const DYNAMODB_STORES: usize = 32;
 
@@ -43,9 +42,9 @@ pub fn run(a: ServeArgs) -> Result<i32, CliError> {
     let addr = listen_addr(&a.listen, token.is_some())?;
     crate::clock::now_ms()?;
     // What differs between the stores, decided once: the local store's calls
-    // run in place on the workers, on a few connections, with the
-    // checkpoints on a thread of their own (below); DynamoDB's run on
-    // blocking threads, on many clients.
+    // run in place on the workers, on one connection, with the checkpoints
+    // on a thread of their own (below); DynamoDB's run on blocking threads,
+    // on many clients.
     let target = a.store.table.store.target();
     let (in_place, size) = match target {
         Target::Local(_) => (true, LOCAL_STORES),

@@ -20,7 +20,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use crate::runtime::Decision;
-use crate::store::{Index, Item, Key, Store, StoreError, WriteOp};
+use crate::store::{Index, Item, Key, Known, NextWrite, Store, StoreError, WriteOp};
 
 /// Upper bounds of the latency buckets, in microseconds (0.5 ms to 10 s).
 const BUCKETS_US: [u64; 14] = [
@@ -278,8 +278,8 @@ impl Store for Metered {
     fn read_then_write(
         &self,
         key: &Key,
-        known: Option<Option<Item>>,
-        next: &mut dyn FnMut(Option<&Item>) -> Option<WriteOp>,
+        known: Known,
+        next: &mut NextWrite,
     ) -> Result<(), StoreError> {
         let reads = known.is_none();
         let (mut shown, mut wrote) = (false, false);

@@ -34,7 +34,7 @@ use rusqlite::{
 use super::backoff::{self, backoff};
 use super::emulate::{self, index_keys, op_key, Change};
 use super::typed_json::item_from_str;
-use super::{Index, Item, Key, Store, StoreError, WriteOp};
+use super::{Index, Item, Key, Known, NextWrite, Store, StoreError, WriteOp};
 
 /// How long a writer waits for another process's write lock before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(15);
@@ -443,6 +443,27 @@ impl LocalStore {
         Ok(out)
     }
 
+    /// The item at `key`, or the table reported missing, in one statement:
+    /// one read and one round of file locks for both (the runtime reads a
+    /// state item on every decision; two statements were 6% of serve's CPU).
+    fn load_from_table(&self, conn: &Connection, key: &Key) -> Result<Option<Item>, StoreError> {
+        let (table, body): (bool, Option<String>) = conn
+            .prepare_cached(
+                "SELECT EXISTS (SELECT 1 FROM tables WHERE name = ?1),
+                        (SELECT item FROM items WHERE tbl = ?1 AND pk = ?2 AND sk = ?3)",
+            )
+            .and_then(|mut s| {
+                s.query_row(params![self.table, key.pk, key.sk], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })
+            })
+            .map_err(|e| self.backend(e))?;
+        if !table {
+            return Err(self.table_not_found());
+        }
+        body.map(|b| self.decode(key, &b)).transpose()
+    }
+
     fn load(&self, conn: &Connection, key: &Key) -> Result<Option<Item>, StoreError> {
         let body: Option<String> = conn
             .prepare_cached("SELECT item FROM items WHERE tbl = ?1 AND pk = ?2 AND sk = ?3")
@@ -636,25 +657,7 @@ impl Store for LocalStore {
     }
 
     fn get(&self, key: &Key, _consistent: bool) -> Result<Option<Item>, StoreError> {
-        // One statement: one read snapshot and one round of file locks for
-        // whether the table exists and the item (the runtime reads a state
-        // item on every decision; two statements were 6% of serve's CPU).
-        let (table, body): (bool, Option<String>) = self.with_connection(|conn| {
-            conn.prepare_cached(
-                "SELECT EXISTS (SELECT 1 FROM tables WHERE name = ?1),
-                        (SELECT item FROM items WHERE tbl = ?1 AND pk = ?2 AND sk = ?3)",
-            )
-            .and_then(|mut s| {
-                s.query_row(params![self.table, key.pk, key.sk], |r| {
-                    Ok((r.get(0)?, r.get(1)?))
-                })
-            })
-            .map_err(|e| self.backend(e))
-        })?;
-        if !table {
-            return Err(self.table_not_found());
-        }
-        body.map(|b| self.decode(key, &b)).transpose()
+        self.with_connection(|conn| self.load_from_table(conn, key))
     }
 
     fn batch_get(&self, keys: &[Key], _consistent: bool) -> Result<Vec<Option<Item>>, StoreError> {
@@ -774,23 +777,17 @@ impl Store for LocalStore {
     fn read_then_write(
         &self,
         key: &Key,
-        _known: Option<Option<Item>>,
-        next: &mut dyn FnMut(Option<&Item>) -> Option<WriteOp>,
+        known: Known,
+        next: &mut NextWrite,
     ) -> Result<(), StoreError> {
         if self.read_only {
-            let item = self.get(key, true)?;
-            return match next(item.as_ref()) {
-                Some(_) => self.writable(),
-                None => Ok(()),
-            };
+            // Its write is refused: nothing to hold still.
+            return super::read_then_write_apart(self, key, known, next);
         }
         self.with_connection(|conn| {
             let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate)
                 .map_err(|e| self.backend(e))?;
-            if !table_row_exists(&tx, &self.table).map_err(|e| self.backend(e))? {
-                return Err(self.table_not_found());
-            }
-            let old = self.load(&tx, key)?;
+            let old = self.load_from_table(&tx, key)?;
             // Returning before the commit rolls the transaction back.
             let Some(op) = next(old.as_ref()) else {
                 return Ok(());

@@ -253,20 +253,39 @@ pub trait Store: Send + Sync {
     fn read_then_write(
         &self,
         key: &Key,
-        known: Option<Option<Item>>,
-        next: &mut dyn FnMut(Option<&Item>) -> Option<WriteOp>,
+        known: Known,
+        next: &mut NextWrite,
     ) -> Result<(), StoreError> {
-        let item = match known {
-            Some(item) => item,
-            None => self.get(key, true)?,
-        };
-        match next(item.as_ref()) {
-            Some(op) => {
-                same_item(key, &op)?;
-                self.write(op).map(drop)
-            }
-            None => Ok(()),
+        read_then_write_apart(self, key, known, next)
+    }
+}
+
+/// What the caller of a [`Store::read_then_write`] read of the item already:
+/// `None`, nothing; `Some(item)`, the item or its absence.
+pub type Known = Option<Option<Item>>;
+
+/// What a [`Store::read_then_write`] makes of the item it read: the write
+/// at the same key, if any.
+pub type NextWrite<'a> = dyn FnMut(Option<&Item>) -> Option<WriteOp> + 'a;
+
+/// [`Store::read_then_write`] as two calls, a (consistent) read unless the
+/// item is `known`, then the write: another writer may come between them.
+pub fn read_then_write_apart<S: Store + ?Sized>(
+    store: &S,
+    key: &Key,
+    known: Known,
+    next: &mut NextWrite,
+) -> Result<(), StoreError> {
+    let item = match known {
+        Some(item) => item,
+        None => store.get(key, true)?,
+    };
+    match next(item.as_ref()) {
+        Some(op) => {
+            same_item(key, &op)?;
+            store.write(op).map(drop)
         }
+        None => Ok(()),
     }
 }
 

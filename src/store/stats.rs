@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::{Index, Item, Key, Store, StoreError, WriteOp};
+use super::{Index, Item, Key, Known, NextWrite, Store, StoreError, WriteOp};
 
 /// Wraps `inner` when the statistics are asked for.
 pub fn wrap(inner: Box<dyn Store>) -> Box<dyn Store> {
@@ -101,8 +101,8 @@ impl Store for Counted {
     fn read_then_write(
         &self,
         key: &Key,
-        known: Option<Option<Item>>,
-        next: &mut dyn FnMut(Option<&Item>) -> Option<WriteOp>,
+        known: Known,
+        next: &mut NextWrite,
     ) -> Result<(), StoreError> {
         self.count("read_then_write", 1, || {
             self.inner.read_then_write(key, known, next)
