@@ -624,6 +624,12 @@ fn startup_refuses_what_it_cannot_serve() {
     assert!(err.contains("namespace 'nope' is not registered"), "{err}");
     let (code, err) = run(&[], &["--listen", "127.0.0.1:0", "--config-ttl", "soon"]);
     assert_eq!(code, Some(2), "{err}");
+    let (code, err) = run(&[], &["--listen", "127.0.0.1:0", "--workers", "0"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--workers"), "{err}");
+    let (code, err) = run(&[], &["--listen", "127.0.0.1:0", "--busy-poll-us", "10001"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--busy-poll-us"), "{err}");
     // A token file wins over the environment.
     let file = b.dir.path().join("token");
     std::fs::write(&file, "file-token-0123456789abcdef\n").unwrap();
@@ -1211,6 +1217,80 @@ fn the_local_stores_log_is_checkpointed_off_the_request_path() {
         len / frame,
         server.stderr()
     );
+}
+
+/// `zael_busy_poll_seconds_total`, a float.
+fn busy_polled(server: &Server, agent: &ureq::Agent) -> f64 {
+    let text = server.get(agent, "/metrics").text;
+    text.lines()
+        .find_map(|l| {
+            l.strip_prefix("zael_busy_poll_seconds_total ")?
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no zael_busy_poll_seconds_total in\n{text}"))
+}
+
+/// Busy polling (`--busy-poll-us`) runs after answers to requests that came
+/// close together, and never while the server is asked now and then; 0
+/// turns it off.
+#[test]
+fn busy_polling_runs_between_close_requests_only() {
+    let b = backends::local();
+    apply(&b, &window_level("search", 1_000_000));
+    let back_to_back = |server: &Server, agent: &ureq::Agent| {
+        for _ in 0..50 {
+            let r = server.ok(agent, "/v1/checks", check_body("t", "search", "consume"));
+            assert_eq!(r["allowed"], true, "{r}");
+        }
+    };
+    let idle = Duration::from_millis(60); // longer than the 10 ms window
+    let server = Server::start(
+        &b,
+        Opts {
+            token: Some(TOKEN),
+            args: &["--busy-poll-us", "10000"],
+            ..Opts::default()
+        },
+    );
+    // The startup line (stderr, written after the address on stdout) says so.
+    let started = Instant::now();
+    while !server.stderr().contains("1 worker, busy polling 10000 µs") {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{}",
+            server.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let agent = agent();
+    assert_eq!(busy_polled(&server, &agent), 0.0, "nothing asked yet");
+    back_to_back(&server, &agent);
+    std::thread::sleep(idle);
+    let after_burst = busy_polled(&server, &agent);
+    assert!(
+        after_burst > 0.0,
+        "no polling after 50 requests back to back"
+    );
+    // Asked now and then (each request more than the window after the last
+    // answer): no polling at all.
+    for _ in 0..3 {
+        std::thread::sleep(idle);
+        assert_eq!(busy_polled(&server, &agent), after_burst);
+    }
+    drop(server);
+
+    let server = Server::start(
+        &b,
+        Opts {
+            token: Some(TOKEN),
+            args: &["--busy-poll-us", "0"],
+            ..Opts::default()
+        },
+    );
+    back_to_back(&server, &agent);
+    std::thread::sleep(idle);
+    assert_eq!(busy_polled(&server, &agent), 0.0, "--busy-poll-us 0 polled");
 }
 
 /// `/healthz` has a store of its own: it answers while every pooled store

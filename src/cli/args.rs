@@ -1196,6 +1196,16 @@ pub struct ServeArgs {
     /// File holding the bearer token every request must carry (default: $ZAEL_API_TOKEN)
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
+    /// Threads answering requests (default: 1 on the local store, whose decisions take turns on
+    /// one SQLite connection anyway; one per CPU on DynamoDB)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub workers: Option<u16>,
+    /// After an answer, keep looking for the next request this many microseconds instead of
+    /// sleeping, when requests come that close together (default: 250 on the local store, 0 on
+    /// DynamoDB; 0: never). Saves waking a sleeping CPU; costs CPU time only between requests
+    /// that arrive back to back
+    #[arg(long, value_name = "MICROS", value_parser = clap::value_parser!(u64).range(0..=10_000))]
+    pub busy_poll_us: Option<u64>,
     #[command(flatten)]
     pub store: NamespacedArgs,
 }

@@ -17,7 +17,7 @@ use crate::cli::args::ServeArgs;
 use crate::cli::{output, CliError};
 use crate::exit_codes;
 use crate::serve::auth::Token;
-use crate::serve::checkpoints::{self, Checkpointer};
+use crate::serve::checkpoints::{self, Checkpointer, Hold};
 use crate::serve::metrics::{Metered, Metrics};
 use crate::serve::pool::{Opener, StorePool};
 use crate::serve::{self, App, Settings, DELAY_FAULT_ENV, REQUEST_TIMEOUT};
@@ -36,6 +36,16 @@ pub const TOKEN_ENV: &str = "ZAEL_API_TOKEN";
 const LOCAL_STORES: usize = 1;
 const DYNAMODB_STORES: usize = 32;
 
+/// `--workers` on the local store: one. Its decisions take turns on one
+/// connection, and a second worker only woke and slept around it and was
+/// preempted holding it: 32 connections on 32 state items, p99 12–22 ms with
+/// two workers, 5–11 ms with one (docs/serve.md#speed).
+const LOCAL_WORKERS: usize = 1;
+
+/// `--busy-poll-us` on the local store; DynamoDB answers in milliseconds,
+/// which no polling shortens.
+const LOCAL_BUSY_POLL: Duration = Duration::from_micros(250);
+
 pub fn run(a: ServeArgs) -> Result<i32, CliError> {
     let config_ttl = config_ttl(&a.config_ttl)?;
     let token = token(a.token_file.as_deref())?;
@@ -46,10 +56,12 @@ pub fn run(a: ServeArgs) -> Result<i32, CliError> {
     // on a thread of their own (below); DynamoDB's run on blocking threads,
     // on many clients.
     let target = a.store.table.store.target();
-    let (in_place, size) = match target {
-        Target::Local(_) => (true, LOCAL_STORES),
-        Target::DynamoDb { .. } => (false, DYNAMODB_STORES),
+    let (in_place, size, workers, busy_poll) = match target {
+        Target::Local(_) => (true, LOCAL_STORES, Some(LOCAL_WORKERS), LOCAL_BUSY_POLL),
+        Target::DynamoDb { .. } => (false, DYNAMODB_STORES, None, Duration::ZERO),
     };
+    let workers = a.workers.map(usize::from).or(workers);
+    let busy_poll = a.busy_poll_us.map_or(busy_poll, Duration::from_micros);
     let settings = Settings {
         namespace: a.store.namespace.clone(),
         config_ttl,
@@ -58,6 +70,7 @@ pub fn run(a: ServeArgs) -> Result<i32, CliError> {
         check_delay: delay_hook(),
         request_timeout: REQUEST_TIMEOUT,
         in_place,
+        busy_poll,
     };
 
     let metrics = Arc::new(Metrics::default());
@@ -81,33 +94,44 @@ pub fn run(a: ServeArgs) -> Result<i32, CliError> {
         metrics,
     ));
 
-    let checkpointer = match &target {
-        Target::Local(path) => {
-            let own = LocalStore::open(path, &a.store.table.name)?;
-            let started = Checkpointer::start(own, checkpoints::EVERY).map_err(|e| {
-                CliError::Failed(format!("cannot start the checkpoint thread: {e}"))
-            })?;
-            Some(started)
-        }
-        Target::DynamoDb { .. } => None,
-    };
-
     let listener = std::net::TcpListener::bind(addr)
         .and_then(|l| l.set_nonblocking(true).map(|()| l))
         .map_err(|e| CliError::Failed(format!("cannot listen on {addr}: {e}")))?;
     let bound = listener
         .local_addr()
         .map_err(|e| CliError::Failed(format!("cannot listen on {addr}: {e}")))?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
+    let mut rt = tokio::runtime::Builder::new_multi_thread();
+    if let Some(n) = workers {
+        rt.worker_threads(n);
+    }
+    let rt = rt
         .enable_all()
         .build()
         .map_err(|e| CliError::Failed(format!("cannot start the async runtime: {e}")))?;
+    let checkpointer = match &target {
+        Target::Local(path) => {
+            let own = LocalStore::open(path, &a.store.table.name)?;
+            let (app, rt) = (app.clone(), rt.handle().clone());
+            let hold: Hold = Box::new(move || Box::new(app.pool.permit_blocking(&rt)));
+            let started = Checkpointer::start(own, checkpoints::SCHEDULE, hold).map_err(|e| {
+                CliError::Failed(format!("cannot start the checkpoint thread: {e}"))
+            })?;
+            Some(started)
+        }
+        Target::DynamoDb { .. } => None,
+    };
     let failed = |e: std::io::Error| CliError::Failed(format!("serving on {bound} failed: {e}"));
     let served = rt.block_on(async {
         let shutdown = serve::shutdown_signal().map_err(failed)?;
         let listener = tokio::net::TcpListener::from_std(listener).map_err(failed)?;
         output::println(format!("listening on {bound}"))?;
-        serve::error::log(&describe(&a, config_ttl, app.settings.token.is_some()));
+        serve::error::log(&describe(
+            &a,
+            config_ttl,
+            app.settings.token.is_some(),
+            workers,
+            busy_poll,
+        ));
         serve::run(listener, app.clone(), shutdown)
             .await
             .map_err(failed)
@@ -127,7 +151,13 @@ pub fn run(a: ServeArgs) -> Result<i32, CliError> {
 }
 
 /// The startup line on stderr: what is served, from where.
-fn describe(a: &ServeArgs, ttl: Duration, token: bool) -> String {
+fn describe(
+    a: &ServeArgs,
+    ttl: Duration,
+    token: bool,
+    workers: Option<usize>,
+    busy_poll: Duration,
+) -> String {
     let name = &a.store.table.name;
     let store = match a.store.table.store.target() {
         Target::Local(p) => format!("local store {} table '{name}'", p.display()),
@@ -146,8 +176,18 @@ fn describe(a: &ServeArgs, ttl: Duration, token: bool) -> String {
     } else {
         "no token (loopback only)"
     };
+    let workers = match workers {
+        Some(1) => "1 worker".to_string(),
+        Some(n) => format!("{n} workers"),
+        None => "a worker per CPU".to_string(),
+    };
+    let polling = if busy_poll.is_zero() {
+        String::new()
+    } else {
+        format!(", busy polling {} µs", busy_poll.as_micros())
+    };
     format!(
-        "namespace '{}' of the {store}; {ttl}; {auth}",
+        "namespace '{}' of the {store}; {ttl}; {auth}; {workers}{polling}",
         a.store.namespace
     )
 }

@@ -12,6 +12,7 @@
 //! | `zael_store_errors_total` | | store calls that failed (a lost conditional write excepted) |
 //! | `zael_store_conflicts_total` | | conditional writes that lost a race: each is decided again (a retry) |
 //! | `zael_config_cache_hits_total` / `_misses_total` | | resolved levels and namespaces served from the `--config-ttl` cache, or read |
+//! | `zael_busy_poll_seconds_total` | | time the worker spent looking for the next request instead of sleeping (`--busy-poll-us`) |
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -50,6 +51,7 @@ pub struct Metrics {
     store_conflicts: AtomicU64,
     cache_hits: AtomicU64,
     cache_misses: AtomicU64,
+    busy_poll_ns: AtomicU64,
 }
 
 fn bump<K: Ord>(map: &Mutex<BTreeMap<K, u64>>, key: K) {
@@ -104,6 +106,17 @@ impl Metrics {
             &self.cache_misses
         };
         c.fetch_add(1, Relaxed);
+    }
+
+    /// One run of busy polling ([`super::busy_poll`]).
+    pub fn busy_poll(&self, took: Duration) {
+        let ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+        self.busy_poll_ns.fetch_add(ns, Relaxed);
+    }
+
+    /// The time spent busy polling so far.
+    pub fn busy_poll_time(&self) -> Duration {
+        Duration::from_nanos(self.busy_poll_ns.load(Relaxed))
     }
 
     fn store_call<T>(&self, op: &'static str, out: &Result<T, StoreError>) {
@@ -202,6 +215,14 @@ impl Metrics {
             head(&mut out, name, "counter", help);
             let _ = writeln!(out, "{name} {}", value.load(Relaxed));
         }
+        let name = "zael_busy_poll_seconds_total";
+        head(
+            &mut out,
+            name,
+            "counter",
+            "Time spent looking for the next request instead of sleeping.",
+        );
+        let _ = writeln!(out, "{name} {}", self.busy_poll_time().as_secs_f64());
         out
     }
 }

@@ -27,6 +27,7 @@
 pub mod api;
 pub mod auth;
 pub mod body;
+pub mod busy_poll;
 pub mod cache;
 pub mod checkpoints;
 pub mod cooldowns;
@@ -47,6 +48,7 @@ use axum::Router;
 use zae_limiter_engine::cooldown::Policy;
 
 use self::auth::Token;
+use self::busy_poll::BusyPoll;
 use self::cache::ConfigCache;
 use self::error::ApiError;
 use self::lanes::Lanes;
@@ -79,6 +81,8 @@ pub struct Settings {
     /// Run the store work on the async worker itself rather than on a
     /// blocking thread: set for the local store (see [`App::blocking`]).
     pub in_place: bool,
+    /// `--busy-poll-us`; zero: never ([`busy_poll`]).
+    pub busy_poll: Duration,
 }
 
 /// Everything a request may use, behind one `Arc`.
@@ -88,12 +92,14 @@ pub struct App {
     pub cache: ConfigCache,
     pub metrics: Arc<Metrics>,
     pub lanes: Lanes,
+    pub busy_poll: Arc<BusyPoll>,
 }
 
 impl App {
     pub fn new(settings: Settings, pool: StorePool, metrics: Arc<Metrics>) -> App {
         let cache = ConfigCache::new(settings.config_ttl, &settings.namespace, metrics.clone());
         App {
+            busy_poll: BusyPoll::new(settings.busy_poll, metrics.clone()),
             settings,
             pool,
             cache,
@@ -266,6 +272,7 @@ async fn timeout(State(app): State<Arc<App>>, req: Request, next: Next) -> Respo
 /// Middleware: counts every request and its latency, by route template.
 async fn measure(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
     let started = Instant::now();
+    let close = app.busy_poll.arrived();
     let route = req
         .extensions()
         .get::<MatchedPath>()
@@ -274,6 +281,7 @@ async fn measure(State(app): State<Arc<App>>, req: Request, next: Next) -> Respo
     let response = next.run(req).await;
     app.metrics
         .request(&route, response.status().as_u16(), started.elapsed());
+    app.busy_poll.answered(close);
     response
 }
 
@@ -299,6 +307,14 @@ pub async fn run(
     app: Arc<App>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    use axum::serve::ListenerExt as _;
+    // Every answer is one small write the client waits for: sent at once,
+    // not held back for the acknowledgement of the last one (Nagle).
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            error::log(&format!("cannot set TCP_NODELAY on a connection: {e}"));
+        }
+    });
     axum::serve(listener, router(app))
         .with_graceful_shutdown(shutdown)
         .await

@@ -46,6 +46,12 @@ impl StorePool {
             .expect("the pool's semaphore is never closed")
     }
 
+    /// The right to use one store, taken from a thread outside the async
+    /// runtime (the checkpoint thread): waits in line with the requests.
+    pub fn permit_blocking(&self, rt: &tokio::runtime::Handle) -> OwnedSemaphorePermit {
+        rt.block_on(self.permit())
+    }
+
     /// A store for this call (where blocking is allowed: opening one may block).
     pub fn take(&self) -> Result<Box<dyn Store>, StoreError> {
         let idle = self.idle.lock().ok().and_then(|mut v| v.pop());
