@@ -38,8 +38,8 @@ const DYNAMODB_STORES: usize = 32;
 
 /// `--workers` on the local store: one. Its decisions take turns on one
 /// connection, and a second worker only woke and slept around it and was
-/// preempted holding it: 32 connections on 32 state items, p99 12–22 ms with
-/// two workers, 5–11 ms with one (docs/serve.md#speed).
+/// preempted holding it: 32 connections on 32 state items, p99 11.7–22.7 ms
+/// with two workers, 5.9–10.7 ms with one in 8 runs of 9 (docs/serve.md#speed).
 const LOCAL_WORKERS: usize = 1;
 
 /// `--busy-poll-us` on the local store; DynamoDB answers in milliseconds,
@@ -179,7 +179,7 @@ fn describe(
     let workers = match workers {
         Some(1) => "1 worker".to_string(),
         Some(n) => format!("{n} workers"),
-        None => "a worker per CPU".to_string(),
+        None => "tokio's default workers (one per CPU)".to_string(),
     };
     let polling = if busy_poll.is_zero() {
         String::new()

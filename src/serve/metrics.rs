@@ -12,7 +12,7 @@
 //! | `zael_store_errors_total` | | store calls that failed (a lost conditional write excepted) |
 //! | `zael_store_conflicts_total` | | conditional writes that lost a race: each is decided again (a retry) |
 //! | `zael_config_cache_hits_total` / `_misses_total` | | resolved levels and namespaces served from the `--config-ttl` cache, or read |
-//! | `zael_busy_poll_seconds_total` | | time the worker spent looking for the next request instead of sleeping (`--busy-poll-us`) |
+//! | `zael_busy_poll_seconds_total` | | time the worker spent looking for the next request with nothing else to do, where it would have slept (`--busy-poll-us`) |
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -108,7 +108,7 @@ impl Metrics {
         c.fetch_add(1, Relaxed);
     }
 
-    /// One run of busy polling ([`super::busy_poll`]).
+    /// Time busy polling had to itself ([`super::busy_poll`]).
     pub fn busy_poll(&self, took: Duration) {
         let ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
         self.busy_poll_ns.fetch_add(ns, Relaxed);
@@ -220,7 +220,7 @@ impl Metrics {
             &mut out,
             name,
             "counter",
-            "Time spent looking for the next request instead of sleeping.",
+            "Time spent looking for the next request with nothing else to do.",
         );
         let _ = writeln!(out, "{name} {}", self.busy_poll_time().as_secs_f64());
         out

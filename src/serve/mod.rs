@@ -310,9 +310,11 @@ pub async fn run(
     use axum::serve::ListenerExt as _;
     // Every answer is one small write the client waits for: sent at once,
     // not held back for the acknowledgement of the last one (Nagle).
+    static WARNED: std::sync::Once = std::sync::Once::new();
     let listener = listener.tap_io(|tcp| {
         if let Err(e) = tcp.set_nodelay(true) {
-            error::log(&format!("cannot set TCP_NODELAY on a connection: {e}"));
+            // Once: it would fail the same way on every connection.
+            WARNED.call_once(|| error::log(&format!("cannot set TCP_NODELAY: {e}")));
         }
     });
     axum::serve(listener, router(app))
