@@ -144,10 +144,16 @@ impl Server {
 impl Server {
     /// A server on `b` that requires [`TOKEN`], on the real clock.
     fn with_token(b: &Backend) -> Server {
+        Server::with_args(b, &[])
+    }
+
+    /// [`Server::with_token`] with more `serve` flags.
+    fn with_args(b: &Backend, args: &[&str]) -> Server {
         Server::start(
             b,
             Opts {
                 token: Some(TOKEN),
+                args,
                 ..Opts::default()
             },
         )
@@ -634,14 +640,7 @@ fn startup_refuses_what_it_cannot_serve() {
     let file = b.dir.path().join("token");
     std::fs::write(&file, "file-token-0123456789abcdef\n").unwrap();
     let file_flag = file.display().to_string();
-    let mut server = Server::start(
-        &b,
-        Opts {
-            token: Some(TOKEN),
-            args: &["--token-file", &file_flag],
-            ..Opts::default()
-        },
-    );
+    let mut server = Server::with_args(&b, &["--token-file", &file_flag]);
     let agent = agent();
     let with = |t: &str| {
         send(
@@ -891,14 +890,7 @@ fn a_warm_decision_reads_the_state_once_and_writes_once_and_the_ttl_bounds_stale
     for b in backends("sv-cache") {
         apply(&b, &window_level("search", 5));
         let cached = Server::with_token(&b);
-        let uncached = Server::start(
-            &b,
-            Opts {
-                token: Some(TOKEN),
-                args: &["--config-ttl", "0"],
-                ..Opts::default()
-            },
-        );
+        let uncached = Server::with_args(&b, &["--config-ttl", "0"]);
         let agent = agent();
         cached.ok(&agent, "/v1/checks", check_body("t", "search", "consume"));
         let before = |s: &Server| {
@@ -1245,14 +1237,7 @@ fn busy_polling_runs_between_close_requests_only() {
         }
     };
     let idle = Duration::from_millis(60); // longer than the 10 ms window
-    let server = Server::start(
-        &b,
-        Opts {
-            token: Some(TOKEN),
-            args: &["--busy-poll-us", "10000"],
-            ..Opts::default()
-        },
-    );
+    let server = Server::with_args(&b, &["--busy-poll-us", "10000"]);
     // The startup line (stderr, written after the address on stdout) says so.
     let started = Instant::now();
     while !server.stderr().contains("1 worker, busy polling 10000 µs") {
@@ -1294,14 +1279,7 @@ fn busy_polling_runs_between_close_requests_only() {
     }
     drop(server);
 
-    let server = Server::start(
-        &b,
-        Opts {
-            token: Some(TOKEN),
-            args: &["--busy-poll-us", "0"],
-            ..Opts::default()
-        },
-    );
+    let server = Server::with_args(&b, &["--busy-poll-us", "0"]);
     back_to_back(&server, &agent);
     std::thread::sleep(idle);
     assert_eq!(busy_polled(&server, &agent), 0.0, "--busy-poll-us 0 polled");

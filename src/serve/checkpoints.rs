@@ -22,6 +22,7 @@ use std::time::Duration;
 
 use super::error;
 use crate::store::local::{CheckpointMode, LocalStore};
+use crate::store::StoreError;
 
 /// How often: at a few thousand decisions a second the log grows by about a
 /// thousand pages a second, so it stays around a hundred pages.
@@ -51,6 +52,42 @@ pub const SCHEDULE: Schedule = Schedule {
     restart_frames: RESTART_FRAMES,
 };
 
+/// What the thread keeps from one checkpoint to the next.
+struct Round {
+    store: LocalStore,
+    schedule: Schedule,
+    hold: Hold,
+    /// The log's size at the last restart: until a write starts the log
+    /// over it stays that size, and needs no other restart.
+    restarted_at: Option<u64>,
+}
+
+impl Round {
+    /// A passive checkpoint, then a restart inside the hold if the log grew
+    /// past the restart size. The `last` round needs no restart (the file's
+    /// last connection removes the log) and takes no hold.
+    fn run(&mut self, last: bool) -> Result<(), StoreError> {
+        let frames = self.store.checkpoint(CheckpointMode::Passive)?;
+        let due = frames > self.schedule.restart_frames && self.restarted_at != Some(frames);
+        if !due || last {
+            return Ok(());
+        }
+        let _held = (self.hold)();
+        let started = std::time::Instant::now();
+        self.store.checkpoint(CheckpointMode::Restart)?;
+        self.restarted_at = Some(frames);
+        let took = started.elapsed();
+        // Requests waited that long: say why.
+        if took >= SLOW_RESTART {
+            error::log(&format!(
+                "restarting the local store's log held requests back for {} ms (a slow sync, or another process's reader or writer in the way)",
+                took.as_millis()
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// The running checkpoint thread; [`Checkpointer::stop`] ends it.
 pub struct Checkpointer {
     stop: Arc<AtomicBool>,
@@ -71,36 +108,16 @@ impl Checkpointer {
             .name("zael-checkpoints".into())
             .spawn(move || {
                 let mut failing = false;
-                // The log's size at the last restart: until a write starts
-                // the log over it stays that size, and needs no other.
-                let mut restarted_at = None;
+                let mut round = Round {
+                    store,
+                    schedule,
+                    hold,
+                    restarted_at: None,
+                };
                 loop {
                     std::thread::park_timeout(schedule.every);
                     let last = flag.load(Ordering::Acquire);
-                    let done = store
-                        .checkpoint(CheckpointMode::Passive)
-                        .and_then(|frames| {
-                            // The last round needs no restart (the file's
-                            // last connection removes the log) and no hold.
-                            let due = frames > schedule.restart_frames
-                                && restarted_at != Some(frames);
-                            if due && !last {
-                                let _held = hold();
-                                let started = std::time::Instant::now();
-                                store.checkpoint(CheckpointMode::Restart)?;
-                                restarted_at = Some(frames);
-                                let took = started.elapsed();
-                                // Requests waited that long: say why.
-                                if took >= SLOW_RESTART {
-                                    error::log(&format!(
-                                        "restarting the local store's log held requests back for {} ms (a slow sync, or another process's reader or writer in the way)",
-                                        took.as_millis()
-                                    ));
-                                }
-                            }
-                            Ok(())
-                        });
-                    match done {
+                    match round.run(last) {
                         Ok(()) => failing = false,
                         // Logged once per run of failures: the requests go
                         // on, but the log file grows until one succeeds.
@@ -135,13 +152,8 @@ mod tests {
     use super::*;
     use crate::store::backoff;
     use crate::store::item::keyed as item;
-    use crate::store::local::Checkpoints;
+    use crate::store::local::{log_frames, Checkpoints};
     use crate::store::{Store, WriteOp};
-
-    fn log_frames(path: &std::path::Path) -> u64 {
-        let wal = path.with_extension("sqlite-wal");
-        std::fs::metadata(wal).map_or(0, |m| m.len()) / (4096 + 24)
-    }
 
     /// The test's stand-in for the server's pool: one permit, taken by
     /// spinning (no runtime here).

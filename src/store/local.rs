@@ -800,6 +800,14 @@ impl Store for LocalStore {
     }
 }
 
+/// Frames in the write-ahead log of the store file `path` (a frame: a
+/// 24-byte header and one page of the default 4,096 bytes); for tests.
+#[cfg(test)]
+pub(crate) fn log_frames(path: &Path) -> u64 {
+    let wal = path.with_extension("sqlite-wal");
+    std::fs::metadata(wal).map_or(0, |m| m.len()) / (4096 + 24)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -854,13 +862,6 @@ mod tests {
             condition: None,
         })
         .unwrap()
-    }
-
-    /// Frames in the write-ahead log of `path` (a frame: a 24-byte header and
-    /// one page of the default 4,096 bytes).
-    fn log_frames(path: &Path) -> u64 {
-        let wal = path.with_extension("sqlite-wal");
-        std::fs::metadata(wal).map_or(0, |m| m.len()) / (4096 + 24)
     }
 
     /// 1,200 writes, each at least one page of the log.
