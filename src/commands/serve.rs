@@ -18,6 +18,7 @@ use crate::cli::{output, CliError};
 use crate::exit_codes;
 use crate::serve::auth::Token;
 use crate::serve::checkpoints::{self, Checkpointer, Hold};
+use crate::serve::lag;
 use crate::serve::metrics::{Metered, Metrics};
 use crate::serve::pool::{Opener, StorePool};
 use crate::serve::{self, App, Settings, DELAY_FAULT_ENV, REQUEST_TIMEOUT};
@@ -120,6 +121,12 @@ pub fn run(a: ServeArgs) -> Result<i32, CliError> {
         }
         Target::DynamoDb { .. } => None,
     };
+    rt.spawn(lag::watch(
+        lag::PERIOD,
+        app.metrics.clone(),
+        lag::steal_ticks,
+        |late| serve::error::log(&late.describe()),
+    ));
     let failed = |e: std::io::Error| CliError::Failed(format!("serving on {bound} failed: {e}"));
     let served = rt.block_on(async {
         let shutdown = serve::shutdown_signal().map_err(failed)?;

@@ -13,6 +13,7 @@
 //! | `zael_store_conflicts_total` | | conditional writes that lost a race: each is decided again (a retry) |
 //! | `zael_config_cache_hits_total` / `_misses_total` | | resolved levels and namespaces served from the `--config-ttl` cache, or read |
 //! | `zael_busy_poll_seconds_total` | | time the worker spent looking for the next request with nothing else to do, where it would have slept (`--busy-poll-us`) |
+//! | `zael_event_loop_lag_seconds` | | histogram: how late a task asking to wake every 10 ms was woken; while it was late, nothing on the worker ran ([`super::lag`]) |
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -39,6 +40,35 @@ struct Histogram {
     sum_us: u64,
 }
 
+impl Histogram {
+    fn observe(&mut self, took: Duration) {
+        let us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+        for (bound, count) in BUCKETS_US.iter().zip(self.counts.iter_mut()) {
+            if us <= *bound {
+                *count += 1;
+            }
+        }
+        self.count += 1;
+        self.sum_us = self.sum_us.saturating_add(us);
+    }
+
+    /// The series of one histogram; `labels` is empty or `a="x",` (ending in
+    /// a comma, for the bucket's `le`).
+    fn render(&self, out: &mut String, name: &str, labels: &str) {
+        let bounds = BUCKETS_US.iter().map(|b| (*b as f64 / 1e6).to_string());
+        for (le, n) in bounds.zip(self.counts) {
+            let _ = writeln!(out, "{name}_bucket{{{labels}le=\"{le}\"}} {n}");
+        }
+        let _ = writeln!(out, "{name}_bucket{{{labels}le=\"+Inf\"}} {}", self.count);
+        let labels = match labels.trim_end_matches(',') {
+            "" => String::new(),
+            l => format!("{{{l}}}"),
+        };
+        let _ = writeln!(out, "{name}_sum{labels} {}", self.sum_us as f64 / 1e6);
+        let _ = writeln!(out, "{name}_count{labels} {}", self.count);
+    }
+}
+
 /// The server's counters; shared by every request.
 #[derive(Debug, Default)]
 pub struct Metrics {
@@ -52,6 +82,7 @@ pub struct Metrics {
     cache_hits: AtomicU64,
     cache_misses: AtomicU64,
     busy_poll_ns: AtomicU64,
+    lag: Mutex<Histogram>,
 }
 
 fn bump<K: Ord>(map: &Mutex<BTreeMap<K, u64>>, key: K) {
@@ -86,17 +117,27 @@ impl Metrics {
     /// One HTTP request, by route template.
     pub fn request(&self, route: &str, status: u16, took: Duration) {
         bump(&self.http, (route.to_string(), status));
-        let us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
         if let Ok(mut m) = self.latency.lock() {
-            let h = m.entry(route.to_string()).or_default();
-            for (bound, count) in BUCKETS_US.iter().zip(h.counts.iter_mut()) {
-                if us <= *bound {
-                    *count += 1;
-                }
-            }
-            h.count += 1;
-            h.sum_us = h.sum_us.saturating_add(us);
+            m.entry(route.to_string()).or_default().observe(took);
         }
+    }
+
+    /// How late the event loop's probe was woken ([`super::lag`]).
+    pub fn event_loop_lag(&self, lag: Duration) {
+        if let Ok(mut h) = self.lag.lock() {
+            h.observe(lag);
+        }
+    }
+
+    /// Probe wakes so far, and those later than `over`'s bucket bound.
+    #[cfg(test)]
+    pub fn event_loop_lags(&self, over: Duration) -> (u64, u64) {
+        let h = self.lag.lock().unwrap();
+        let bound = BUCKETS_US
+            .iter()
+            .position(|b| *b == over.as_micros() as u64)
+            .expect("a bucket bound");
+        (h.count, h.count - h.counts[bound])
     }
 
     pub fn cache(&self, hit: bool) {
@@ -164,23 +205,8 @@ impl Metrics {
         );
         if let Ok(m) = self.latency.lock() {
             for (route, h) in m.iter() {
-                let route = escape(route);
-                for (bound, n) in BUCKETS_US.iter().zip(h.counts.iter()) {
-                    let le = *bound as f64 / 1e6;
-                    let _ = writeln!(
-                        out,
-                        "zael_http_request_duration_seconds_bucket{{route=\"{route}\",le=\"{le}\"}} {n}"
-                    );
-                }
-                let _ = writeln!(
-                    out,
-                    "zael_http_request_duration_seconds_bucket{{route=\"{route}\",le=\"+Inf\"}} {}\n\
-                     zael_http_request_duration_seconds_sum{{route=\"{route}\"}} {}\n\
-                     zael_http_request_duration_seconds_count{{route=\"{route}\"}} {}",
-                    h.count,
-                    h.sum_us as f64 / 1e6,
-                    h.count
-                );
+                let labels = format!("route=\"{}\",", escape(route));
+                h.render(&mut out, "zael_http_request_duration_seconds", &labels);
             }
         }
         counter(
@@ -223,6 +249,16 @@ impl Metrics {
             "Time spent looking for the next request with nothing else to do.",
         );
         let _ = writeln!(out, "{name} {}", self.busy_poll_time().as_secs_f64());
+        let name = "zael_event_loop_lag_seconds";
+        head(
+            &mut out,
+            name,
+            "histogram",
+            "How late the worker's event loop woke a task asked to wake every 10 ms.",
+        );
+        if let Ok(h) = self.lag.lock() {
+            h.render(&mut out, name, "");
+        }
         out
     }
 }
@@ -336,6 +372,8 @@ mod tests {
         m.request("/v1/checks", 200, Duration::from_micros(700));
         m.request("/v1/checks", 200, Duration::from_millis(20));
         m.cache(true);
+        m.event_loop_lag(Duration::from_micros(300));
+        m.event_loop_lag(Duration::from_millis(60));
         let text = m.render();
         for want in [
             "zael_decisions_total{mode=\"consume\",outcome=\"refused_unchecked\"} 1",
@@ -343,7 +381,14 @@ mod tests {
             "zael_http_request_duration_seconds_bucket{route=\"/v1/checks\",le=\"0.0005\"} 0",
             "zael_http_request_duration_seconds_bucket{route=\"/v1/checks\",le=\"0.001\"} 1",
             "zael_http_request_duration_seconds_bucket{route=\"/v1/checks\",le=\"0.025\"} 2",
+            "zael_http_request_duration_seconds_bucket{route=\"/v1/checks\",le=\"+Inf\"} 2",
             "zael_http_request_duration_seconds_count{route=\"/v1/checks\"} 2",
+            "zael_event_loop_lag_seconds_bucket{le=\"0.0005\"} 1",
+            "zael_event_loop_lag_seconds_bucket{le=\"0.05\"} 1",
+            "zael_event_loop_lag_seconds_bucket{le=\"0.1\"} 2",
+            "zael_event_loop_lag_seconds_bucket{le=\"+Inf\"} 2",
+            "zael_event_loop_lag_seconds_sum 0.0603",
+            "zael_event_loop_lag_seconds_count 2",
             "zael_config_cache_hits_total 1",
         ] {
             assert!(text.contains(want), "{want} in\n{text}");

@@ -32,6 +32,7 @@ pub mod cache;
 pub mod checkpoints;
 pub mod cooldowns;
 pub mod error;
+pub mod lag;
 pub mod lanes;
 pub mod metrics;
 pub mod pool;
