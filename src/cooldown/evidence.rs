@@ -222,6 +222,17 @@ mod tests {
         w.iter().map(ToString::to_string).collect()
     }
 
+    /// The warnings of the refusal `e` makes, which must be a quota refusal
+    /// without a usable hint (the backoff applies).
+    fn hintless_quota(e: Evidence) -> Vec<String> {
+        let (r, w) = e.refusal(T);
+        assert!(
+            matches!(r, Refusal::Quota { ref hints, .. } if hints.is_empty()),
+            "{r:?}"
+        );
+        messages(&w)
+    }
+
     #[test]
     fn headers_and_a_json_body_together() {
         let mut e = Evidence::default();
@@ -265,10 +276,8 @@ mod tests {
     fn a_malformed_header_never_loses_the_refusal() {
         let mut e = Evidence::default();
         e.headers("headers", &[("x-ratelimit-reset-tokens", "soon")]);
-        let (r, w) = e.refusal(T);
-        assert!(matches!(r, Refusal::Quota { ref hints, .. } if hints.is_empty()));
         assert_eq!(
-            messages(&w),
+            hintless_quota(e),
             [
                 "x-ratelimit-reset-tokens: 'soon' cannot be read; expected a duration such as 1s, 6m0s, 2h10m3.5s or 20ms; recording without it",
                 "no usable reset: recording with the backoff"
@@ -334,10 +343,8 @@ mod tests {
         let mut e = Evidence::default();
         e.dump("h.txt", Err(DumpError::TooLarge { max: 1 << 20 }));
         e.body("b.json", Err(ResponseError::NotObject));
-        let (r, w) = e.refusal(T);
-        assert!(matches!(r, Refusal::Quota { ref hints, .. } if hints.is_empty()));
         assert_eq!(
-            messages(&w),
+            hintless_quota(e),
             [
                 "h.txt: the headers file is larger than 1 MiB; files that large are not read; recording without them",
                 "b.json: the response body is not a JSON object; recording without it"

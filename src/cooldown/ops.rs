@@ -450,53 +450,39 @@ mod tests {
         }
     }
 
+    /// A 429 with `hints`, received and applied at `at`, after `prev`, under
+    /// the default policy.
+    fn refused(
+        prev: Option<&CooldownState>,
+        hints: Vec<Hint>,
+        at: EpochMs,
+    ) -> Result<CooldownState, CooldownError> {
+        apply_refusal(&Policy::default(), &scope(), prev, &quota(hints, at), at)
+    }
+
     #[test]
     fn refusals_fold_monotonically() {
-        let p = Policy::default();
-        let s = scope();
-        let a = apply_refusal(
-            &p,
-            &s,
-            None,
-            &quota(vec![Hint::resets_in_seconds("202825")], 1_000_000),
-            1_000_000,
-        )
-        .unwrap();
+        let a = refused(None, vec![Hint::resets_in_seconds("202825")], 1_000_000).unwrap();
         assert_eq!(a.not_before, 203_830_000);
         assert_eq!(a.phase, Phase::Cooling);
         assert_eq!(a.reason, "status 429; resets_in_seconds 202825");
-        let b = apply_refusal(
-            &p,
-            &s,
-            Some(&a),
-            &quota(vec![Hint::retry_after("3000")], 2_000_000),
-            2_000_000,
-        )
-        .unwrap();
+        let b = refused(Some(&a), vec![Hint::retry_after("3000")], 2_000_000).unwrap();
         assert_eq!(b.not_before, 203_830_000);
     }
 
     #[test]
     fn hintless_refusals_step_the_backoff() {
         let p = Policy::default();
-        let s = scope();
-        let a = apply_refusal(&p, &s, None, &quota(vec![], 0), 0).unwrap();
+        let a = refused(None, vec![], 0).unwrap();
         assert_eq!(a.not_before, 60 * SECOND_MS + p.margin_ms);
         assert_eq!(a.backoff_attempt, 1);
         assert!(a.reason.contains("backoff step 1 (1m)"), "{}", a.reason);
         let t = a.not_before;
-        let b = apply_refusal(&p, &s, Some(&a), &quota(vec![], t), t).unwrap();
+        let b = refused(Some(&a), vec![], t).unwrap();
         assert_eq!(b.not_before, t + 120 * SECOND_MS + p.margin_ms);
         assert_eq!(b.backoff_attempt, 2);
         // A hint resets the steps.
-        let c = apply_refusal(
-            &p,
-            &s,
-            Some(&b),
-            &quota(vec![Hint::retry_after("10")], b.not_before),
-            b.not_before,
-        )
-        .unwrap();
+        let c = refused(Some(&b), vec![Hint::retry_after("10")], b.not_before).unwrap();
         assert_eq!(c.backoff_attempt, 0);
     }
 
@@ -520,14 +506,7 @@ mod tests {
             auth.reason,
             "status 403: credentials rejected; needs intervention"
         );
-        let later = apply_refusal(
-            &p,
-            &s,
-            Some(&auth),
-            &quota(vec![Hint::retry_after("60")], 10),
-            10,
-        )
-        .unwrap();
+        let later = refused(Some(&auth), vec![Hint::retry_after("60")], 10).unwrap();
         assert_eq!(later.phase, Phase::NeedsOperator);
         assert_eq!(later.reason, auth.reason);
         assert_eq!(later.not_before, 60_010 + p.margin_ms);
@@ -537,14 +516,7 @@ mod tests {
     fn implausible_resets_are_kept_and_escalated() {
         let p = Policy::default();
         let forty = (40 * 86_400).to_string();
-        let st = apply_refusal(
-            &p,
-            &scope(),
-            None,
-            &quota(vec![Hint::resets_in_seconds(forty)], 0),
-            0,
-        )
-        .unwrap();
+        let st = refused(None, vec![Hint::resets_in_seconds(forty)], 0).unwrap();
         assert_eq!(st.phase, Phase::NeedsOperator);
         assert_eq!(st.not_before, 40 * DAY_MS + p.margin_ms);
         assert!(st.reason.contains("implausible reset 40d"), "{}", st.reason);
@@ -553,13 +525,7 @@ mod tests {
 
     #[test]
     fn bad_hints_are_errors() {
-        let r = apply_refusal(
-            &Policy::default(),
-            &scope(),
-            None,
-            &quota(vec![Hint::resets_in_seconds("NaN")], 0),
-            0,
-        );
+        let r = refused(None, vec![Hint::resets_in_seconds("NaN")], 0);
         assert!(matches!(r, Err(CooldownError::Hint(_))));
     }
 }

@@ -154,29 +154,8 @@ impl RuntimeState {
         for (name, st) in &self.rolling {
             item.insert(format!("{ROLLING}{name}"), AttrValue::S(rolling_text(st)));
         }
-        if !self.holds.is_empty() {
-            let holds = self
-                .holds
-                .iter()
-                .map(|(t, h)| (t.clone(), hold_value(h)))
-                .collect();
-            item.insert("holds".into(), AttrValue::M(holds));
-        }
-        if !self.closed.is_empty() {
-            let closed = self
-                .closed
-                .iter()
-                .map(|(t, c)| {
-                    let m = BTreeMap::from([
-                        ("how".to_string(), AttrValue::s(c.how.as_str())),
-                        ("at".to_string(), AttrValue::n(c.at)),
-                        ("exp".to_string(), AttrValue::n(c.expires_at)),
-                    ]);
-                    (t.clone(), AttrValue::M(m))
-                })
-                .collect();
-            item.insert("closed".into(), AttrValue::M(closed));
-        }
+        insert_by_token(&mut item, "holds", &self.holds, hold_value);
+        insert_by_token(&mut item, "closed", &self.closed, closed_value);
         item
     }
 
@@ -203,40 +182,47 @@ impl RuntimeState {
             let rolling = parse_rolling(text).map_err(|e| format!("attribute '{attr}': {e}"))?;
             st.rolling.insert(name.to_string(), rolling);
         }
-        match item.get("holds") {
-            None => {}
-            Some(AttrValue::M(m)) => {
-                for (token, v) in m {
-                    check_token(token)?;
-                    let h = parse_hold(v).map_err(|e| format!("hold '{token}': {e}"))?;
-                    st.holds.insert(token.clone(), h);
-                }
-            }
-            Some(_) => return Err("attribute 'holds' is not a map".into()),
-        }
-        match item.get("closed") {
-            None => {}
-            Some(AttrValue::M(m)) => {
-                for (token, v) in m {
-                    check_token(token)?;
-                    let AttrValue::M(c) = v else {
-                        return Err(format!("closed '{token}' is not a map").into());
-                    };
-                    let how = read::string(c, "how")?;
-                    st.closed.insert(
-                        token.clone(),
-                        Closed {
-                            how: Closing::parse(&how)
-                                .ok_or_else(|| format!("closed '{token}': unknown how '{how}'"))?,
-                            at: read::integer(c, "at")?,
-                            expires_at: read::integer(c, "exp")?,
-                        },
-                    );
-                }
-            }
-            Some(_) => return Err("attribute 'closed' is not a map".into()),
-        }
+        st.holds = by_token(item, "holds", |token, v| {
+            parse_hold(v).map_err(|e| format!("hold '{token}': {e}").into())
+        })?;
+        st.closed = by_token(item, "closed", parse_closed)?;
         Ok(st)
+    }
+}
+
+/// Map attribute `attr` of reservations by token, left out when there are none.
+fn insert_by_token<T>(
+    item: &mut Item,
+    attr: &str,
+    by_token: &BTreeMap<String, T>,
+    value: fn(&T) -> AttrValue,
+) {
+    if !by_token.is_empty() {
+        let m = by_token
+            .iter()
+            .map(|(t, v)| (t.clone(), value(v)))
+            .collect();
+        item.insert(attr.into(), AttrValue::M(m));
+    }
+}
+
+/// Map attribute `attr` read back by [`insert_by_token`]: absent is empty,
+/// every key a reservation token, every value read by `parse`.
+fn by_token<T>(
+    item: &Item,
+    attr: &str,
+    parse: impl Fn(&str, &AttrValue) -> Result<T, Unreadable>,
+) -> Result<BTreeMap<String, T>, Unreadable> {
+    match item.get(attr) {
+        None => Ok(BTreeMap::new()),
+        Some(AttrValue::M(m)) => m
+            .iter()
+            .map(|(token, v)| {
+                check_token(token)?;
+                Ok((token.clone(), parse(token, v)?))
+            })
+            .collect(),
+        Some(_) => Err(format!("attribute '{attr}' is not a map").into()),
     }
 }
 
@@ -320,6 +306,27 @@ fn hold_value(h: &Hold) -> AttrValue {
         m.insert("cost".into(), AttrValue::M(cost));
     }
     AttrValue::M(m)
+}
+
+fn closed_value(c: &Closed) -> AttrValue {
+    AttrValue::M(BTreeMap::from([
+        ("how".to_string(), AttrValue::s(c.how.as_str())),
+        ("at".to_string(), AttrValue::n(c.at)),
+        ("exp".to_string(), AttrValue::n(c.expires_at)),
+    ]))
+}
+
+fn parse_closed(token: &str, v: &AttrValue) -> Result<Closed, Unreadable> {
+    let AttrValue::M(c) = v else {
+        return Err(format!("closed '{token}' is not a map").into());
+    };
+    let how = read::string(c, "how")?;
+    Ok(Closed {
+        how: Closing::parse(&how)
+            .ok_or_else(|| format!("closed '{token}': unknown how '{how}'"))?,
+        at: read::integer(c, "at")?,
+        expires_at: read::integer(c, "exp")?,
+    })
 }
 
 fn parse_hold(v: &AttrValue) -> Result<Hold, Unreadable> {

@@ -821,6 +821,19 @@ mod tests {
 
     use crate::store::item::keyed as item;
 
+    /// A store file's path in a new directory (that lives as long as the
+    /// first value); nothing is created.
+    fn new_file() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("local.sqlite");
+        (dir, path)
+    }
+
+    /// Attribute `n` of the item at `key`, which must exist.
+    fn n_at(s: &LocalStore, key: &Key) -> Option<AttrValue> {
+        s.get(key, true).unwrap().unwrap().get("n").cloned()
+    }
+
     #[test]
     fn busy_waits_start_short_and_add_up_to_the_timeout() {
         assert_eq!(busy_step(0), Duration::from_micros(50));
@@ -840,8 +853,7 @@ mod tests {
     /// upgrades a read lock), so opening must try again, not fail.
     #[test]
     fn opening_a_new_file_waits_for_another_processs_write_lock() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("local.sqlite");
+        let (_dir, path) = new_file();
         let other = Connection::open(&path).unwrap();
         other
             .execute_batch("BEGIN IMMEDIATE; CREATE TABLE held (x);")
@@ -971,8 +983,7 @@ mod tests {
     /// A store file (in a directory that lives as long as the first value)
     /// with table `t`, for stores of several connections.
     fn file_with_table() -> (tempfile::TempDir, PathBuf) {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("local.sqlite");
+        let (dir, path) = new_file();
         LocalStore::open(&path, "t")
             .unwrap()
             .create_table()
@@ -1049,13 +1060,16 @@ mod tests {
         assert_eq!(s.query("race", "", true).unwrap().len(), ROUNDS);
         let total = (THREADS * ROUNDS) as u64;
         assert_eq!(results.iter().map(|r| r.1 as u64).sum::<u64>(), total);
-        let n = |pk: &str| s.get(&Key::new(pk, "x"), true).unwrap().unwrap()["n"].clone();
         assert_eq!(
-            n("cas"),
-            AttrValue::n(total),
+            n_at(&s, &Key::new("cas", "x")),
+            Some(AttrValue::n(total)),
             "no lost compare-and-swap update"
         );
-        assert_eq!(n("add"), AttrValue::n(total), "no lost ADD");
+        assert_eq!(
+            n_at(&s, &Key::new("add", "x")),
+            Some(AttrValue::n(total)),
+            "no lost ADD"
+        );
     }
 
     /// Adds one to `n` of (`pk`, `sk`) through [`Store::read_then_write`],
@@ -1099,14 +1113,12 @@ mod tests {
             t.join().unwrap();
         }
         let s = LocalStore::open(&path, "t").unwrap();
-        let stored = s.get(&key, true).unwrap().unwrap();
-        assert_eq!(stored.get("n"), Some(&AttrValue::n(200)));
+        assert_eq!(n_at(&s, &key), Some(AttrValue::n(200)));
     }
 
     #[test]
     fn read_then_write_reports_a_missing_table_refuses_what_it_may_not_write() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("local.sqlite");
+        let (_dir, path) = new_file();
         let key = Key::new("a", "b");
         let s = LocalStore::open(&path, "t").unwrap();
         let err = increment(&s, &key).unwrap_err();
@@ -1156,8 +1168,7 @@ mod tests {
             })
             .unwrap_err();
         assert!(matches!(err, StoreError::ConditionFailed { .. }), "{err}");
-        let stored = s.get(&key, true).unwrap().unwrap();
-        assert_eq!(stored.get("n"), Some(&AttrValue::n(1)));
+        assert_eq!(n_at(&s, &key), Some(AttrValue::n(1)));
     }
 
     /// An item rewritten with the same index keys (the runtime's state items,
@@ -1166,8 +1177,7 @@ mod tests {
     /// the entry.
     #[test]
     fn rewriting_an_item_with_its_index_keys_unchanged_logs_one_page() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("local.sqlite");
+        let (_dir, path) = new_file();
         let s = LocalStore::open_with(&path, "t", Checkpoints::Deferred).unwrap();
         let indexed = |n: i64, gsi: &str| {
             item(
@@ -1192,8 +1202,7 @@ mod tests {
         assert_eq!(log_frames(&path) - before, 20);
         let at = |gsi: &str| s.query_index(Index::Gsi4, gsi, "").unwrap();
         assert_eq!(at("ns"), vec![Key::new("p", "s")]);
-        let stored = s.get(&Key::new("p", "s"), true).unwrap().unwrap();
-        assert_eq!(stored.get("n"), Some(&AttrValue::n(20)));
+        assert_eq!(n_at(&s, &Key::new("p", "s")), Some(AttrValue::n(20)));
         // The same write with a new index key: the entry moves.
         s.write(WriteOp::Put {
             item: indexed(21, "other"),
