@@ -13,7 +13,10 @@
 //! server's own store out of the pool ([`Hold`]): the requests wait for it in
 //! line, asynchronously, instead of polling SQLite's lock with short sleeps
 //! (whose last one overshoots the restart by up to a busy step;
-//! docs/serve.md#speed). A restart that took long is logged.
+//! docs/serve.md#speed). A restart waits at most [`RESTART_BUSY`] for another
+//! process's reader or writer, then gives way and is tried again next round,
+//! so the requests queued behind it are never held up for long. A restart
+//! that took long, or gave way, is logged.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -21,7 +24,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::error;
-use crate::store::local::{CheckpointMode, LocalStore};
+use crate::store::local::{CheckpointMode, LocalStore, RESTART_BUSY};
 use crate::store::StoreError;
 
 /// How often: at a few thousand decisions a second the log grows by about a
@@ -60,6 +63,8 @@ struct Round {
     /// The log's size at the last restart: until a write starts the log
     /// over it stays that size, and needs no other restart.
     restarted_at: Option<u64>,
+    /// The last restart gave way to another process ([`RESTART_BUSY`]).
+    blocked: bool,
 }
 
 impl Round {
@@ -67,14 +72,27 @@ impl Round {
     /// past the restart size. The `last` round needs no restart (the file's
     /// last connection removes the log) and takes no hold.
     fn run(&mut self, last: bool) -> Result<(), StoreError> {
-        let frames = self.store.checkpoint(CheckpointMode::Passive)?;
+        let frames = self.store.checkpoint(CheckpointMode::Passive)?.frames;
         let due = frames > self.schedule.restart_frames && self.restarted_at != Some(frames);
         if !due || last {
             return Ok(());
         }
         let _held = (self.hold)();
         let started = std::time::Instant::now();
-        self.store.checkpoint(CheckpointMode::Restart)?;
+        let done = self.store.checkpoint(CheckpointMode::Restart)?;
+        if done.blocked {
+            // Tried again next round; said once per run of such rounds.
+            if !self.blocked {
+                error::log(&format!(
+                    "cannot restart the local store's log: another process's reader or writer was in the way for {} ms; requests go on, the log file grows until a restart gets through (tried every {} ms)",
+                    RESTART_BUSY.as_millis(),
+                    self.schedule.every.as_millis()
+                ));
+            }
+            self.blocked = true;
+            return Ok(());
+        }
+        self.blocked = false;
         self.restarted_at = Some(frames);
         let took = started.elapsed();
         // Requests waited that long: say why.
@@ -113,6 +131,7 @@ impl Checkpointer {
                     schedule,
                     hold,
                     restarted_at: None,
+                    blocked: false,
                 };
                 loop {
                     std::thread::park_timeout(schedule.every);
@@ -240,5 +259,42 @@ mod tests {
         std::thread::sleep(Duration::from_millis(30));
         checkpointer.stop();
         assert_eq!(holds.load(Ordering::SeqCst), before);
+    }
+
+    /// A restart that gives way to another process's reader is not taken
+    /// for done: the next round, with the reader gone, restarts the log.
+    #[test]
+    fn a_restart_that_gave_way_is_tried_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("l.sqlite");
+        let writer = LocalStore::open_with(&path, "t", Checkpoints::Deferred).unwrap();
+        for i in 0..300 {
+            let put = WriteOp::Put {
+                item: item("p", &format!("s{i}"), &[]),
+                condition: None,
+            };
+            writer.write(put).unwrap();
+        }
+        let reader = rusqlite::Connection::open(&path).unwrap();
+        reader
+            .execute_batch("BEGIN; SELECT count(*) FROM sqlite_master;")
+            .unwrap();
+        let mut round = Round {
+            store: LocalStore::open(&path, "t").unwrap(),
+            schedule: Schedule {
+                every: Duration::from_millis(2),
+                restart_frames: 100,
+            },
+            hold: Box::new(|| Box::new(())),
+            restarted_at: None,
+            blocked: false,
+        };
+        round.run(false).unwrap();
+        assert!(round.blocked);
+        assert_eq!(round.restarted_at, None);
+        reader.execute_batch("COMMIT;").unwrap();
+        round.run(false).unwrap();
+        assert!(!round.blocked);
+        assert!(round.restarted_at.is_some());
     }
 }

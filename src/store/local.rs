@@ -51,21 +51,37 @@ fn busy_step(count: u32) -> Duration {
     Duration::from_micros(50u64 << count.min(6)).min(BUSY_STEP_MAX)
 }
 
-/// How many waits add up to [`BUSY_TIMEOUT`]: the first 6 steps are shorter
-/// than [`BUSY_STEP_MAX`], so 6 more than the timeout over the longest step.
-fn busy_tries() -> u128 {
-    BUSY_TIMEOUT.as_micros() / BUSY_STEP_MAX.as_micros() + 6
+/// How long a restarting checkpoint waits for another connection's reader or
+/// writer before it gives way (copying what it can, like a passive one): the
+/// server's requests wait in line behind a restart (`serve::checkpoints`), so
+/// a reader in another process must not hold them up for [`BUSY_TIMEOUT`].
+pub const RESTART_BUSY: Duration = Duration::from_millis(100);
+
+/// How many waits add up to `budget`: the first 6 steps are shorter than
+/// [`BUSY_STEP_MAX`], so 6 more than the budget over the longest step.
+fn busy_tries(budget: Duration) -> u128 {
+    budget.as_micros() / BUSY_STEP_MAX.as_micros() + 6
 }
 
-/// SQLite's busy handler: `true` to try again after [`busy_step`], `false`
-/// (SQLITE_BUSY for the caller) once the steps add up to [`BUSY_TIMEOUT`].
-fn busy_wait(count: i32) -> bool {
+/// One try of a busy handler: `true` to try again after [`busy_step`],
+/// `false` (SQLITE_BUSY for the caller) once the steps add up to `budget`.
+fn wait_within(count: i32, budget: Duration) -> bool {
     let count = u32::try_from(count).unwrap_or(0);
-    if u128::from(count) >= busy_tries() {
+    if u128::from(count) >= busy_tries(budget) {
         return false;
     }
     backoff::pause(busy_step(count));
     true
+}
+
+/// SQLite's busy handler for every call: up to [`BUSY_TIMEOUT`].
+fn busy_wait(count: i32) -> bool {
+    wait_within(count, BUSY_TIMEOUT)
+}
+
+/// The busy handler while a checkpoint restarts the log: up to [`RESTART_BUSY`].
+fn restart_busy_wait(count: i32) -> bool {
+    wait_within(count, RESTART_BUSY)
 }
 
 const SCHEMA_VERSION: i64 = 1;
@@ -119,6 +135,17 @@ pub struct LocalStore {
 pub enum CheckpointMode {
     Passive,
     Restart,
+}
+
+/// What a checkpoint did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Checkpointed {
+    /// Frames (pages) the log holds.
+    pub frames: u64,
+    /// Another connection's reader or writer was in the way (for a restart:
+    /// longer than [`RESTART_BUSY`]), so not every frame was copied and the
+    /// log was not started over.
+    pub blocked: bool,
 }
 
 /// Who copies the write-ahead log back into the store file (a checkpoint,
@@ -207,23 +234,36 @@ impl LocalStore {
     /// makes no one wait, but a log that writers keep appending to is never
     /// started over; [`CheckpointMode::Restart`] holds new writers back while it
     /// copies the rest, so that the next write starts the log over. A file
-    /// that does not exist yet has nothing to copy.
-    pub fn checkpoint(&self, how: CheckpointMode) -> Result<u64, StoreError> {
+    /// that does not exist yet has nothing to copy. A restart waits at most
+    /// [`RESTART_BUSY`] for other connections ([`Checkpointed::blocked`]).
+    pub fn checkpoint(&self, how: CheckpointMode) -> Result<Checkpointed, StoreError> {
         let mut guard = self.lock()?;
         let conn = match &mut *guard {
             Some(conn) => conn,
-            _ if !self.path.exists() => return Ok(0),
+            _ if !self.path.exists() => {
+                return Ok(Checkpointed {
+                    frames: 0,
+                    blocked: false,
+                })
+            }
             none => none.insert(self.connect(false)?),
         };
-        let sql = match how {
-            CheckpointMode::Passive => "PRAGMA wal_checkpoint(PASSIVE)",
-            CheckpointMode::Restart => "PRAGMA wal_checkpoint(RESTART)",
+        let (sql, handler): (_, fn(i32) -> bool) = match how {
+            CheckpointMode::Passive => ("PRAGMA wal_checkpoint(PASSIVE)", busy_wait),
+            CheckpointMode::Restart => ("PRAGMA wal_checkpoint(RESTART)", restart_busy_wait),
         };
-        // (busy, frames in the log, frames copied)
-        let (_, log, _): (i64, i64, i64) = conn
-            .query_row(sql, [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        conn.busy_handler(Some(handler))
             .map_err(|e| self.backend(e))?;
-        Ok(u64::try_from(log).unwrap_or(0))
+        // (busy, frames in the log, frames copied)
+        let done: rusqlite::Result<(i64, i64, i64)> =
+            conn.query_row(sql, [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)));
+        conn.busy_handler(Some(busy_wait))
+            .map_err(|e| self.backend(e))?;
+        let (busy, log, _) = done.map_err(|e| self.backend(e))?;
+        Ok(Checkpointed {
+            frames: u64::try_from(log).unwrap_or(0),
+            blocked: busy != 0,
+        })
     }
 
     /// The store file.
@@ -840,12 +880,11 @@ mod tests {
         assert_eq!(busy_step(3), Duration::from_micros(400));
         assert_eq!(busy_step(40), BUSY_STEP_MAX);
         // What busy_wait sleeps before it gives up, without sleeping it.
-        let total: Duration = (0..busy_tries() as u32).map(busy_step).sum();
-        assert!(total >= BUSY_TIMEOUT, "{total:?}");
-        assert!(
-            total < BUSY_TIMEOUT + Duration::from_millis(20),
-            "{total:?}"
-        );
+        for budget in [BUSY_TIMEOUT, RESTART_BUSY] {
+            let total: Duration = (0..busy_tries(budget) as u32).map(busy_step).sum();
+            assert!(total >= budget, "{total:?}");
+            assert!(total < budget + Duration::from_millis(20), "{total:?}");
+        }
     }
 
     /// Another process holding the write lock while this one switches a new
@@ -900,7 +939,7 @@ mod tests {
         // ...until a checkpoint (from another store on the file): the next
         // writes start the log over instead of growing it.
         let other = LocalStore::open(&path, "t").unwrap();
-        assert!(other.checkpoint(CheckpointMode::Passive).unwrap() >= grown);
+        assert!(other.checkpoint(CheckpointMode::Passive).unwrap().frames >= grown);
         for i in 0..100 {
             put(&deferred, item("q", &format!("s{i}"), &[]));
         }
@@ -912,12 +951,68 @@ mod tests {
         );
     }
 
+    thread_local! {
+        static PAUSED: std::cell::Cell<Duration> = const { std::cell::Cell::new(Duration::ZERO) };
+    }
+
+    /// Adds up the busy handler's waits instead of sleeping them.
+    fn add_up(d: Duration) {
+        PAUSED.set(PAUSED.get() + d);
+    }
+
+    /// A reader in another connection keeps a restart from starting the log
+    /// over: the restart gives way after [`RESTART_BUSY`], not the 15 s every
+    /// other call may wait, and leaves the long wait in place for them.
+    #[test]
+    fn a_restart_gives_way_to_a_reader_after_its_short_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("l.sqlite");
+        let deferred = LocalStore::open_with(&path, "t", Checkpoints::Deferred).unwrap();
+        write_1200(&deferred);
+        let reader = Connection::open(&path).unwrap();
+        reader
+            .execute_batch("BEGIN; SELECT count(*) FROM sqlite_master;")
+            .unwrap();
+        let own = LocalStore::open(&path, "t").unwrap();
+        let done = backoff::with_pauser(add_up, || own.checkpoint(CheckpointMode::Restart));
+        let done = done.unwrap();
+        assert!(done.blocked, "{done:?}");
+        let waited = PAUSED.replace(Duration::ZERO);
+        assert!(
+            waited >= RESTART_BUSY && waited < RESTART_BUSY + Duration::from_millis(20),
+            "{waited:?}"
+        );
+        // Every other call still waits up to BUSY_TIMEOUT for a lock.
+        let locker = Connection::open(&path).unwrap();
+        locker.execute_batch("BEGIN IMMEDIATE;").unwrap();
+        let refused = backoff::with_pauser(add_up, || {
+            own.write(WriteOp::Put {
+                item: item("p", "x", &[]),
+                condition: None,
+            })
+        });
+        assert!(refused.is_err());
+        assert!(PAUSED.replace(Duration::ZERO) >= BUSY_TIMEOUT);
+        locker.execute_batch("ROLLBACK;").unwrap();
+        // With the reader gone, the restart goes through: the next writes
+        // start the log over (reuse its file) instead of growing it.
+        reader.execute_batch("COMMIT;").unwrap();
+        let done = own.checkpoint(CheckpointMode::Restart).unwrap();
+        assert!(!done.blocked, "{done:?}");
+        let grown = log_frames(&path);
+        for i in 0..100 {
+            put(&deferred, item("q", &format!("s{i}"), &[]));
+        }
+        assert_eq!(log_frames(&path), grown, "the log grew: not started over");
+    }
+
     #[test]
     fn a_checkpoint_of_a_file_not_created_yet_does_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("none.sqlite");
         let s = LocalStore::open(&path, "t").unwrap();
-        assert_eq!(s.checkpoint(CheckpointMode::Restart).unwrap(), 0);
+        let done = s.checkpoint(CheckpointMode::Restart).unwrap();
+        assert_eq!((done.frames, done.blocked), (0, false));
         assert!(!path.exists());
     }
 
