@@ -211,33 +211,44 @@ fn list_days(mask: u64) -> String {
 mod tests {
     use super::*;
 
+    /// Each stored entry renders to the expected cron text.
+    fn assert_renders(cases: &[(&str, &str)]) {
+        for (stored, cron) in cases {
+            assert_eq!(to_cron(stored).unwrap(), *cron, "{stored}");
+        }
+    }
+
     #[test]
     fn reference_text() {
-        assert_eq!(to_cron("1h9-17w1-5s500").unwrap(), "* 9-17 * * MON-FRI");
-        assert_eq!(to_cron("1m0h0M1,7").unwrap(), "0 0 * JAN,JUL *");
-        assert_eq!(to_cron("1M1/2,5").unwrap(), "* * * JAN/2,MAY *");
-        assert_eq!(to_cron("1w1-5/2,0").unwrap(), "* * * * MON-FRI/2,SUN");
-        assert_eq!(to_cron("1m0;h1").unwrap(), "0; 1 * * *");
-        assert_eq!(to_cron("1Mjan").unwrap(), "* * * j *");
-        assert_eq!(to_cron("1MFeb-4").unwrap(), "* * * Feb-APR *");
-        assert_eq!(to_cron("1wtue").unwrap(), "* * * * tue");
-        assert_eq!(to_cron("1w0,Sun").unwrap(), "* * * * SUN,Sun");
-        assert_eq!(to_cron("1w\u{661}-\u{665}").unwrap(), "* * * * MON-FRI");
-        assert_eq!(to_cron("1w8").unwrap(), "* * * * 8");
+        assert_renders(&[
+            ("1h9-17w1-5s500", "* 9-17 * * MON-FRI"),
+            ("1m0h0M1,7", "0 0 * JAN,JUL *"),
+            ("1M1/2,5", "* * * JAN/2,MAY *"),
+            ("1w1-5/2,0", "* * * * MON-FRI/2,SUN"),
+            ("1m0;h1", "0; 1 * * *"),
+            ("1Mjan", "* * * j *"),
+            ("1MFeb-4", "* * * Feb-APR *"),
+            ("1wtue", "* * * * tue"),
+            ("1w0,Sun", "* * * * SUN,Sun"),
+            ("1w\u{661}-\u{665}", "* * * * MON-FRI"),
+            ("1w8", "* * * * 8"),
+        ]);
     }
 
     #[test]
     fn b6_fixes() {
-        assert_eq!(to_cron("1w0-7").unwrap(), "* * * * SUN-SAT");
-        assert_eq!(to_cron("1w1-7").unwrap(), "* * * * MON-SAT,SUN");
-        assert_eq!(to_cron("1w5-7").unwrap(), "* * * * FRI-SAT,SUN");
-        assert_eq!(to_cron("1w6-7").unwrap(), "* * * * SAT,SUN");
-        assert_eq!(to_cron("1w7/2").unwrap(), "* * * * SUN");
-        assert_eq!(to_cron("1w7/1").unwrap(), "* * * * SUN");
-        assert_eq!(to_cron("1w1-7/2").unwrap(), "* * * * MON,WED,FRI,SUN");
-        // The reference is accidentally right here: SUN-SUN/2 is 0/2.
-        assert_eq!(to_cron("1w0-7/2").unwrap(), "* * * * SUN-SUN/2");
-        assert_eq!(to_cron("1wSun-7").unwrap(), "* * * * SUN-SAT");
+        assert_renders(&[
+            ("1w0-7", "* * * * SUN-SAT"),
+            ("1w1-7", "* * * * MON-SAT,SUN"),
+            ("1w5-7", "* * * * FRI-SAT,SUN"),
+            ("1w6-7", "* * * * SAT,SUN"),
+            ("1w7/2", "* * * * SUN"),
+            ("1w7/1", "* * * * SUN"),
+            ("1w1-7/2", "* * * * MON,WED,FRI,SUN"),
+            // The reference is accidentally right here: SUN-SUN/2 is 0/2.
+            ("1w0-7/2", "* * * * SUN-SUN/2"),
+            ("1wSun-7", "* * * * SUN-SAT"),
+        ]);
     }
 }
 
