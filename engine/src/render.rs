@@ -35,13 +35,16 @@ pub fn to_cron(compact_entry: &str) -> Result<String, DecodeError> {
     let minute = value('m').unwrap_or("*");
     let hour = value('h').unwrap_or("*");
     let dom = value('D').unwrap_or("*");
+    // Month items: digit runs become names; letters are left as stored.
     let month = match value('M') {
         None => "*".to_string(),
-        Some(v) => render_month(v),
+        Some(v) => render_items(v, CronField::Month, month_name, |item| item.to_string()),
     };
+    // Day-of-week items: digit runs become names (0 and 7 are SUN); letters
+    // are left as stored (`1wtue` shows `tue`, as the reference does).
     let dow = match value('w') {
         None => "*".to_string(),
-        Some(v) => render_weekdays(v),
+        Some(v) => render_items(v, CronField::DayOfWeek, day_name, fix_weekday_item),
     };
     Ok(format!("{minute} {hour} {dom} {month} {dow}"))
 }
@@ -99,30 +102,20 @@ fn day_name(v: u128) -> Option<&'static str> {
     }
 }
 
-/// Month items: digit runs become names; letters are left as stored.
-fn render_month(v: &str) -> String {
+/// One field's comma items with their digit runs named by `name`; an item
+/// whose named form would mean another set shows `otherwise(item)` instead.
+fn render_items(
+    v: &str,
+    field: CronField,
+    name: fn(u128) -> Option<&'static str>,
+    otherwise: fn(&str) -> String,
+) -> String {
     let items: Vec<String> = v
         .split(',')
         .map(|item| {
-            let named = name_digit_runs(item, month_name);
-            match same_set(item, &named, CronField::Month) {
-                Some(false) => item.to_string(),
-                _ => named,
-            }
-        })
-        .collect();
-    items.join(",")
-}
-
-/// Day-of-week items: digit runs become names (0 and 7 are SUN); letters are
-/// left as stored (`1wtue` shows `tue`, as the reference does).
-fn render_weekdays(v: &str) -> String {
-    let items: Vec<String> = v
-        .split(',')
-        .map(|item| {
-            let named = name_digit_runs(item, day_name);
-            match same_set(item, &named, CronField::DayOfWeek) {
-                Some(false) => fix_weekday_item(item),
+            let named = name_digit_runs(item, name);
+            match same_set(item, &named, field) {
+                Some(false) => otherwise(item),
                 _ => named,
             }
         })
