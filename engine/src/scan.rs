@@ -19,7 +19,7 @@ use chrono_tz::Tz;
 use std::sync::OnceLock;
 
 use crate::civil::{days_from_civil, Fields, DAY, MAX_MINUTE, MIN_MINUTE};
-use crate::cron::CronSpec;
+use crate::cron::{next_bit, prev_bit, CronSpec};
 
 const ALL_MINUTES: u64 = (1 << 60) - 1;
 const ALL_HOURS: u32 = (1 << 24) - 1;
@@ -82,20 +82,6 @@ fn always_matches(spec: &CronSpec) -> bool {
         && day_rule_always(spec)
 }
 
-/// Lowest set bit strictly above `x` in the low `width` bits of `bits`.
-fn next_bit(bits: u64, x: u32, width: u32) -> Option<u32> {
-    let above = if x + 1 >= 64 { 0 } else { !0u64 << (x + 1) };
-    let m = bits & above & ((1u64 << width) - 1);
-    (m != 0).then(|| m.trailing_zeros())
-}
-
-/// Highest set bit strictly below `x` (and at or above `low`) in `bits`.
-fn prev_bit(bits: u64, x: u32, low: u32) -> Option<u32> {
-    let below = (1u64 << x) - 1;
-    let m = bits & below & !((1u64 << low) - 1);
-    (m != 0).then(|| 63 - m.leading_zeros())
-}
-
 /// Whether the pattern matches at UTC minute `u` in `tz`.
 pub fn matches_at(spec: &CronSpec, tz: Tz, u: i64) -> bool {
     if !(MIN_MINUTE..=MAX_MINUTE).contains(&u) {
@@ -119,8 +105,8 @@ impl Dir {
     /// (forward within the low `width` bits).
     fn bit(self, bits: u64, x: u32, width: u32) -> Option<u32> {
         match self {
-            Dir::Forward => next_bit(bits, x, width),
-            Dir::Backward => prev_bit(bits, x, 0),
+            Dir::Forward => next_bit(bits & ((1 << width) - 1), x + 1),
+            Dir::Backward => x.checked_sub(1).and_then(|upto| prev_bit(bits, upto)),
         }
     }
 
