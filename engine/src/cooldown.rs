@@ -878,78 +878,73 @@ mod tests {
 
     #[test]
     fn seconds_parse_exactly_and_round_up() {
-        assert_eq!(seconds_to_ms("0"), Ok(0));
-        assert_eq!(seconds_to_ms("1"), Ok(1000));
-        assert_eq!(seconds_to_ms("1.5"), Ok(1500));
-        assert_eq!(seconds_to_ms("1.0001"), Ok(1001));
-        assert_eq!(seconds_to_ms(".25"), Ok(250));
-        assert_eq!(seconds_to_ms("2.02825e5"), Ok(202_825_000));
-        assert_eq!(seconds_to_ms("202825.0"), Ok(202_825_000));
-        assert_eq!(seconds_to_ms("1e-9"), Ok(1));
-        assert_eq!(seconds_to_ms("1E3"), Ok(1_000_000));
-        assert_eq!(seconds_to_ms("5e0"), Ok(5000));
-        assert_eq!(seconds_to_ms("1.5E+00"), Ok(1500));
-        assert_eq!(seconds_to_ms("2e-0"), Ok(2000));
-        assert_eq!(seconds_to_ms("1e0000001"), Ok(10_000));
-        assert_eq!(seconds_to_ms("-0"), Ok(0));
-        assert_eq!(seconds_to_ms("-1"), Err(NumError::Negative));
-        assert_eq!(seconds_to_ms("-0.001"), Err(NumError::Negative));
-        assert_eq!(seconds_to_ms("NaN"), Err(NumError::NonFinite));
-        assert_eq!(seconds_to_ms("inf"), Err(NumError::NonFinite));
-        assert_eq!(seconds_to_ms("-Infinity"), Err(NumError::NonFinite));
-        assert_eq!(seconds_to_ms("1e400"), Err(NumError::TooLarge));
-        assert_eq!(seconds_to_ms("99999999999999999"), Err(NumError::TooLarge));
-        assert_eq!(seconds_to_ms("1.2.3"), Err(NumError::Syntax));
-        assert_eq!(seconds_to_ms("."), Err(NumError::Syntax));
-        assert_eq!(seconds_to_ms("1e"), Err(NumError::Syntax));
-        assert_eq!(seconds_to_ms("12abc"), Err(NumError::Syntax));
+        for (text, want) in [
+            ("0", Ok(0)),
+            ("1", Ok(1000)),
+            ("1.5", Ok(1500)),
+            ("1.0001", Ok(1001)),
+            (".25", Ok(250)),
+            ("2.02825e5", Ok(202_825_000)),
+            ("202825.0", Ok(202_825_000)),
+            ("1e-9", Ok(1)),
+            ("1E3", Ok(1_000_000)),
+            ("5e0", Ok(5000)),
+            ("1.5E+00", Ok(1500)),
+            ("2e-0", Ok(2000)),
+            ("1e0000001", Ok(10_000)),
+            ("-0", Ok(0)),
+            ("-1", Err(NumError::Negative)),
+            ("-0.001", Err(NumError::Negative)),
+            ("NaN", Err(NumError::NonFinite)),
+            ("inf", Err(NumError::NonFinite)),
+            ("-Infinity", Err(NumError::NonFinite)),
+            ("1e400", Err(NumError::TooLarge)),
+            ("99999999999999999", Err(NumError::TooLarge)),
+            ("1.2.3", Err(NumError::Syntax)),
+            (".", Err(NumError::Syntax)),
+            ("1e", Err(NumError::Syntax)),
+            ("12abc", Err(NumError::Syntax)),
+        ] {
+            assert_eq!(seconds_to_ms(text), want, "{text}");
+        }
     }
 
     #[test]
     fn bad_values_are_typed_errors_naming_the_field() {
+        /// The variant and the field an error names.
+        fn kind(e: HintError) -> (&'static str, HintField) {
+            match e {
+                HintError::Empty { field } => ("Empty", field),
+                HintError::NonFinite { field, .. } => ("NonFinite", field),
+                HintError::Negative { field, .. } => ("Negative", field),
+                HintError::Unparseable { field, .. } => ("Unparseable", field),
+                HintError::OutOfRange { field, .. } => ("OutOfRange", field),
+            }
+        }
         let r = 1_000_000;
-        assert!(matches!(
-            resets_in_seconds_deadline("-5", r),
-            Err(HintError::Negative {
-                field: HintField::RESETS_IN_SECONDS,
-                ..
-            })
-        ));
-        assert!(matches!(
-            resets_in_seconds_deadline("NaN", r),
-            Err(HintError::NonFinite { .. })
-        ));
-        assert!(matches!(
-            resets_in_seconds_deadline("soon", r),
-            Err(HintError::Unparseable { .. })
-        ));
-        assert!(matches!(
-            resets_in_seconds_deadline("  ", r),
-            Err(HintError::Empty { .. })
-        ));
-        assert!(matches!(
-            retry_after_deadline("-1", r),
-            Err(HintError::Negative {
-                field: HintField::RETRY_AFTER,
-                ..
-            })
-        ));
-        assert!(matches!(
-            retry_after_deadline("tomorrow", r),
-            Err(HintError::Unparseable { .. })
-        ));
-        assert!(matches!(
-            retry_after_deadline("Infinity", r),
-            Err(HintError::NonFinite { .. })
-        ));
-        assert!(matches!(
-            resets_at_deadline("2026-13-01T00:00:00Z"),
-            Err(HintError::Unparseable { .. })
-        ));
-        assert!(matches!(
-            resets_at_deadline("-3"),
-            Err(HintError::Negative { .. })
-        ));
+        let (secs, retry, at) = (
+            HintField::RESETS_IN_SECONDS,
+            HintField::RETRY_AFTER,
+            HintField::RESETS_AT,
+        );
+        let cases = [
+            (resets_in_seconds_deadline("-5", r), "Negative", secs),
+            (resets_in_seconds_deadline("NaN", r), "NonFinite", secs),
+            (resets_in_seconds_deadline("soon", r), "Unparseable", secs),
+            (resets_in_seconds_deadline("  ", r), "Empty", secs),
+            (retry_after_deadline("-1", r), "Negative", retry),
+            (retry_after_deadline("tomorrow", r), "Unparseable", retry),
+            (retry_after_deadline("Infinity", r), "NonFinite", retry),
+            (
+                resets_at_deadline("2026-13-01T00:00:00Z"),
+                "Unparseable",
+                at,
+            ),
+            (resets_at_deadline("-3"), "Negative", at),
+        ];
+        for (i, (got, variant, field)) in cases.into_iter().enumerate() {
+            assert_eq!(got.map_err(kind), Err((variant, field)), "case {i}");
+        }
         let msg = resets_in_seconds_deadline("soon", r)
             .unwrap_err()
             .to_string();

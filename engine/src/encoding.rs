@@ -682,27 +682,32 @@ mod tests {
 
     #[test]
     fn permille_rounds_half_even() {
-        assert_eq!(scale_permille(2.3), 2300);
-        assert_eq!(scale_permille(0.0015), 2);
-        assert_eq!(scale_permille(0.0025), 2);
-        assert_eq!(scale_permille(0.0005), 1);
-        assert_eq!(scale_permille(1e-300), 1);
-        assert_eq!(scale_permille(f64::NAN), 1);
+        for (scale, permille) in [
+            (2.3, 2300),
+            (0.0015, 2),
+            (0.0025, 2),
+            (0.0005, 1),
+            (1e-300, 1),
+            (f64::NAN, 1),
+        ] {
+            assert_eq!(scale_permille(scale), permille, "{scale}");
+        }
     }
 
     #[test]
     fn python_int_leniency() {
-        assert_eq!(python_int("+5"), Some(5));
-        assert_eq!(python_int("1_000"), Some(1000));
-        assert_eq!(python_int("\u{ff15}"), Some(5));
-        assert_eq!(python_int(" 5 "), Some(5));
-        assert_eq!(python_int("-5"), Some(-5));
-        assert_eq!(python_int("1.5"), None);
-        assert_eq!(python_int("1__0"), None);
-        assert_eq!(python_int("_1"), None);
-        assert_eq!(python_int("1_"), None);
-        assert_eq!(python_int(""), None);
-        assert_eq!(python_int("-"), None);
+        for (text, want) in [
+            ("+5", Some(5)),
+            ("1_000", Some(1000)),
+            ("\u{ff15}", Some(5)),
+            (" 5 ", Some(5)),
+            ("-5", Some(-5)),
+        ] {
+            assert_eq!(python_int(text), want, "{text:?}");
+        }
+        for bad in ["1.5", "1__0", "_1", "1_", "", "-"] {
+            assert_eq!(python_int(bad), None, "{bad:?}");
+        }
     }
 
     #[test]

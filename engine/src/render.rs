@@ -35,13 +35,16 @@ pub fn to_cron(compact_entry: &str) -> Result<String, DecodeError> {
     let minute = value('m').unwrap_or("*");
     let hour = value('h').unwrap_or("*");
     let dom = value('D').unwrap_or("*");
+    // Month items: digit runs become names; letters are left as stored.
     let month = match value('M') {
         None => "*".to_string(),
-        Some(v) => render_month(v),
+        Some(v) => render_items(v, CronField::Month, month_name, |item| item.to_string()),
     };
+    // Day-of-week items: digit runs become names (0 and 7 are SUN); letters
+    // are left as stored (`1wtue` shows `tue`, as the reference does).
     let dow = match value('w') {
         None => "*".to_string(),
-        Some(v) => render_weekdays(v),
+        Some(v) => render_items(v, CronField::DayOfWeek, day_name, fix_weekday_item),
     };
     Ok(format!("{minute} {hour} {dom} {month} {dow}"))
 }
@@ -99,30 +102,20 @@ fn day_name(v: u128) -> Option<&'static str> {
     }
 }
 
-/// Month items: digit runs become names; letters are left as stored.
-fn render_month(v: &str) -> String {
+/// One field's comma items with their digit runs named by `name`; an item
+/// whose named form would mean another set shows `otherwise(item)` instead.
+fn render_items(
+    v: &str,
+    field: CronField,
+    name: fn(u128) -> Option<&'static str>,
+    otherwise: fn(&str) -> String,
+) -> String {
     let items: Vec<String> = v
         .split(',')
         .map(|item| {
-            let named = name_digit_runs(item, month_name);
-            match same_set(item, &named, CronField::Month) {
-                Some(false) => item.to_string(),
-                _ => named,
-            }
-        })
-        .collect();
-    items.join(",")
-}
-
-/// Day-of-week items: digit runs become names (0 and 7 are SUN); letters are
-/// left as stored (`1wtue` shows `tue`, as the reference does).
-fn render_weekdays(v: &str) -> String {
-    let items: Vec<String> = v
-        .split(',')
-        .map(|item| {
-            let named = name_digit_runs(item, day_name);
-            match same_set(item, &named, CronField::DayOfWeek) {
-                Some(false) => fix_weekday_item(item),
+            let named = name_digit_runs(item, name);
+            match same_set(item, &named, field) {
+                Some(false) => otherwise(item),
                 _ => named,
             }
         })
@@ -211,33 +204,44 @@ fn list_days(mask: u64) -> String {
 mod tests {
     use super::*;
 
+    /// Each stored entry renders to the expected cron text.
+    fn assert_renders(cases: &[(&str, &str)]) {
+        for (stored, cron) in cases {
+            assert_eq!(to_cron(stored).unwrap(), *cron, "{stored}");
+        }
+    }
+
     #[test]
     fn reference_text() {
-        assert_eq!(to_cron("1h9-17w1-5s500").unwrap(), "* 9-17 * * MON-FRI");
-        assert_eq!(to_cron("1m0h0M1,7").unwrap(), "0 0 * JAN,JUL *");
-        assert_eq!(to_cron("1M1/2,5").unwrap(), "* * * JAN/2,MAY *");
-        assert_eq!(to_cron("1w1-5/2,0").unwrap(), "* * * * MON-FRI/2,SUN");
-        assert_eq!(to_cron("1m0;h1").unwrap(), "0; 1 * * *");
-        assert_eq!(to_cron("1Mjan").unwrap(), "* * * j *");
-        assert_eq!(to_cron("1MFeb-4").unwrap(), "* * * Feb-APR *");
-        assert_eq!(to_cron("1wtue").unwrap(), "* * * * tue");
-        assert_eq!(to_cron("1w0,Sun").unwrap(), "* * * * SUN,Sun");
-        assert_eq!(to_cron("1w\u{661}-\u{665}").unwrap(), "* * * * MON-FRI");
-        assert_eq!(to_cron("1w8").unwrap(), "* * * * 8");
+        assert_renders(&[
+            ("1h9-17w1-5s500", "* 9-17 * * MON-FRI"),
+            ("1m0h0M1,7", "0 0 * JAN,JUL *"),
+            ("1M1/2,5", "* * * JAN/2,MAY *"),
+            ("1w1-5/2,0", "* * * * MON-FRI/2,SUN"),
+            ("1m0;h1", "0; 1 * * *"),
+            ("1Mjan", "* * * j *"),
+            ("1MFeb-4", "* * * Feb-APR *"),
+            ("1wtue", "* * * * tue"),
+            ("1w0,Sun", "* * * * SUN,Sun"),
+            ("1w\u{661}-\u{665}", "* * * * MON-FRI"),
+            ("1w8", "* * * * 8"),
+        ]);
     }
 
     #[test]
     fn b6_fixes() {
-        assert_eq!(to_cron("1w0-7").unwrap(), "* * * * SUN-SAT");
-        assert_eq!(to_cron("1w1-7").unwrap(), "* * * * MON-SAT,SUN");
-        assert_eq!(to_cron("1w5-7").unwrap(), "* * * * FRI-SAT,SUN");
-        assert_eq!(to_cron("1w6-7").unwrap(), "* * * * SAT,SUN");
-        assert_eq!(to_cron("1w7/2").unwrap(), "* * * * SUN");
-        assert_eq!(to_cron("1w7/1").unwrap(), "* * * * SUN");
-        assert_eq!(to_cron("1w1-7/2").unwrap(), "* * * * MON,WED,FRI,SUN");
-        // The reference is accidentally right here: SUN-SUN/2 is 0/2.
-        assert_eq!(to_cron("1w0-7/2").unwrap(), "* * * * SUN-SUN/2");
-        assert_eq!(to_cron("1wSun-7").unwrap(), "* * * * SUN-SAT");
+        assert_renders(&[
+            ("1w0-7", "* * * * SUN-SAT"),
+            ("1w1-7", "* * * * MON-SAT,SUN"),
+            ("1w5-7", "* * * * FRI-SAT,SUN"),
+            ("1w6-7", "* * * * SAT,SUN"),
+            ("1w7/2", "* * * * SUN"),
+            ("1w7/1", "* * * * SUN"),
+            ("1w1-7/2", "* * * * MON,WED,FRI,SUN"),
+            // The reference is accidentally right here: SUN-SUN/2 is 0/2.
+            ("1w0-7/2", "* * * * SUN-SUN/2"),
+            ("1wSun-7", "* * * * SUN-SAT"),
+        ]);
     }
 }
 

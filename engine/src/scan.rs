@@ -19,7 +19,7 @@ use chrono_tz::Tz;
 use std::sync::OnceLock;
 
 use crate::civil::{days_from_civil, Fields, DAY, MAX_MINUTE, MIN_MINUTE};
-use crate::cron::CronSpec;
+use crate::cron::{next_bit, prev_bit, CronSpec};
 
 const ALL_MINUTES: u64 = (1 << 60) - 1;
 const ALL_HOURS: u32 = (1 << 24) - 1;
@@ -82,20 +82,6 @@ fn always_matches(spec: &CronSpec) -> bool {
         && day_rule_always(spec)
 }
 
-/// Lowest set bit strictly above `x` in the low `width` bits of `bits`.
-fn next_bit(bits: u64, x: u32, width: u32) -> Option<u32> {
-    let above = if x + 1 >= 64 { 0 } else { !0u64 << (x + 1) };
-    let m = bits & above & ((1u64 << width) - 1);
-    (m != 0).then(|| m.trailing_zeros())
-}
-
-/// Highest set bit strictly below `x` (and at or above `low`) in `bits`.
-fn prev_bit(bits: u64, x: u32, low: u32) -> Option<u32> {
-    let below = (1u64 << x) - 1;
-    let m = bits & below & !((1u64 << low) - 1);
-    (m != 0).then(|| 63 - m.leading_zeros())
-}
-
 /// Whether the pattern matches at UTC minute `u` in `tz`.
 pub fn matches_at(spec: &CronSpec, tz: Tz, u: i64) -> bool {
     if !(MIN_MINUTE..=MAX_MINUTE).contains(&u) {
@@ -104,78 +90,89 @@ pub fn matches_at(spec: &CronSpec, tz: Tz, u: i64) -> bool {
     fields_match(spec, &Fields::of(u + offset_minutes(tz, u)))
 }
 
-/// First wall minute in `[l, end)` whose match state is `want`.
-fn wall_forward(spec: &CronSpec, want: bool, mut l: i64, end: i64) -> Option<i64> {
-    if want && never_matches(spec) || !want && always_matches(spec) {
-        return None;
-    }
-    let minutes = spec.minutes & ALL_MINUTES;
-    let hours = u64::from(spec.hours & ALL_HOURS);
-    while l < end {
-        let f = Fields::of(l);
-        if want {
-            if spec.months >> f.month & 1 == 0 {
-                l = f.next_month_start();
-            } else if !day_ok(spec, &f) {
-                l = f.day_start + DAY;
-            } else if hours >> f.hour & 1 == 0 {
-                l = match next_bit(hours, f.hour, 24) {
-                    Some(h) => f.day_start + i64::from(h) * 60,
-                    None => f.day_start + DAY,
-                };
-            } else if minutes >> f.minute & 1 == 0 {
-                l = match next_bit(minutes, f.minute, 60) {
-                    Some(m) => f.hour_start() + i64::from(m),
-                    None => f.hour_start() + 60,
-                };
-            } else {
-                return Some(l);
-            }
-        } else {
-            if !fields_match(spec, &f) {
-                return Some(l);
-            }
-            if let Some(m) = next_bit(!minutes, f.minute, 60) {
-                l = f.hour_start() + i64::from(m);
-            } else if minutes != ALL_MINUTES {
-                l = f.hour_start() + 60;
-            } else if let Some(h) = next_bit(!hours, f.hour, 24) {
-                l = f.day_start + i64::from(h) * 60;
-            } else if hours != u64::from(ALL_HOURS) {
-                l = f.day_start + DAY;
-            } else if day_rule_always(spec) {
-                l = f.next_month_start();
-            } else {
-                l = f.day_start + DAY;
-            }
-        }
-    }
-    None
+/// Which way a wall-clock walk goes. A step skips to the nearest minute that
+/// the field ruling the current one out allows: the first minute of what
+/// comes after when going forward, the last minute of what came before when
+/// going backward.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dir {
+    Forward,
+    Backward,
 }
 
-/// Last wall minute in `[lo, l]` whose match state is `want`.
-fn wall_backward(spec: &CronSpec, want: bool, mut l: i64, lo: i64) -> Option<i64> {
-    if want && never_matches(spec) || !want && always_matches(spec) {
+impl Dir {
+    /// The set bit of `bits` nearest `x` in this direction, strictly past it
+    /// (forward within the low `width` bits).
+    fn bit(self, bits: u64, x: u32, width: u32) -> Option<u32> {
+        match self {
+            Dir::Forward => next_bit(bits & ((1 << width) - 1), x + 1),
+            Dir::Backward => x.checked_sub(1).and_then(|upto| prev_bit(bits, upto)),
+        }
+    }
+
+    /// The minute of hour `h` of `f`'s day where the walk lands.
+    fn in_hour(self, f: &Fields, h: u32) -> i64 {
+        let first = f.day_start + i64::from(h) * 60;
+        match self {
+            Dir::Forward => first,
+            Dir::Backward => first + 59,
+        }
+    }
+
+    /// The minute just past `f`'s hour in this direction.
+    fn past_hour(self, f: &Fields) -> i64 {
+        match self {
+            Dir::Forward => f.hour_start() + 60,
+            Dir::Backward => f.hour_start() - 1,
+        }
+    }
+
+    /// The minute just past `f`'s day in this direction.
+    fn past_day(self, f: &Fields) -> i64 {
+        match self {
+            Dir::Forward => f.day_start + DAY,
+            Dir::Backward => f.day_start - 1,
+        }
+    }
+
+    /// The minute just past `f`'s month in this direction.
+    fn past_month(self, f: &Fields) -> i64 {
+        match self {
+            Dir::Forward => f.next_month_start(),
+            Dir::Backward => f.month_start() - 1,
+        }
+    }
+}
+
+/// The wall minute nearest `l` (itself included) in direction `dir` whose
+/// match state is `want`: the first in `[l, bound)` forward, the last in
+/// `[bound, l]` backward.
+fn wall_walk(spec: &CronSpec, want: bool, dir: Dir, mut l: i64, bound: i64) -> Option<i64> {
+    if hopeless(spec, want) {
         return None;
     }
     let minutes = spec.minutes & ALL_MINUTES;
     let hours = u64::from(spec.hours & ALL_HOURS);
-    while l >= lo {
+    let within = |l: i64| match dir {
+        Dir::Forward => l < bound,
+        Dir::Backward => l >= bound,
+    };
+    while within(l) {
         let f = Fields::of(l);
         if want {
             if spec.months >> f.month & 1 == 0 {
-                l = f.month_start() - 1;
+                l = dir.past_month(&f);
             } else if !day_ok(spec, &f) {
-                l = f.day_start - 1;
+                l = dir.past_day(&f);
             } else if hours >> f.hour & 1 == 0 {
-                l = match prev_bit(hours, f.hour, 0) {
-                    Some(h) => f.day_start + i64::from(h) * 60 + 59,
-                    None => f.day_start - 1,
+                l = match dir.bit(hours, f.hour, 24) {
+                    Some(h) => dir.in_hour(&f, h),
+                    None => dir.past_day(&f),
                 };
             } else if minutes >> f.minute & 1 == 0 {
-                l = match prev_bit(minutes, f.minute, 0) {
+                l = match dir.bit(minutes, f.minute, 60) {
                     Some(m) => f.hour_start() + i64::from(m),
-                    None => f.hour_start() - 1,
+                    None => dir.past_hour(&f),
                 };
             } else {
                 return Some(l);
@@ -184,18 +181,18 @@ fn wall_backward(spec: &CronSpec, want: bool, mut l: i64, lo: i64) -> Option<i64
             if !fields_match(spec, &f) {
                 return Some(l);
             }
-            if let Some(m) = prev_bit(!minutes, f.minute, 0) {
+            if let Some(m) = dir.bit(!minutes, f.minute, 60) {
                 l = f.hour_start() + i64::from(m);
             } else if minutes != ALL_MINUTES {
-                l = f.hour_start() - 1;
-            } else if let Some(h) = prev_bit(!hours, f.hour, 0) {
-                l = f.day_start + i64::from(h) * 60 + 59;
+                l = dir.past_hour(&f);
+            } else if let Some(h) = dir.bit(!hours, f.hour, 24) {
+                l = dir.in_hour(&f, h);
             } else if hours != u64::from(ALL_HOURS) {
-                l = f.day_start - 1;
+                l = dir.past_day(&f);
             } else if day_rule_always(spec) {
-                l = f.month_start() - 1;
+                l = dir.past_month(&f);
             } else {
-                l = f.day_start - 1;
+                l = dir.past_day(&f);
             }
         }
     }
@@ -361,7 +358,7 @@ pub fn find_forward(spec: &CronSpec, tz: Tz, want: bool, from: i64, to: i64) -> 
     let to = to.min(MAX_MINUTE);
     while u <= to {
         let q = offset_minutes(tz, u);
-        let cand = wall_forward(spec, want, u + q, to + q + 1).map(|l| l - q);
+        let cand = wall_walk(spec, want, Dir::Forward, u + q, to + q + 1).map(|l| l - q);
         match first_change(tz, u, q, cand.unwrap_or(to)) {
             None => return cand,
             Some(next) => u = next,
@@ -380,7 +377,7 @@ pub fn find_backward(spec: &CronSpec, tz: Tz, want: bool, to: i64, from: i64) ->
     let from = from.max(MIN_MINUTE);
     while u >= from {
         let q = offset_minutes(tz, u);
-        let cand = wall_backward(spec, want, u + q, from + q).map(|l| l - q);
+        let cand = wall_walk(spec, want, Dir::Backward, u + q, from + q).map(|l| l - q);
         match last_change(tz, u, q, cand.unwrap_or(from)) {
             None => return cand,
             Some(prev) => u = prev,

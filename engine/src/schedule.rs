@@ -114,11 +114,7 @@ impl Schedule {
     pub fn next_reset_edge(&self, now_ms: i64) -> Option<i64> {
         let from = now_ms.div_euclid(MINUTE_MS).checked_add(1)?;
         let to = from.saturating_add(EDGE_SEARCH_MINUTES).min(MAX_MINUTE);
-        self.entries
-            .iter()
-            .filter_map(|e| scan::next_edge(&e.spec, self.tz, from, to))
-            .min()
-            .map(|u| u * MINUTE_MS)
+        self.edges(scan::next_edge, from, to).min()
     }
 
     /// The latest rising edge of any entry at or before the minute containing
@@ -127,10 +123,19 @@ impl Schedule {
     pub fn prev_reset_edge(&self, now_ms: i64) -> Option<i64> {
         let at = now_ms.div_euclid(MINUTE_MS);
         let floor = at.saturating_sub(EDGE_SEARCH_MINUTES).max(MIN_MINUTE);
+        self.edges(scan::prev_edge, at, floor).max()
+    }
+
+    /// Each entry's edge that `edge` finds between minutes `a` and `b`, in epoch ms.
+    fn edges(
+        &self,
+        edge: fn(&CronSpec, Tz, i64, i64) -> Option<i64>,
+        a: i64,
+        b: i64,
+    ) -> impl Iterator<Item = i64> + '_ {
         self.entries
             .iter()
-            .filter_map(|e| scan::prev_edge(&e.spec, self.tz, at, floor))
-            .max()
+            .filter_map(move |e| edge(&e.spec, self.tz, a, b))
             .map(|u| u * MINUTE_MS)
     }
 

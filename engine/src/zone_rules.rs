@@ -4,14 +4,14 @@
 //! Python's `zoneinfo` keeps applying a zone's rule forever; chrono-tz's
 //! generated tables stop around 2037 and then hold the last offset, which is
 //! wrong for every daylight-saving zone in half of each later year (Lord Howe
-//! in July 2150, say). The rule table is generated from the same tz database
-//! 2025b files the reference read (`scripts/oracle/gen_zone_rules.py`).
+//! in July 2150, say). The rule table (`zone_rules.txt`) is data generated
+//! from the same tz database 2025b files the reference read
+//! (`scripts/oracle/gen_zone_rules.py`), parsed once on first use.
+
+use std::str::{FromStr, SplitWhitespace};
+use std::sync::LazyLock;
 
 use chrono::{Datelike, NaiveDate};
-
-#[rustfmt::skip]
-#[path = "zone_rules_table.rs"]
-mod table;
 
 /// One zone's POSIX rule, offsets east-positive in seconds.
 pub(crate) struct Rule {
@@ -31,15 +31,72 @@ pub(crate) struct Rule {
 /// the instant is at or past the zone's last explicit transition and the
 /// zone has a daylight-saving rule; None to use chrono-tz's tables.
 pub(crate) fn rule_offset(zone: &str, utc_secs: i64) -> Option<i32> {
-    if utc_secs < table::MIN_LAST_TRANSITION {
+    if utc_secs < TABLE.min_last_transition {
         return None;
     }
-    let i = table::RULES.binary_search_by(|r| r.zone.cmp(zone)).ok()?;
-    let r = &table::RULES[i];
+    let i = TABLE.rules.binary_search_by(|r| r.zone.cmp(zone)).ok()?;
+    let r = &TABLE.rules[i];
     if utc_secs < r.last_transition {
         return None;
     }
     apply(r, utc_secs)
+}
+
+/// The generated rules, sorted by zone for a binary search.
+struct Table {
+    rules: Vec<Rule>,
+    /// The earliest `last_transition`: before it no rule applies (a fast path).
+    min_last_transition: i64,
+}
+
+static TABLE: LazyLock<Table> = LazyLock::new(|| Table::parse(include_str!("zone_rules.txt")));
+
+impl Table {
+    /// Parses the generator's lines; `#` starts a comment. The text is
+    /// compiled in and every row is read by the tests, so a bad row is a
+    /// build mistake and panics.
+    fn parse(text: &'static str) -> Table {
+        let rules: Vec<Rule> = text
+            .lines()
+            .map(|line| line.split('#').next().unwrap_or_default().trim())
+            .filter(|line| !line.is_empty())
+            .map(|line| {
+                Rule::parse(line).unwrap_or_else(|| panic!("zone_rules.txt: bad row {line:?}"))
+            })
+            .collect();
+        let min_last_transition = rules
+            .iter()
+            .map(|r| r.last_transition)
+            .min()
+            .unwrap_or(i64::MAX);
+        Table {
+            rules,
+            min_last_transition,
+        }
+    }
+}
+
+impl Rule {
+    /// One row: zone, last transition, std, dst, then start and end as
+    /// month, week, weekday, time; None if a field is missing, extra or not a number.
+    fn parse(line: &'static str) -> Option<Rule> {
+        fn field<T: FromStr>(f: &mut SplitWhitespace) -> Option<T> {
+            f.next()?.parse().ok()
+        }
+        fn when(f: &mut SplitWhitespace) -> Option<(u32, u32, u32, i64)> {
+            Some((field(f)?, field(f)?, field(f)?, field(f)?))
+        }
+        let mut f = line.split_whitespace();
+        let rule = Rule {
+            zone: f.next()?,
+            last_transition: field(&mut f)?,
+            std: field(&mut f)?,
+            dst: field(&mut f)?,
+            start: when(&mut f)?,
+            end: when(&mut f)?,
+        };
+        f.next().is_none().then_some(rule)
+    }
 }
 
 fn apply(r: &Rule, utc_secs: i64) -> Option<i32> {
@@ -103,7 +160,7 @@ mod tests {
         let from = utc(2030, 1, 1, 0);
         let to = utc(2036, 12, 31, 0);
         let mut checked = 0;
-        for r in table::RULES {
+        for r in &TABLE.rules {
             // Zones with explicit transitions past 2038 (Gaza, Casablanca: Ramadan
             // rules listed to 2086) follow their tables, not the rule, until then.
             if r.last_transition > i32::MAX as i64 {
@@ -126,7 +183,39 @@ mod tests {
 
     #[test]
     fn table_is_sorted_for_binary_search() {
-        assert!(table::RULES.windows(2).all(|w| w[0].zone < w[1].zone));
+        assert!(TABLE.rules.windows(2).all(|w| w[0].zone < w[1].zone));
+    }
+
+    #[test]
+    fn table_reads_every_row() {
+        let rows = include_str!("zone_rules.txt")
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .count();
+        assert_eq!(TABLE.rules.len(), rows);
+        let cairo = TABLE
+            .rules
+            .iter()
+            .find(|r| r.zone == "Africa/Cairo")
+            .unwrap();
+        assert_eq!(
+            (cairo.last_transition, cairo.std, cairo.dst),
+            (2140462800, 7200, 10800)
+        );
+        assert_eq!((cairo.start, cairo.end), ((4, 5, 5, 0), (10, 5, 4, 86400)));
+        assert_eq!(TABLE.min_last_transition, 2137586400);
+        assert!(
+            Rule::parse("Zone/X 1 2 3 4 5 6 7 8 9 10 11 12").is_none(),
+            "extra field"
+        );
+        assert!(
+            Rule::parse("Zone/X 1 2 3 4 5 6 7 8 9 10").is_none(),
+            "missing field"
+        );
+        assert!(
+            Rule::parse("Zone/X 1 2 3 4 5 6 7 8 9 x 11").is_none(),
+            "not a number"
+        );
     }
 
     #[test]

@@ -8,7 +8,7 @@ use chrono_tz::Tz;
 use plotters::coord::combinators::BindKeyPoints;
 use plotters::prelude::*;
 
-use super::series::Series;
+use super::series::{Point, Series};
 
 /// The chart could not be drawn.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -258,23 +258,21 @@ pub fn render_svg(
                     .border_style(REFUSED),
                 )
                 .map_err(err)?;
+            // The two limit lines: one value of each bucket's point, as steps.
+            let line = |value: fn(Point) -> Option<i128>| {
+                steps(
+                    (0..buckets.len()).map(|i| value(cap(i)).map(|v| v as f64)),
+                    &x_of,
+                )
+            };
             chart
                 .draw_series(LineSeries::new(
-                    steps(
-                        (0..buckets.len()).map(|i| cap(i).capacity.map(|v| v as f64)),
-                        &x_of,
-                    ),
+                    line(|p| p.capacity),
                     CAPACITY.stroke_width(2),
                 ))
                 .map_err(err)?;
             chart
-                .draw_series(LineSeries::new(
-                    steps(
-                        (0..buckets.len()).map(|i| cap(i).low.map(|v| v as f64)),
-                        &x_of,
-                    ),
-                    AVAILABLE,
-                ))
+                .draw_series(LineSeries::new(line(|p| p.low), AVAILABLE))
                 .map_err(err)?;
         }
         root.present().map_err(err)?;
