@@ -7,6 +7,8 @@ use std::process::{Command, Output};
 
 use zae_limiter::store::{Item, Key};
 
+pub mod manifest;
+
 /// The `zae-limiter` binary with the variables that would redirect it to
 /// another store or table removed.
 #[allow(dead_code)] // not every test binary runs it this way
