@@ -19,13 +19,7 @@ use zae_limiter::store::{Item, Store, WriteOp};
 const TABLE: &str = "demo";
 
 fn run(store: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = common::zae_limiter()
-        .args(args)
-        .arg(common::local_flag(store))
-        .args(["-n", TABLE])
-        .output()
-        .expect("run zae-limiter");
-    common::outcome(out)
+    common::run_local(store, TABLE, args)
 }
 
 /// [`run`], which must exit 0; its stdout.
@@ -438,10 +432,10 @@ fn json_format() {
 fn read_only_refusals() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("missing/local.sqlite");
-    let (code, out, err) = run(&path, &["entity", "get-limits", "user-1"]);
-    assert_eq!(code, 1);
-    assert_eq!(out, "");
-    assert!(err.starts_with("Error: table 'demo' not found"), "{err}");
+    common::assert_refused(
+        run(&path, &["entity", "get-limits", "user-1"]),
+        "Error: table 'demo' not found",
+    );
     assert!(!path.exists(), "a read never creates the store");
 
     // A table without a version record.
@@ -483,12 +477,9 @@ fn an_unreadable_item_is_an_error_not_a_guess() {
         &ns,
         r##"{"PK":{"S":"{ns}/RESOURCE#gpt-4"},"SK":{"S":"#CONFIG"},"w_s_cp":{"N":"5"},"w_s_ra":{"N":"0"},"w_s_rp":{"N":"60"}}"##,
     );
-    let (code, out, err) = run(&path, &["resource", "get-defaults", "gpt-4"]);
-    assert_eq!(code, 1);
-    assert_eq!(out, "");
-    assert!(
-        err.starts_with("Error: Failed to get resource defaults: config item"),
-        "{err}"
+    let err = common::assert_refused(
+        run(&path, &["resource", "get-defaults", "gpt-4"]),
+        "Error: Failed to get resource defaults: config item",
     );
     assert!(err.contains("without w_s_rsa"), "{err}");
     // Nothing was changed by the failed read.

@@ -139,6 +139,31 @@ pub fn local_flag(path: &std::path::Path) -> std::ffi::OsString {
     flag
 }
 
+/// The binary with `args` on the local store at `store`, table `table`:
+/// (code, stdout, stderr).
+#[allow(dead_code)]
+pub fn run_local(store: &std::path::Path, table: &str, args: &[&str]) -> (i32, String, String) {
+    outcome(
+        zae_limiter()
+            .args(args)
+            .arg(local_flag(store))
+            .args(["-n", table])
+            .output()
+            .expect("run zae-limiter"),
+    )
+}
+
+/// Asserts that an outcome is a refusal: exit 1, nothing on stdout, and
+/// stderr starting with `prefix`; its stderr, for what else it should say.
+#[allow(dead_code)]
+pub fn assert_refused(outcome: (i32, String, String), prefix: &str) -> String {
+    let (code, out, err) = outcome;
+    assert_eq!(code, 1, "{out}{err}");
+    assert_eq!(out, "", "nothing on stdout");
+    assert!(err.starts_with(prefix), "{err}");
+    err
+}
+
 /// The binary run in `dir` with `args` (and no `ZAEL_NOW`): (code, stdout, stderr).
 #[allow(dead_code)]
 pub fn run_in(dir: &std::path::Path, args: &[&str]) -> (i32, String, String) {
