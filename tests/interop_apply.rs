@@ -51,10 +51,8 @@ fn apply_matches_the_reference_provisioner_and_resolution() {
     let Some(theirs) = interop("applyref") else {
         return;
     };
-    let manifest = ours.write_file("fixture.yaml", FIXTURE);
+    let manifest = ours.with_applied("fixture.yaml", FIXTURE);
     let m = manifest.to_string_lossy();
-    ours.create_table();
-    ours.apply(&manifest);
 
     let (o, t) = (ours.table.as_str(), theirs.table.as_str());
     let (resolve_o, resolve_t) = (resolve_args(o, PAIRS), resolve_args(t, PAIRS));
@@ -136,7 +134,6 @@ fn apply_matches_the_reference_provisioner_and_resolution() {
 #[test]
 fn a_running_python_limiter_enforces_a_lowered_entity_limit_at_once() {
     let Some(it) = interop("lower") else { return };
-    let manifest = it.write_file("fixture.yaml", FIXTURE);
     let lowered_text = FIXTURE.replacen(
         "rpm:\n            capacity: 60",
         "rpm:\n            capacity: 2",
@@ -147,8 +144,7 @@ fn a_running_python_limiter_enforces_a_lowered_entity_limit_at_once() {
         "the fixture declares user-1's gpt-4 rpm as 60"
     );
     let lowered = it.write_file("lowered.yaml", &lowered_text);
-    it.create_table();
-    it.apply(&manifest);
+    it.with_applied("fixture.yaml", FIXTURE);
 
     let mut limiter = it.limiter("default");
     // The first acquire creates user-1's gpt-4 bucket with rpm 60.

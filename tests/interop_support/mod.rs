@@ -218,6 +218,15 @@ impl Interop {
         ]);
     }
 
+    /// The table created by ours with the manifest `text` (written as
+    /// `name`) applied: the manifest's path, for a later plan or apply.
+    pub fn with_applied(&self, name: &str, text: &str) -> PathBuf {
+        let manifest = self.write_file(name, text);
+        self.create_table();
+        self.apply(&manifest);
+        manifest
+    }
+
     /// Every item of the table, sorted by key.
     pub fn dump(&self) -> Vec<Value> {
         match self.reference(&["dump", &self.table]) {
