@@ -11,7 +11,9 @@ mod interop_support;
 
 use std::collections::BTreeMap;
 
-use interop_support::{assert_same_resolution, default_nsid, interop, resolve_args};
+use interop_support::{
+    assert_same_resolution, default_nsid, interop, ours_and_reference, resolve_args,
+};
 use serde_json::Value;
 
 const FIXTURE: &str = include_str!("../scripts/interop/manifests/fixture.yaml");
@@ -47,8 +49,7 @@ fn keyed(items: &[Value], ns: &str) -> BTreeMap<(String, String), Value> {
 
 #[test]
 fn apply_matches_the_reference_provisioner_and_resolution() {
-    let Some(ours) = interop("apply") else { return };
-    let Some(theirs) = interop("applyref") else {
+    let Some((ours, theirs)) = ours_and_reference("apply") else {
         return;
     };
     let manifest = ours.with_applied("fixture.yaml", FIXTURE);

@@ -12,7 +12,7 @@
 mod common;
 mod interop_support;
 
-use interop_support::{assert_same_resolution, interop, resolve_args};
+use interop_support::{assert_same_resolution, interop, ours_and_reference, resolve_args};
 use serde_json::Value;
 use zae_limiter::manifest::model::LimitKind;
 
@@ -55,8 +55,7 @@ fn the_bucket_manifest_is_the_kinds_manifest_without_the_new_kinds() {
 
 #[test]
 fn python_resolves_exactly_the_bucket_limits_of_our_items() {
-    let Some(ours) = interop("kinds") else { return };
-    let Some(theirs) = interop("kindsref") else {
+    let Some((ours, theirs)) = ours_and_reference("kinds") else {
         return;
     };
     let kinds = ours.with_applied("kinds.yaml", KINDS);

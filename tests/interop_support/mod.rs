@@ -48,6 +48,12 @@ pub fn interop(tag: &str) -> Option<Interop> {
     })
 }
 
+/// Two tables for a test comparing us with the reference: ours (`tag`) and
+/// one for the reference's side (`{tag}ref`); `None` when the test must skip.
+pub fn ours_and_reference(tag: &str) -> Option<(Interop, Interop)> {
+    Some((interop(tag)?, interop(&format!("{tag}ref"))?))
+}
+
 impl Drop for Interop {
     /// The files the test wrote ([`Interop::write_file`]) go with it.
     fn drop(&mut self) {
