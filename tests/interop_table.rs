@@ -7,24 +7,12 @@ mod interop_support;
 use interop_support::{interop, ours_and_reference};
 use serde_json::Value;
 
-/// `table create` on this table, which must succeed; returns stdout.
-fn create(it: &interop_support::Interop) -> String {
-    it.ours_ok(&[
-        "table",
-        "create",
-        "-n",
-        &it.table,
-        "--endpoint-url",
-        &it.endpoint,
-    ])
-}
-
 #[test]
 fn our_table_has_the_reference_layout_and_python_uses_it() {
     let Some((ours, theirs)) = ours_and_reference("tbl") else {
         return;
     };
-    let out = create(&ours);
+    let out = ours.create_table();
     assert!(out.contains("created"), "{out}");
     let ns_line = out
         .lines()
@@ -54,7 +42,7 @@ fn our_table_has_the_reference_layout_and_python_uses_it() {
 
     // A second create changes nothing and says so.
     let before = ours.dump();
-    let again = create(&ours);
+    let again = ours.create_table();
     assert!(
         again.contains("already exists") && again.contains("already registered"),
         "{again}"

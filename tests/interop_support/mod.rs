@@ -212,8 +212,9 @@ impl Interop {
         cmd.output().expect("run the Python zae-limiter CLI")
     }
 
-    /// Creates the table with ours (`table create`).
-    pub fn create_table(&self) {
+    /// Creates the table with ours (`table create`), which must succeed;
+    /// returns stdout.
+    pub fn create_table(&self) -> String {
         self.ours_ok(&[
             "table",
             "create",
@@ -221,7 +222,7 @@ impl Interop {
             &self.table,
             "--endpoint-url",
             &self.endpoint,
-        ]);
+        ])
     }
 
     /// The table created by ours with the manifest `text` (written as
