@@ -21,14 +21,9 @@ use zae_limiter::runtime::{self, Mode, Request};
 use zae_limiter::store::local::LocalStore;
 use zae_limiter::store::{Store, WriteOp};
 
-const LEVEL: &str = "\
-namespace: default
-resources:
-  api:
-    limits:
-      rpm: {capacity: 1000000000, window: minute, rolling: true}
-      in_flight: {concurrency: 1000}
-";
+/// The manifest builder the CLI tests use.
+#[path = "../tests/common/manifest.rs"]
+mod test_manifest;
 
 const WORKER_ENV: &str = "ZAEL_BENCH_RUNTIME_WORKER";
 
@@ -39,7 +34,14 @@ fn setup(path: &Path) {
     let ns = items::namespace::register(&store, "default")
         .expect("namespace")
         .id;
-    let m = zae_limiter::manifest::load_str("bench.yaml", LEVEL)
+    let level = test_manifest::manifest(&[(
+        "api",
+        &[
+            "rpm: {capacity: 1000000000, window: minute, rolling: true}",
+            "in_flight: {concurrency: 1000}",
+        ],
+    )]);
+    let m = zae_limiter::manifest::load_str("bench.yaml", &level)
         .unwrap_or_else(|_| panic!("the bench's manifest is invalid"))
         .manifest;
     let item = items::config::build_resource(&ns, "api", &m.resources["api"]).expect("item");

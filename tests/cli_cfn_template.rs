@@ -100,11 +100,17 @@ fn template(stack: &str, file: &str, extra: &[&str]) -> (i32, String, String) {
     run(&args)
 }
 
+/// [`template`] (stack `s`) of the manifest `text`, written to `name` in a
+/// fresh directory.
+fn template_of_text(name: &str, text: &str) -> (i32, String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = common::write_arg(dir.path(), name, text);
+    template("s", &file, &[])
+}
+
 #[test]
 fn burst_is_carried_and_flags_are_kept() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = common::write_arg(
-        dir.path(),
+    let (code, out, err) = template_of_text(
         "m.yaml",
         "namespace: default
 system:
@@ -136,7 +142,6 @@ entities:
             refill_period: 3600
 ",
     );
-    let (code, out, err) = template("s", &file, &[]);
     assert_eq!(code, 0, "{err}");
     let expected_tail = "      Namespace: default
       System:
@@ -172,9 +177,7 @@ entities:
 
 #[test]
 fn an_invalid_manifest_gives_located_errors_and_no_template() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = common::write_arg(
-        dir.path(),
+    let (code, out, err) = template_of_text(
         "bad.yaml",
         "namespace: default
 resources:
@@ -187,7 +190,6 @@ resources:
             scale: 2
 ",
     );
-    let (code, out, err) = template("s", &file, &[]);
     assert_eq!(code, 1, "{err}");
     assert_eq!(out, "", "no template on stdout");
     assert!(err.contains("bad.yaml:8:"), "located error expected: {err}");

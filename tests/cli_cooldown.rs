@@ -82,6 +82,18 @@ impl Backend {
     }
 }
 
+/// `settle SCOPE --holder HOLDER --outcome OUTCOME EXTRA…`, for any runner.
+fn settle<'a>(
+    scope: &'a str,
+    holder: &'a str,
+    outcome: &'a str,
+    extra: &[&'a str],
+) -> Vec<&'a str> {
+    let mut args = vec!["settle", scope, "--holder", holder, "--outcome", outcome];
+    args.extend_from_slice(extra);
+    args
+}
+
 fn record_issue_429(b: &Backend, scope: &str) {
     // Recorded ten minutes after the response arrived: the reset counts from receipt.
     let out = b.json(
@@ -228,26 +240,13 @@ fn settle_records_a_new_quota_deadline_or_clears() {
         let scope = "openai/acct-42/gpt-4";
         let at = probing(&b, scope);
         // Only the holder may settle.
-        let err = b.stderr_of(
-            1,
-            at,
-            &["settle", scope, "--holder", "w2", "--outcome", "ok"],
-        );
+        let err = b.stderr_of(1, at, &settle(scope, "w2", "ok", &[]));
         assert!(err.contains("does not hold"));
         // The probe is refused again: one more hour (+ 5 s margin) from now.
         let v = b.json(
             0,
             at,
-            &[
-                "settle",
-                scope,
-                "--holder",
-                "w1",
-                "--outcome",
-                "quota",
-                "--resets-in-seconds",
-                "3600",
-            ],
+            &settle(scope, "w1", "quota", &["--resets-in-seconds", "3600"]),
         );
         assert_eq!(v["result"], "recorded", "[{}] {v}", b.label);
         let new_deadline = DEADLINE_MS + 30_000 + 3_605_000;
@@ -270,11 +269,7 @@ fn settle_records_a_new_quota_deadline_or_clears() {
             later,
             &["probe", scope, "--holder", "w2", "--lease", "1m"],
         );
-        b.expect(
-            0,
-            later,
-            &["settle", scope, "--holder", "w2", "--outcome", "ok"],
-        );
+        b.expect(0, later, &settle(scope, "w2", "ok", &[]));
         let c = b.json(0, later, &["check", scope]);
         assert_eq!(c["state"], Value::Null);
         assert_eq!(
@@ -786,11 +781,7 @@ fn every_json_document_is_versioned() {
         b.json(75, T0, &["check", "p/a"]),
         b.json(0, T0, &["list"]),
         b.json(0, later, &["probe", "p/a", "--holder", "w"]),
-        b.json(
-            0,
-            later,
-            &["settle", "p/a", "--holder", "w", "--outcome", "ok"],
-        ),
+        b.json(0, later, &settle("p/a", "w", "ok", &[])),
         b.json(0, later, &["clear", "p/a"]),
     ];
     for doc in docs {
@@ -1101,24 +1092,23 @@ fn settle_reads_headers_like_record() {
         let out = b.exits(
             0,
             at,
-            &[
-                "settle",
+            &settle(
                 scope,
-                "--holder",
                 "w1",
-                "--outcome",
                 "quota",
-                "--headers",
-                &h,
-                "--response",
-                &body,
-                "--received-at",
-                "2026-12-04T18:20:00Z",
-                "--margin",
-                "0",
-                "--format",
-                "json",
-            ],
+                &[
+                    "--headers",
+                    &h,
+                    "--response",
+                    &body,
+                    "--received-at",
+                    "2026-12-04T18:20:00Z",
+                    "--margin",
+                    "0",
+                    "--format",
+                    "json",
+                ],
+            ),
         );
         let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
         assert_eq!(
@@ -1139,19 +1129,7 @@ fn settle_reads_headers_like_record() {
         let later = "2026-12-04T19:21:00Z";
         b.expect(0, later, &["probe", scope, "--holder", "w2"]);
         let ok = b.file("ok.h", "HTTP/1.1 200 OK\r\n\r\n");
-        let out = b.cooldown(
-            later,
-            &[
-                "settle",
-                scope,
-                "--holder",
-                "w2",
-                "--outcome",
-                "ok",
-                "--headers",
-                &ok,
-            ],
-        );
+        let out = b.cooldown(later, &settle(scope, "w2", "ok", &["--headers", &ok]));
         assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
         assert!(out.stderr.is_empty(), "{}", describe(&out));
         b.expect(0, later, &["check", scope]);
@@ -1307,16 +1285,7 @@ fn wait_up_to_looks_again_after_a_probe() {
     b.expect(
         0,
         deadline,
-        &[
-            "settle",
-            scope,
-            "--holder",
-            "prober",
-            "--outcome",
-            "quota",
-            "--retry-after",
-            "3600",
-        ],
+        &settle(scope, "prober", "quota", &["--retry-after", "3600"]),
     );
     assert!(
         started.elapsed().as_millis() < 5000,

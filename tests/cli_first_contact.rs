@@ -16,6 +16,13 @@ fn quickstart() -> String {
     .unwrap()
 }
 
+/// A fresh directory holding the quickstart manifest as `name`.
+fn quickstart_dir(name: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    write_in(dir.path(), name, quickstart());
+    dir
+}
+
 /// A command line's words (no word here has a space).
 fn words(line: &str) -> Vec<&str> {
     line.split_whitespace().collect()
@@ -32,9 +39,8 @@ fn run_in(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String, Stri
 /// for a bare `--local` and selects the local store alone; `--local=PATH` wins.
 #[test]
 fn local_may_stand_anywhere_and_never_swallows_an_argument() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = quickstart_dir("a.yaml");
     let d = dir.path();
-    write_in(d, "a.yaml", quickstart());
     write_in(
         d,
         "b.yaml",
@@ -100,11 +106,11 @@ fn local_may_stand_anywhere_and_never_swallows_an_argument() {
 /// permissions do not stop, the commands run as `nobody` through setpriv.
 #[test]
 fn read_only_commands_work_on_a_store_in_a_read_only_directory() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = quickstart_dir("limits.yaml");
     let store_dir = dir.path().join("ro");
     std::fs::create_dir(&store_dir).unwrap();
     let store = store_dir.join("limits.sqlite");
-    let manifest = write_in(dir.path(), "limits.yaml", quickstart());
+    let manifest = dir.path().join("limits.yaml");
     let local = format!("--local={}", store.display());
     let m = manifest.to_str().unwrap();
     let (code, _, err) = run_in(
@@ -305,9 +311,8 @@ fn manifest_errors_stay_readable_on_huge_lines_and_control_characters() {
 /// Trace errors in the trace's own terms.
 #[test]
 fn trace_errors_name_the_problem_not_the_parser() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = quickstart_dir("limits.yaml");
     let d = dir.path();
-    write_in(d, "limits.yaml", quickstart());
     write_in(
         d,
         "frac.jsonl",

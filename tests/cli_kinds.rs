@@ -45,13 +45,7 @@ impl Env {
     }
 
     fn run(&self, args: &[&str]) -> (i32, String, String) {
-        let out = common::zae_limiter()
-            .args(args)
-            .arg(common::local_flag(&self.store_path()))
-            .args(["-n", TABLE])
-            .output()
-            .expect("run zae-limiter");
-        common::outcome(out)
+        common::run_local(&self.store_path(), TABLE, args)
     }
 
     fn write(&self, name: &str, text: &str) -> String {

@@ -9,13 +9,7 @@ use zae_limiter::store::local::LocalStore;
 use zae_limiter::store::Store;
 
 fn run(store: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = common::zae_limiter()
-        .args(args)
-        .arg(common::local_flag(store))
-        .args(["-n", "demo"])
-        .output()
-        .expect("run zae-limiter");
-    common::outcome(out)
+    common::run_local(store, "demo", args)
 }
 
 fn registered_id(line: &str) -> String {
@@ -79,12 +73,9 @@ fn register_initialises_a_new_store_and_is_idempotent() {
 fn bad_names_and_missing_stores_are_errors() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("local.sqlite");
-    let (code, out, err) = run(&path, &["namespace", "register", "a/b"]);
-    assert_eq!(code, 1);
-    assert_eq!(out, "");
-    assert!(
-        err.starts_with("Error: invalid namespace name 'a/b'"),
-        "{err}"
+    common::assert_refused(
+        run(&path, &["namespace", "register", "a/b"]),
+        "Error: invalid namespace name 'a/b'",
     );
     assert!(!path.exists(), "nothing written for an invalid name");
     let (code, _, err) = run(&path, &["namespace", "list"]);

@@ -12,6 +12,7 @@ use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use backends::{backends, describe, Backend};
+use common::manifest::manifest;
 use common::{assert_stderr_has, assert_stdout_has};
 use serde_json::Value;
 use zae_limiter::clock::rfc3339;
@@ -104,9 +105,8 @@ fn granted(b: &Backend, outs: &[Output]) -> Vec<String> {
 
 /// `n` slots held `ttl` seconds on `resource`.
 fn slots_level(resource: &str, n: u64, ttl: u64) -> String {
-    format!(
-        "namespace: default\nresources:\n  {resource}:\n    limits:\n      in_flight: {{concurrency: {n}, hold_ttl_seconds: {ttl}}}\n"
-    )
+    let slots = format!("in_flight: {{concurrency: {n}, hold_ttl_seconds: {ttl}}}");
+    manifest(&[(resource, &[&slots])])
 }
 
 #[test]
@@ -245,18 +245,18 @@ fn extend_keeps_a_slot_past_its_first_ttl() {
     }
 }
 
-const ROLLING: &str = "\
-namespace: default
-resources:
-  api:
-    limits:
-      rpm: {capacity: 30, window: minute, rolling: true}
-";
+/// A rolling minute of 30 on resource `api`.
+fn rolling() -> String {
+    manifest(&[(
+        "api",
+        &["rpm: {capacity: 30, window: minute, rolling: true}"],
+    )])
+}
 
 #[test]
 fn a_rolling_window_under_eight_processes_never_admits_more_than_its_amount() {
     for b in backends("rt-rolling") {
-        b.apply(ROLLING);
+        b.apply(&rolling());
         let mut calls: Vec<(i64, bool)> = Vec::new();
         // Two minutes in steps that land all over the one-second slices.
         for k in 0..=40i64 {
@@ -314,7 +314,7 @@ fn eight_processes_on_one_local_item_each_decide_once() {
     let Some(b) = backends("rt-once").into_iter().find(|b| b.local.is_some()) else {
         panic!("the local store is always among the backends");
     };
-    b.apply(ROLLING);
+    b.apply(&rolling());
     for round in 0..5i64 {
         let now = at(round * 1_000);
         let args = b.with_flags(&["acquire", "client", "-r", "api"]);
@@ -333,21 +333,19 @@ fn eight_processes_on_one_local_item_each_decide_once() {
     }
 }
 
-const RETRY: &str = "\
-namespace: default
-resources:
-  api:
-    limits:
-      rpm: {capacity: 5, window: minute, rolling: true}
-  job:
-    limits:
-      in_flight: {concurrency: 1, hold_ttl_seconds: 30}
-";
-
 #[test]
 fn retrying_at_the_retry_after_instant_succeeds() {
     for b in backends("rt-retry") {
-        b.apply(RETRY);
+        b.apply(&manifest(&[
+            (
+                "api",
+                &["rpm: {capacity: 5, window: minute, rolling: true}"],
+            ),
+            (
+                "job",
+                &["in_flight: {concurrency: 1, hold_ttl_seconds: 30}"],
+            ),
+        ]));
         for i in 0..5 {
             b.acquire(0, i * 10_300, "client", "api", &[]);
         }
@@ -373,18 +371,10 @@ fn retrying_at_the_retry_after_instant_succeeds() {
 
 /// A rolling minute of `rpm` and `slots` concurrent on resource `api`.
 fn api_level(rpm: u64, slots: u64) -> String {
-    format!(
-        "namespace: default\nresources:\n  api:\n    limits:\n      rpm: {{capacity: {rpm}, window: minute, rolling: true}}\n      in_flight: {{concurrency: {slots}}}\n"
-    )
+    let rpm = format!("rpm: {{capacity: {rpm}, window: minute, rolling: true}}");
+    let slots = format!("in_flight: {{concurrency: {slots}}}");
+    manifest(&[("api", &[&rpm, &slots])])
 }
-
-const REPLACED: &str = "\
-namespace: default
-resources:
-  api:
-    limits:
-      rph: {capacity: 100, window: hour, rolling: true}
-";
 
 #[test]
 fn a_limit_lowered_by_apply_is_enforced_by_the_next_acquire() {
@@ -408,7 +398,10 @@ fn a_limit_lowered_by_apply_is_enforced_by_the_next_acquire() {
         assert_eq!(refused, ["in_flight", "rpm"], "[{}] {d}", b.label);
         assert_eq!(d["limits"][1]["amount"], 5);
         // A limit removed stops mattering, and its state is cleaned up on the next write.
-        b.apply(REPLACED);
+        b.apply(&manifest(&[(
+            "api",
+            &["rph: {capacity: 100, window: hour, rolling: true}"],
+        )]));
         let d = b.acquire(0, 3_000, "client", "api", &[]);
         assert_eq!(d["limits"][0]["name"], "rph");
         let item = b.state_item("client", "api").expect("state");
@@ -427,9 +420,13 @@ fn a_limit_lowered_by_apply_is_enforced_by_the_next_acquire() {
 #[test]
 fn commit_corrects_the_counted_cost_within_its_window() {
     for b in backends("rt-commit") {
-        b.apply(
-            "namespace: default\nresources:\n  llm:\n    limits:\n      tokens: {capacity: 1000, window: minute, rolling: true}\n      in_flight: {concurrency: 2}\n",
-        );
+        b.apply(&manifest(&[(
+            "llm",
+            &[
+                "tokens: {capacity: 1000, window: minute, rolling: true}",
+                "in_flight: {concurrency: 2}",
+            ],
+        )]));
         let r = b.acquire(
             0,
             0,
@@ -483,7 +480,7 @@ fn commit_corrects_the_counted_cost_within_its_window() {
 #[test]
 fn bad_requests_are_errors_and_never_an_allow() {
     for b in backends("rt-errors") {
-        b.apply(ROLLING);
+        b.apply(&rolling());
         let cases: [(&[&str], i32, &str); 8] = [
             (
                 &["acquire", "c", "-r", "api", "-N", "nope"],

@@ -7,10 +7,9 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use indexmap::IndexMap;
 use zae_limiter::apply::writes;
 use zae_limiter::items::{config, keys, namespace, version};
-use zae_limiter::manifest::model::{LevelConfig, LimitSpec, Modifier, ResetEntry, ScheduleEntry};
+use zae_limiter::manifest::model::LevelConfig;
 use zae_limiter::plan::level::Level;
 use zae_limiter::store::local::LocalStore;
 use zae_limiter::store::typed_json::item_from_str;
@@ -19,13 +18,7 @@ use zae_limiter::store::{Item, Store, WriteOp};
 const TABLE: &str = "demo";
 
 fn run(store: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = common::zae_limiter()
-        .args(args)
-        .arg(common::local_flag(store))
-        .args(["-n", TABLE])
-        .output()
-        .expect("run zae-limiter");
-    common::outcome(out)
+    common::run_local(store, TABLE, args)
 }
 
 /// [`run`], which must exit 0; its stdout.
@@ -66,56 +59,17 @@ fn put_raw(store: &LocalStore, ns: &str, json: &str) {
     put(store, item_from_str(&json.replace("{ns}", ns)).unwrap());
 }
 
-fn limit(capacity: u64, refill: u64, period: u64) -> LimitSpec {
-    LimitSpec::bucket(capacity, refill, period)
-}
-
-/// `fixtures/manifests/valid/reference-example-2.yaml` (the normalised levels).
+/// The levels of `fixtures/manifests/valid/reference-example-2.yaml` as the
+/// manifest loader reads them: (resource `gpt-4`, entity `team-a` on `gpt-4`).
 fn example2() -> (LevelConfig, LevelConfig) {
-    let ny = "America/New_York";
-    let sched = |cron: &str, tz: &str, modifier| ScheduleEntry {
-        cron: cron.into(),
-        tz: tz.into(),
-        modifier,
-    };
-    let reset = |cron: &str, tz: &str| ResetEntry {
-        cron: cron.into(),
-        tz: tz.into(),
-    };
-    let mut rpm = limit(1000, 1000, 60);
-    rpm.schedule = vec![
-        sched("* 9-17 * * MON-FRI", ny, Modifier::Scale(0.5)),
-        sched(
-            "* * * * SAT,SUN",
-            ny,
-            Modifier::Absolute {
-                capacity: Some(2000),
-                refill_amount: Some(2000),
-                refill_period_seconds: Some(60),
-            },
-        ),
-    ];
-    let mut rpd = limit(10000, 0, 60);
-    rpd.reset_schedule = vec![reset("0 0 * * *", ny)];
-    let mut session = limit(500, 0, 60);
-    session.reset_after_seconds = Some(18000);
-    session.soft = true;
-    let mut monthly = limit(1_000_000, 0, 60);
-    monthly.reset_schedule = vec![reset("0 0 1 * *", "UTC")];
-    monthly.schedule = vec![sched("* * * 12 *", "UTC", Modifier::Scale(2.0))];
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/manifests/valid/reference-example-2.yaml");
+    let m = zae_limiter::manifest::load_file(&file)
+        .unwrap_or_else(|_| panic!("{} loads", file.display()))
+        .manifest;
     (
-        LevelConfig {
-            limits: IndexMap::from([("rpm".to_string(), rpm), ("rpd".to_string(), rpd)]),
-            ..Default::default()
-        },
-        LevelConfig {
-            limits: IndexMap::from([
-                ("session".to_string(), session),
-                ("monthly".to_string(), monthly),
-            ]),
-            disabled: None,
-            cascade: Some(false),
-        },
+        m.resources["gpt-4"].clone(),
+        m.entities["team-a"]["gpt-4"].clone(),
     )
 }
 
@@ -438,10 +392,10 @@ fn json_format() {
 fn read_only_refusals() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("missing/local.sqlite");
-    let (code, out, err) = run(&path, &["entity", "get-limits", "user-1"]);
-    assert_eq!(code, 1);
-    assert_eq!(out, "");
-    assert!(err.starts_with("Error: table 'demo' not found"), "{err}");
+    common::assert_refused(
+        run(&path, &["entity", "get-limits", "user-1"]),
+        "Error: table 'demo' not found",
+    );
     assert!(!path.exists(), "a read never creates the store");
 
     // A table without a version record.
@@ -483,12 +437,9 @@ fn an_unreadable_item_is_an_error_not_a_guess() {
         &ns,
         r##"{"PK":{"S":"{ns}/RESOURCE#gpt-4"},"SK":{"S":"#CONFIG"},"w_s_cp":{"N":"5"},"w_s_ra":{"N":"0"},"w_s_rp":{"N":"60"}}"##,
     );
-    let (code, out, err) = run(&path, &["resource", "get-defaults", "gpt-4"]);
-    assert_eq!(code, 1);
-    assert_eq!(out, "");
-    assert!(
-        err.starts_with("Error: Failed to get resource defaults: config item"),
-        "{err}"
+    let err = common::assert_refused(
+        run(&path, &["resource", "get-defaults", "gpt-4"]),
+        "Error: Failed to get resource defaults: config item",
     );
     assert!(err.contains("without w_s_rsa"), "{err}");
     // Nothing was changed by the failed read.

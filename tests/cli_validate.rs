@@ -27,8 +27,41 @@ fn validate_in(dir: &Path, args: &[&str]) -> Output {
         .expect("run zae-limiter")
 }
 
+/// `limits validate --format FORMAT NAME` run in the directory of fixture `f`
+/// (NAME its file name), so the output names the file as a user would.
+fn validate_fixture(f: &Path, format: &str) -> Output {
+    let name = f.file_name().expect("a file").to_string_lossy();
+    validate_in(f.parent().expect("dir"), &["--format", format, &name])
+}
+
+/// [`validate_fixture`] on GitHub: it exits `code`, its first annotation
+/// starts with `starts` and the output has `has` (the message or its help).
+fn assert_github(f: &Path, code: i32, starts: &str, has: &str) {
+    let s = stdout_after(&validate_fixture(f, "github"), code);
+    assert!(s.starts_with(starts), "{s}");
+    assert!(s.contains(has), "{s}");
+}
+
+/// [`validate_fixture`] in JSON: the exit code and the file's diagnostics.
+fn json_diagnostics(f: &Path) -> (Option<i32>, Vec<serde_json::Value>) {
+    let out = validate_fixture(f, "json");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let diags = v["files"][0]["diagnostics"]
+        .as_array()
+        .expect("diagnostics");
+    (out.status.code(), diags.clone())
+}
+
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// The stdout of `out`, which must have exited `code`.
+fn stdout_after(out: &Output, code: i32) -> String {
+    let s = stdout(out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(code), "{s}{err}");
+    s
 }
 
 fn fixtures(kind: &str) -> Vec<PathBuf> {
@@ -131,10 +164,8 @@ fn each_lint_warns_in_its_fixture_and_is_silenced_when_marked() {
             })
             .unwrap_or_else(|| panic!("no fixture for {}", lint.code));
         let name = f.file_name().unwrap().to_string_lossy().into_owned();
-        let out = validate_in(&dir, &["--format", "json", &name]);
-        assert_eq!(out.status.code(), Some(0), "{name}");
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-        let diags = v["files"][0]["diagnostics"].as_array().unwrap().clone();
+        let (code, diags) = json_diagnostics(f);
+        assert_eq!(code, Some(0), "{name}");
         assert!(!diags.is_empty(), "{name} warns");
         for d in &diags {
             assert_eq!(d["code"], lint.code, "{name}: {d}");
@@ -150,15 +181,7 @@ fn each_lint_warns_in_its_fixture_and_is_silenced_when_marked() {
     }
     // The valid fixtures have none of the traps: no lint fires on them.
     for f in fixtures("valid") {
-        let out = validate_in(
-            f.parent().unwrap(),
-            &["--format", "json"]
-                .into_iter()
-                .chain([f.file_name().unwrap().to_str().unwrap()])
-                .collect::<Vec<_>>(),
-        );
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-        for d in v["files"][0]["diagnostics"].as_array().unwrap() {
+        for d in json_diagnostics(&f).1 {
             assert!(d["code"].is_null(), "{}: {d}", f.display());
         }
     }
@@ -167,17 +190,12 @@ fn each_lint_warns_in_its_fixture_and_is_silenced_when_marked() {
 #[test]
 fn lints_are_annotations_with_their_code_on_github() {
     let dir = root().join("fixtures/manifests/lint");
-    let out = validate_in(
-        &dir,
-        &["--format", "github", "ZL101-fixed-minute-window.yaml"],
+    assert_github(
+        &dir.join("ZL101-fixed-minute-window.yaml"),
+        0,
+        "::warning file=ZL101-fixed-minute-window.yaml,line=10,col=20,endColumn=21,title=limits validate (ZL101)::",
+        "help: write `* 9-17 * * MON-FRI`",
     );
-    assert_eq!(out.status.code(), Some(0));
-    let s = stdout(&out);
-    assert!(
-        s.starts_with("::warning file=ZL101-fixed-minute-window.yaml,line=10,col=20,endColumn=21,title=limits validate (ZL101)::"),
-        "{s}"
-    );
-    assert!(s.contains("help: write `* 9-17 * * MON-FRI`"), "{s}");
     let out = validate_in(
         &dir,
         &[
@@ -216,20 +234,9 @@ fn invalid_fixture_errors_are_located_on_real_lines() {
     for f in fixtures("invalid") {
         let text = std::fs::read_to_string(&f).expect("read");
         let lines = text.lines().count().max(1);
-        let out = validate_in(
-            f.parent().expect("dir"),
-            &[
-                "--format",
-                "json",
-                &f.file_name().unwrap_or_default().to_string_lossy(),
-            ],
-        );
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-        let diags = v["files"][0]["diagnostics"]
-            .as_array()
-            .expect("diagnostics");
+        let (_, diags) = json_diagnostics(&f);
         assert!(!diags.is_empty(), "{}: no diagnostics", f.display());
-        for d in diags {
+        for d in &diags {
             let line = d["line"].as_u64().expect("line") as usize;
             assert!(line >= 1 && line <= lines, "{}: line {line}", f.display());
             assert!(d["column"].as_u64().expect("col") >= 1);
@@ -245,8 +252,7 @@ fn invalid_fixture_errors_are_located_on_real_lines() {
 #[test]
 fn valid_manifest_is_silent_with_exit_0() {
     let out = validate_in(&root(), &["fixtures/manifests/valid/quickstart.yaml"]);
-    assert_eq!(out.status.code(), Some(0));
-    assert_eq!(stdout(&out), "");
+    assert_eq!(stdout_after(&out, 0), "");
     assert!(out.stderr.is_empty());
 }
 
@@ -261,8 +267,7 @@ fn all_files_are_checked_in_one_run() {
             "invalid/row-61-tz-unknown.yaml",
         ],
     );
-    assert_eq!(out.status.code(), Some(1));
-    let s = stdout(&out);
+    let s = stdout_after(&out, 1);
     assert!(s.contains("invalid/row-12-capacity-zero.yaml:"), "{s}");
     assert!(s.contains("invalid/row-61-tz-unknown.yaml:"), "{s}");
     assert!(!s.contains("quickstart"), "{s}");
@@ -288,8 +293,7 @@ fn unreadable_file_is_invalid_and_others_are_still_checked() {
             "fixtures/manifests/valid/quickstart.yaml",
         ],
     );
-    assert_eq!(out.status.code(), Some(1));
-    let s = stdout(&out);
+    let s = stdout_after(&out, 1);
     assert!(
         s.starts_with("does-not-exist.yaml:1:1: error: cannot read the file:"),
         "{s}"
@@ -307,8 +311,8 @@ fn json_format_is_one_document_with_one_based_positions() {
             "invalid/row-12-capacity-zero.yaml",
         ],
     );
-    assert_eq!(out.status.code(), Some(1));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    let v: serde_json::Value =
+        serde_json::from_str(&stdout_after(&out, 1)).expect("one JSON document");
     let files = v["files"].as_array().expect("files");
     assert_eq!(files.len(), 2);
     assert_eq!(files[0]["path"], "valid/quickstart.yaml");
@@ -327,40 +331,31 @@ fn json_format_is_one_document_with_one_based_positions() {
 
 #[test]
 fn github_format_prints_workflow_annotations() {
-    let out = validate_in(
-        &root().join("fixtures/manifests/invalid"),
-        &["--format", "github", "row-12-capacity-zero.yaml"],
+    let invalid = root().join("fixtures/manifests/invalid");
+    assert_github(
+        &invalid.join("row-12-capacity-zero.yaml"),
+        1,
+        "::error file=row-12-capacity-zero.yaml,line=10,col=19,",
+        "::capacity must be positive, got 0",
     );
-    assert_eq!(out.status.code(), Some(1));
-    let s = stdout(&out);
-    assert!(
-        s.starts_with("::error file=row-12-capacity-zero.yaml,line=10,col=19,"),
-        "{s}"
-    );
-    assert!(s.contains("::capacity must be positive, got 0"), "{s}");
 }
 
 #[test]
 fn warnings_alone_keep_exit_0() {
-    let dir = root().join("fixtures/manifests/valid");
-    let out = validate_in(&dir, &["--format", "github", "cascade-warning.yaml"]);
-    assert_eq!(out.status.code(), Some(0));
-    let s = stdout(&out);
-    assert!(s.starts_with("::warning file=cascade-warning.yaml,"), "{s}");
-    assert!(
-        s.contains("resources.gpt-4 sets cascade: true, but no entity in this manifest has its own limits for 'gpt-4'"),
-        "{s}"
+    let valid = root().join("fixtures/manifests/valid");
+    assert_github(
+        &valid.join("cascade-warning.yaml"),
+        0,
+        "::warning file=cascade-warning.yaml,",
+        "resources.gpt-4 sets cascade: true, but no entity in this manifest has its own limits for 'gpt-4'",
     );
 }
 
 #[test]
 fn cron_caret_points_inside_the_quoted_pattern() {
-    let out = validate_in(
-        &root().join("fixtures/manifests/invalid"),
-        &["--format", "json", "row-59-cron-hour-backwards.yaml"],
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-    let d = &v["files"][0]["diagnostics"][0];
+    let invalid = root().join("fixtures/manifests/invalid");
+    let (_, diags) = json_diagnostics(&invalid.join("row-59-cron-hour-backwards.yaml"));
+    let d = &diags[0];
     // `          - cron: "* 17-9 * * *"`: the quote is column 19, `17-9` starts at 22.
     assert_eq!(d["column"], 22, "{d}");
     assert_eq!(d["end_column"], 26, "{d}");

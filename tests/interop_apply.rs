@@ -11,7 +11,9 @@ mod interop_support;
 
 use std::collections::BTreeMap;
 
-use interop_support::{assert_same_resolution, default_nsid, interop, resolve_args};
+use interop_support::{
+    assert_same_resolution, default_nsid, interop, ours_and_reference, resolve_args,
+};
 use serde_json::Value;
 
 const FIXTURE: &str = include_str!("../scripts/interop/manifests/fixture.yaml");
@@ -47,14 +49,11 @@ fn keyed(items: &[Value], ns: &str) -> BTreeMap<(String, String), Value> {
 
 #[test]
 fn apply_matches_the_reference_provisioner_and_resolution() {
-    let Some(ours) = interop("apply") else { return };
-    let Some(theirs) = interop("applyref") else {
+    let Some((ours, theirs)) = ours_and_reference("apply") else {
         return;
     };
-    let manifest = ours.write_file("fixture.yaml", FIXTURE);
+    let manifest = ours.with_applied("fixture.yaml", FIXTURE);
     let m = manifest.to_string_lossy();
-    ours.create_table();
-    ours.apply(&manifest);
 
     let (o, t) = (ours.table.as_str(), theirs.table.as_str());
     let (resolve_o, resolve_t) = (resolve_args(o, PAIRS), resolve_args(t, PAIRS));
@@ -136,7 +135,6 @@ fn apply_matches_the_reference_provisioner_and_resolution() {
 #[test]
 fn a_running_python_limiter_enforces_a_lowered_entity_limit_at_once() {
     let Some(it) = interop("lower") else { return };
-    let manifest = it.write_file("fixture.yaml", FIXTURE);
     let lowered_text = FIXTURE.replacen(
         "rpm:\n            capacity: 60",
         "rpm:\n            capacity: 2",
@@ -147,8 +145,7 @@ fn a_running_python_limiter_enforces_a_lowered_entity_limit_at_once() {
         "the fixture declares user-1's gpt-4 rpm as 60"
     );
     let lowered = it.write_file("lowered.yaml", &lowered_text);
-    it.create_table();
-    it.apply(&manifest);
+    it.with_applied("fixture.yaml", FIXTURE);
 
     let mut limiter = it.limiter("default");
     // The first acquire creates user-1's gpt-4 bucket with rpm 60.

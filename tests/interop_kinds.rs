@@ -12,7 +12,7 @@
 mod common;
 mod interop_support;
 
-use interop_support::{assert_same_resolution, interop, resolve_args};
+use interop_support::{assert_same_resolution, interop, ours_and_reference, resolve_args};
 use serde_json::Value;
 use zae_limiter::manifest::model::LimitKind;
 
@@ -55,14 +55,11 @@ fn the_bucket_manifest_is_the_kinds_manifest_without_the_new_kinds() {
 
 #[test]
 fn python_resolves_exactly_the_bucket_limits_of_our_items() {
-    let Some(ours) = interop("kinds") else { return };
-    let Some(theirs) = interop("kindsref") else {
+    let Some((ours, theirs)) = ours_and_reference("kinds") else {
         return;
     };
-    let kinds = ours.write_file("kinds.yaml", KINDS);
+    let kinds = ours.with_applied("kinds.yaml", KINDS);
     let buckets = theirs.write_file("buckets.yaml", BUCKETS);
-    ours.create_table();
-    ours.apply(&kinds);
 
     let (o, t) = (ours.table.as_str(), theirs.table.as_str());
     let (resolve_o, resolve_t) = (resolve_args(o, PAIRS), resolve_args(t, PAIRS));
@@ -100,9 +97,7 @@ fn buckets_get_bucket_limits_only_and_python_keeps_enforcing() {
     let Some(it) = interop("kindsfan") else {
         return;
     };
-    let manifest = it.write_file("kinds.yaml", KINDS);
-    it.create_table();
-    it.apply(&manifest);
+    it.with_applied("kinds.yaml", KINDS);
 
     // A Python limiter creates user-1's gpt-4 bucket from our items.
     let mut limiter = it.limiter("default");

@@ -24,8 +24,7 @@ const PAIRS: &[(&str, &str, bool)] = &[
 #[test]
 fn python_resolves_the_same_bucket_limits_while_our_state_items_exist() {
     let Some(it) = interop("runtime") else { return };
-    it.create_table();
-    it.apply(&it.write_file("limits.yaml", MANIFEST));
+    it.with_applied("limits.yaml", MANIFEST);
     let t = it.table.as_str();
     let mut resolve: Vec<&str> = vec!["resolve", t, "default"];
     resolve.extend(PAIRS.iter().map(|p| p.0));

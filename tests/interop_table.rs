@@ -4,25 +4,15 @@
 mod common;
 mod interop_support;
 
-use interop_support::interop;
+use interop_support::{interop, ours_and_reference};
 use serde_json::Value;
-
-/// `table create` on this table, which must succeed; returns stdout.
-fn create(it: &interop_support::Interop) -> String {
-    it.ours_ok(&[
-        "table",
-        "create",
-        "-n",
-        &it.table,
-        "--endpoint-url",
-        &it.endpoint,
-    ])
-}
 
 #[test]
 fn our_table_has_the_reference_layout_and_python_uses_it() {
-    let Some(ours) = interop("tbl") else { return };
-    let out = create(&ours);
+    let Some((ours, theirs)) = ours_and_reference("tbl") else {
+        return;
+    };
+    let out = ours.create_table();
     assert!(out.contains("created"), "{out}");
     let ns_line = out
         .lines()
@@ -30,9 +20,6 @@ fn our_table_has_the_reference_layout_and_python_uses_it() {
         .unwrap_or_else(|| panic!("no namespace line in:\n{out}"));
     let ns_id = ns_line.rsplit(' ').next().unwrap_or_default().to_string();
 
-    let Some(theirs) = interop("tblref") else {
-        return;
-    };
     let (t, o) = (theirs.table.as_str(), ours.table.as_str());
     let answers = ours.reference_many(&[
         &["create-table", t],
@@ -55,7 +42,7 @@ fn our_table_has_the_reference_layout_and_python_uses_it() {
 
     // A second create changes nothing and says so.
     let before = ours.dump();
-    let again = create(&ours);
+    let again = ours.create_table();
     assert!(
         again.contains("already exists") && again.contains("already registered"),
         "{again}"

@@ -255,6 +255,17 @@ impl Server {
     }
 }
 
+/// `client(i, its agent)` for each of `n` clients at once, each on its own
+/// thread with its own agent (connections); returns when all are done.
+fn clients(n: usize, client: impl Fn(usize, &ureq::Agent) + Sync) {
+    std::thread::scope(|s| {
+        for i in 0..n {
+            let client = &client;
+            s.spawn(move || client(i, &agent()));
+        }
+    });
+}
+
 fn check_body(entity: &str, resource: &str, mode: &str) -> Value {
     json!({"subject": {"id": entity}, "action": resource, "mode": mode})
 }
@@ -279,35 +290,27 @@ fn sixty_four_clients_reserving_five_slots_never_hold_more_than_five() {
         let most = AtomicI64::new(0);
         let granted = AtomicUsize::new(0);
         let refused = AtomicUsize::new(0);
-        std::thread::scope(|s| {
-            for c in 0..64 {
-                let (server, holding, most) = (&server, &holding, &most);
-                let (granted, refused) = (&granted, &refused);
-                s.spawn(move || {
-                    let agent = agent();
-                    for round in 0..4 {
-                        let mut body = check_body("worker", "batch", "reserve");
-                        body["holder"] = json!(format!("client-{c}/{round}"));
-                        let a = server.ok(&agent, "/v1/checks", body);
-                        if a["allowed"] != true {
-                            assert!(a["retryAfterSeconds"].as_u64().is_some(), "{a}");
-                            refused.fetch_add(1, Ordering::SeqCst);
-                            std::thread::sleep(Duration::from_millis(5));
-                            continue;
-                        }
-                        let free = limit(&a, "in_flight")["remaining"].as_u64().unwrap();
-                        assert!(free < 5, "{a}");
-                        let now = holding.fetch_add(1, Ordering::SeqCst) + 1;
-                        most.fetch_max(now, Ordering::SeqCst);
-                        granted.fetch_add(1, Ordering::SeqCst);
-                        std::thread::sleep(Duration::from_millis(10));
-                        holding.fetch_sub(1, Ordering::SeqCst);
-                        let id = a["reservation"]["id"].as_str().unwrap();
-                        let r =
-                            server.ok(&agent, &format!("/v1/reservations/{id}/release"), json!({}));
-                        assert_eq!(r["result"], "released", "{r}");
-                    }
-                });
+        clients(64, |c, agent| {
+            for round in 0..4 {
+                let mut body = check_body("worker", "batch", "reserve");
+                body["holder"] = json!(format!("client-{c}/{round}"));
+                let a = server.ok(agent, "/v1/checks", body);
+                if a["allowed"] != true {
+                    assert!(a["retryAfterSeconds"].as_u64().is_some(), "{a}");
+                    refused.fetch_add(1, Ordering::SeqCst);
+                    std::thread::sleep(Duration::from_millis(5));
+                    continue;
+                }
+                let free = limit(&a, "in_flight")["remaining"].as_u64().unwrap();
+                assert!(free < 5, "{a}");
+                let now = holding.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(now, Ordering::SeqCst);
+                granted.fetch_add(1, Ordering::SeqCst);
+                std::thread::sleep(Duration::from_millis(10));
+                holding.fetch_sub(1, Ordering::SeqCst);
+                let id = a["reservation"]["id"].as_str().unwrap();
+                let r = server.ok(agent, &format!("/v1/reservations/{id}/release"), json!({}));
+                assert_eq!(r["result"], "released", "{r}");
             }
         });
         let (most, granted, refused) = (
@@ -345,31 +348,25 @@ fn a_burst_of_300_consumes_against_a_window_of_100_admits_exactly_100() {
         apply(&b, &window_level("search", 100));
         let server = Server::with_token(&b);
         let allowed = AtomicUsize::new(0);
-        std::thread::scope(|s| {
-            for _ in 0..30 {
-                let (server, allowed) = (&server, &allowed);
-                s.spawn(move || {
-                    let agent = agent();
-                    for _ in 0..10 {
-                        let r = server.call(
-                            &agent,
-                            "POST",
-                            "/v1/checks",
-                            Some(check_body("tenant", "search", "consume")),
-                        );
-                        assert_eq!(r.status, 200, "{}", r.text);
-                        if r.json["allowed"] == true {
-                            allowed.fetch_add(1, Ordering::SeqCst);
-                        } else {
-                            // A refusal says when, in the body and the header.
-                            let secs = r.json["retryAfterSeconds"]
-                                .as_u64()
-                                .expect("retryAfterSeconds");
-                            assert_eq!(r.retry_after, Some(secs.to_string()));
-                            assert_eq!(limit(&r.json, "per_hour")["allowed"], false);
-                        }
-                    }
-                });
+        clients(30, |_, agent| {
+            for _ in 0..10 {
+                let r = server.call(
+                    agent,
+                    "POST",
+                    "/v1/checks",
+                    Some(check_body("tenant", "search", "consume")),
+                );
+                assert_eq!(r.status, 200, "{}", r.text);
+                if r.json["allowed"] == true {
+                    allowed.fetch_add(1, Ordering::SeqCst);
+                } else {
+                    // A refusal says when, in the body and the header.
+                    let secs = r.json["retryAfterSeconds"]
+                        .as_u64()
+                        .expect("retryAfterSeconds");
+                    assert_eq!(r.retry_after, Some(secs.to_string()));
+                    assert_eq!(limit(&r.json, "per_hour")["allowed"], false);
+                }
             }
         });
         assert_eq!(allowed.into_inner(), 100, "[{}]", b.label);
@@ -403,21 +400,12 @@ fn two_instances_on_one_table_agree() {
         let servers = [Server::with_token(&b), Server::with_token(&b)];
         // 16 clients, alternating instances, one reservation each, none released.
         let ids = Mutex::new(Vec::new());
-        std::thread::scope(|s| {
-            for c in 0..16 {
-                let (server, ids) = (&servers[c % 2], &ids);
-                s.spawn(move || {
-                    let a = server.ok(
-                        &agent(),
-                        "/v1/checks",
-                        check_body("tenant", "jobs", "reserve"),
-                    );
-                    if a["allowed"] == true {
-                        ids.lock()
-                            .unwrap()
-                            .push(a["reservation"]["id"].as_str().unwrap().to_string());
-                    }
-                });
+        clients(16, |c, agent| {
+            let a = servers[c % 2].ok(agent, "/v1/checks", check_body("tenant", "jobs", "reserve"));
+            if a["allowed"] == true {
+                ids.lock()
+                    .unwrap()
+                    .push(a["reservation"]["id"].as_str().unwrap().to_string());
             }
         });
         let mut ids = ids.into_inner().unwrap();
@@ -744,25 +732,20 @@ fn eight_concurrent_probes_of_one_scope_give_exactly_one_winner() {
         assert_eq!(rec["warnings"].as_array().unwrap().len(), 1, "{rec}");
         let winners = Mutex::new(Vec::new());
         let waits = AtomicUsize::new(0);
-        std::thread::scope(|s| {
-            for w in 0..8 {
-                let (server, winners, waits) = (&servers[w % 2], &winners, &waits);
-                s.spawn(move || {
-                    let holder = format!("worker-{w}");
-                    let a = server.ok(
-                        &agent(),
-                        &format!("/v1/cooldowns/{scope}/probe"),
-                        json!({"holder": holder, "leaseSeconds": 60}),
-                    );
-                    match a["verdict"].as_str() {
-                        Some("won") => winners.lock().unwrap().push(holder),
-                        Some("wait") => {
-                            assert_eq!(a["exitCode"], 75, "{a}");
-                            waits.fetch_add(1, Ordering::SeqCst);
-                        }
-                        _ => panic!("{a}"),
-                    }
-                });
+        clients(8, |w, agent| {
+            let holder = format!("worker-{w}");
+            let a = servers[w % 2].ok(
+                agent,
+                &format!("/v1/cooldowns/{scope}/probe"),
+                json!({"holder": holder, "leaseSeconds": 60}),
+            );
+            match a["verdict"].as_str() {
+                Some("won") => winners.lock().unwrap().push(holder),
+                Some("wait") => {
+                    assert_eq!(a["exitCode"], 75, "{a}");
+                    waits.fetch_add(1, Ordering::SeqCst);
+                }
+                _ => panic!("{a}"),
             }
         });
         let winners = winners.into_inner().unwrap();
@@ -893,31 +876,34 @@ fn a_warm_decision_reads_the_state_once_and_writes_once_and_the_ttl_bounds_stale
         let uncached = Server::with_args(&b, &["--config-ttl", "0"]);
         let agent = agent();
         cached.ok(&agent, "/v1/checks", check_body("t", "search", "consume"));
-        let before = |s: &Server| {
-            ["get", "batch_get", "write"]
-                .map(|op| s.metric(&agent, &format!("zael_store_requests_total{{op=\"{op}\"}}")))
+        // The store requests (get, batch_get, write) that `step` made on `s`.
+        let requests = |s: &Server, step: &dyn Fn()| {
+            let count = || {
+                ["get", "batch_get", "write"].map(|op| {
+                    s.metric(&agent, &format!("zael_store_requests_total{{op=\"{op}\"}}"))
+                })
+            };
+            let before = count();
+            step();
+            let after = count();
+            [0, 1, 2].map(|i| after[i] - before[i])
         };
-        let b0 = before(&cached);
-        for _ in 0..3 {
-            cached.ok(&agent, "/v1/checks", check_body("t", "search", "consume"));
-        }
-        let b1 = before(&cached);
+        let warm = requests(&cached, &|| {
+            for _ in 0..3 {
+                cached.ok(&agent, "/v1/checks", check_body("t", "search", "consume"));
+            }
+        });
         assert_eq!(
-            [b1[0] - b0[0], b1[1] - b0[1], b1[2] - b0[2]],
+            warm,
             [3, 0, 3],
             "[{}] get, batch_get, write per 3 warm decisions",
             b.label
         );
         // Uncached: the namespace records, then the config and state in one batch, one write.
-        let u0 = before(&uncached);
-        uncached.ok(&agent, "/v1/checks", check_body("t2", "search", "consume"));
-        let u1 = before(&uncached);
-        assert_eq!(
-            [u1[0] - u0[0], u1[1] - u0[1], u1[2] - u0[2]],
-            [0, 2, 1],
-            "[{}]",
-            b.label
-        );
+        let cold = requests(&uncached, &|| {
+            uncached.ok(&agent, "/v1/checks", check_body("t2", "search", "consume"));
+        });
+        assert_eq!(cold, [0, 2, 1], "[{}]", b.label);
         // A lowered limit: the uncached instance enforces it at once, the
         // cached one after its TTL (60 s here, so not yet).
         apply(&b, &window_level("search", 2));
@@ -1180,21 +1166,15 @@ fn the_local_stores_log_is_checkpointed_off_the_request_path() {
     let b = backends::local();
     apply(&b, &window_level("search", 1_000_000));
     let server = Server::with_token(&b);
-    std::thread::scope(|s| {
-        for t in 0..4 {
-            let server = &server;
-            s.spawn(move || {
-                let agent = agent();
-                for i in 0..1_000 {
-                    let entity = format!("tenant-{t}-{}", i % 3);
-                    let r = server.ok(
-                        &agent,
-                        "/v1/checks",
-                        check_body(&entity, "search", "consume"),
-                    );
-                    assert_eq!(r["allowed"], true, "{r}");
-                }
-            });
+    clients(4, |t, agent| {
+        for i in 0..1_000 {
+            let entity = format!("tenant-{t}-{}", i % 3);
+            let r = server.ok(
+                agent,
+                "/v1/checks",
+                check_body(&entity, "search", "consume"),
+            );
+            assert_eq!(r["allowed"], true, "{r}");
         }
     });
     let store = b.local.as_ref().expect("a local store");

@@ -7,6 +7,8 @@ use std::process::{Command, Output};
 
 use zae_limiter::store::{Item, Key};
 
+pub mod manifest;
+
 /// The `zae-limiter` binary with the variables that would redirect it to
 /// another store or table removed.
 #[allow(dead_code)] // not every test binary runs it this way
@@ -135,6 +137,31 @@ pub fn local_flag(path: &std::path::Path) -> std::ffi::OsString {
     let mut flag = std::ffi::OsString::from("--local=");
     flag.push(path);
     flag
+}
+
+/// The binary with `args` on the local store at `store`, table `table`:
+/// (code, stdout, stderr).
+#[allow(dead_code)]
+pub fn run_local(store: &std::path::Path, table: &str, args: &[&str]) -> (i32, String, String) {
+    outcome(
+        zae_limiter()
+            .args(args)
+            .arg(local_flag(store))
+            .args(["-n", table])
+            .output()
+            .expect("run zae-limiter"),
+    )
+}
+
+/// Asserts that an outcome is a refusal: exit 1, nothing on stdout, and
+/// stderr starting with `prefix`; its stderr, for what else it should say.
+#[allow(dead_code)]
+pub fn assert_refused(outcome: (i32, String, String), prefix: &str) -> String {
+    let (code, out, err) = outcome;
+    assert_eq!(code, 1, "{out}{err}");
+    assert_eq!(out, "", "nothing on stdout");
+    assert!(err.starts_with(prefix), "{err}");
+    err
 }
 
 /// The binary run in `dir` with `args` (and no `ZAEL_NOW`): (code, stdout, stderr).

@@ -48,6 +48,12 @@ pub fn interop(tag: &str) -> Option<Interop> {
     })
 }
 
+/// Two tables for a test comparing us with the reference: ours (`tag`) and
+/// one for the reference's side (`{tag}ref`); `None` when the test must skip.
+pub fn ours_and_reference(tag: &str) -> Option<(Interop, Interop)> {
+    Some((interop(tag)?, interop(&format!("{tag}ref"))?))
+}
+
 impl Drop for Interop {
     /// The files the test wrote ([`Interop::write_file`]) go with it.
     fn drop(&mut self) {
@@ -206,8 +212,9 @@ impl Interop {
         cmd.output().expect("run the Python zae-limiter CLI")
     }
 
-    /// Creates the table with ours (`table create`).
-    pub fn create_table(&self) {
+    /// Creates the table with ours (`table create`), which must succeed;
+    /// returns stdout.
+    pub fn create_table(&self) -> String {
         self.ours_ok(&[
             "table",
             "create",
@@ -215,7 +222,16 @@ impl Interop {
             &self.table,
             "--endpoint-url",
             &self.endpoint,
-        ]);
+        ])
+    }
+
+    /// The table created by ours with the manifest `text` (written as
+    /// `name`) applied: the manifest's path, for a later plan or apply.
+    pub fn with_applied(&self, name: &str, text: &str) -> PathBuf {
+        let manifest = self.write_file(name, text);
+        self.create_table();
+        self.apply(&manifest);
+        manifest
     }
 
     /// Every item of the table, sorted by key.
