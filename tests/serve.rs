@@ -384,6 +384,13 @@ fn a_burst_of_300_consumes_against_a_window_of_100_admits_exactly_100() {
             metrics.contains("zael_refusals_total{limit=\"per_hour\"} 200"),
             "{metrics}"
         );
+        // The event loop's probe has been waking every 10 ms since startup.
+        let wakes: u64 = metrics
+            .lines()
+            .find_map(|l| l.strip_prefix("zael_event_loop_lag_seconds_count "))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no zael_event_loop_lag_seconds_count in\n{metrics}"));
+        assert!(wakes > 0, "{metrics}");
     }
 }
 
