@@ -15,6 +15,7 @@ use crate::items::attrs::{self, bucket_item, bucket_limits, BucketField};
 use crate::items::config::CodecError;
 use crate::items::keys;
 use crate::manifest::model::Disabled;
+use crate::plan::level::Level;
 pub use crate::plan::level::LevelKind;
 use crate::store::{
     AttrValue, Condition, Index, Item, Key, Store, StoreError, UpdateAction, WriteOp,
@@ -47,6 +48,21 @@ pub struct Owed {
     pub kind: FanOutKind,
     pub level: LevelKind,
     pub target: String,
+}
+
+impl Owed {
+    pub fn new(kind: FanOutKind, level: LevelKind, target: impl Into<String>) -> Owed {
+        Owed {
+            kind,
+            level,
+            target: target.into(),
+        }
+    }
+
+    /// The fan-out of `kind` that a change to `level` owes.
+    pub fn of(kind: FanOutKind, level: &Level) -> Owed {
+        Owed::new(kind, level.kind(), level.target())
+    }
 }
 
 /// Performs one owed fan-out against the buckets that exist now, reading the

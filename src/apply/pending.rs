@@ -83,11 +83,11 @@ fn num(v: Option<&AttrValue>) -> Option<i64> {
 /// we understand (left alone, and not counted as ours to retry).
 pub fn decode(item: &Item) -> Option<Pending> {
     let s = |n: &str| item.get(n).and_then(|v| v.as_s());
-    let owed = Owed {
-        kind: parse_kind(s("kind")?)?,
-        level: parse_level(s("level")?)?,
-        target: s("target").unwrap_or("").to_string(),
-    };
+    let owed = Owed::new(
+        parse_kind(s("kind")?)?,
+        parse_level(s("level")?)?,
+        s("target").unwrap_or(""),
+    );
     let mut owners = BTreeMap::new();
     match item.get("owners") {
         Some(AttrValue::M(m)) => {
@@ -478,20 +478,12 @@ mod tests {
     use super::*;
     use crate::store::memory::MemoryStore;
 
-    fn owed(kind: FanOutKind, level: LevelKind, target: &str) -> Owed {
-        Owed {
-            kind,
-            level,
-            target: target.into(),
-        }
-    }
-
     const NOW: i64 = 1_000_000;
 
     #[test]
     fn write_ahead_then_release_leaves_nothing() {
         let s = MemoryStore::new();
-        let o = owed(FanOutKind::Sync, LevelKind::Entity, "user-1/gpt-4");
+        let o = Owed::new(FanOutKind::Sync, LevelKind::Entity, "user-1/gpt-4");
         let share = Share {
             lease: NOW + 5,
             full: false,
@@ -516,8 +508,8 @@ mod tests {
     #[test]
     fn batched_write_ahead_and_release_match_the_single_forms() {
         let s = MemoryStore::new();
-        let a = owed(FanOutKind::Sync, LevelKind::Entity, "u/a");
-        let b = owed(FanOutKind::Disabled, LevelKind::Resource, "b");
+        let a = Owed::new(FanOutKind::Sync, LevelKind::Entity, "u/a");
+        let b = Owed::new(FanOutKind::Disabled, LevelKind::Resource, "b");
         let share = Share {
             lease: NOW + 5,
             full: true,
@@ -537,7 +529,7 @@ mod tests {
     #[test]
     fn only_expired_items_are_claimed_and_full_is_kept() {
         let s = MemoryStore::new();
-        let o = owed(FanOutKind::Disabled, LevelKind::Resource, "r");
+        let o = Owed::new(FanOutKind::Disabled, LevelKind::Resource, "r");
         write_ahead(
             &s,
             "ns",
@@ -576,7 +568,7 @@ mod tests {
     #[test]
     fn legacy_single_owner_items_are_read_and_rewritten_on_claim() {
         let s = MemoryStore::new();
-        let o = owed(FanOutKind::Cascade, LevelKind::Entity, "u/r");
+        let o = Owed::new(FanOutKind::Cascade, LevelKind::Entity, "u/r");
         let k = key("ns", &o);
         let mut item = Item::new();
         item.insert("PK".into(), AttrValue::s(&k.pk));
@@ -617,11 +609,11 @@ mod tests {
     #[test]
     fn run_order_is_kind_then_resource_first() {
         let mut v = [
-            owed(FanOutKind::Sync, LevelKind::Entity, "u/r"),
-            owed(FanOutKind::Soft, LevelKind::System, ""),
-            owed(FanOutKind::Soft, LevelKind::Resource, "r"),
-            owed(FanOutKind::Disabled, LevelKind::Entity, "u/r"),
-            owed(FanOutKind::Disabled, LevelKind::Resource, "r"),
+            Owed::new(FanOutKind::Sync, LevelKind::Entity, "u/r"),
+            Owed::new(FanOutKind::Soft, LevelKind::System, ""),
+            Owed::new(FanOutKind::Soft, LevelKind::Resource, "r"),
+            Owed::new(FanOutKind::Disabled, LevelKind::Entity, "u/r"),
+            Owed::new(FanOutKind::Disabled, LevelKind::Resource, "r"),
         ];
         v.sort_by(run_order);
         let got: Vec<_> = v

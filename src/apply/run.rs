@@ -341,11 +341,7 @@ impl Run<'_> {
             let Some(level) = Level::from_parts(level, target) else {
                 continue;
             };
-            let o = Owed {
-                kind: FanOutKind::Cascade,
-                level: level.kind(),
-                target: level.target(),
-            };
+            let o = Owed::of(FanOutKind::Cascade, &level);
             pending::write_ahead(store, req.ns, &o, req.token, self.share(false), req.now_ms)
                 .map_err(ApplyError::at("writing ahead a legacy cascade fan-out"))?;
             self.held.insert(o.clone());
@@ -482,11 +478,7 @@ impl Run<'_> {
         let mut ahead = BTreeSet::new();
         for p in changes {
             for kind in &p.owed {
-                ahead.insert(Owed {
-                    kind: *kind,
-                    level: p.pc.change.level.kind(),
-                    target: p.pc.change.level.target(),
-                });
+                ahead.insert(Owed::of(*kind, &p.pc.change.level));
             }
         }
         let req = self.req;
@@ -629,13 +621,8 @@ impl Run<'_> {
                             _ => None,
                         };
                         written.digests.extend(digest);
-                        let level_owes = p.owed.iter().any(|k| {
-                            self.may_touch(&Owed {
-                                kind: *k,
-                                level: level.kind(),
-                                target: level.target(),
-                            })
-                        });
+                        let level_owes =
+                            p.owed.iter().any(|k| self.may_touch(&Owed::of(*k, level)));
                         if level_owes {
                             written.fanout_before.insert(key, digest);
                         }
@@ -703,11 +690,7 @@ impl Run<'_> {
         let req = self.req;
         let reassert: Vec<Owed> = declared_disabled(req.manifest)
             .into_iter()
-            .map(|level| Owed {
-                kind: FanOutKind::Disabled,
-                level: level.kind(),
-                target: level.target(),
-            })
+            .map(|level| Owed::of(FanOutKind::Disabled, &level))
             .filter(|o| !self.owed.contains(o))
             .collect();
         for (o, r) in reassert
@@ -1280,11 +1263,7 @@ mod tests {
     fn abandoned_fanouts_are_claimed_only_after_their_lease() {
         let s = MemoryStore::new();
         apply_once(&s, false, "t0", NOW);
-        let owed = Owed {
-            kind: FanOutKind::Sync,
-            level: LevelKind::Entity,
-            target: "u/r".into(),
-        };
+        let owed = Owed::new(FanOutKind::Sync, LevelKind::Entity, "u/r");
         leftover(&s, &owed, "dead", NOW + 5_000, false);
         let done = apply_once(&s, false, "t1", NOW);
         assert_eq!(done.pending.count, 1, "a live lease is left alone");
@@ -1300,11 +1279,7 @@ mod tests {
     fn a_full_apply_resumes_an_interrupted_full_apply_change_only() {
         let s = MemoryStore::new();
         apply_once(&s, false, "t0", NOW);
-        let owed = Owed {
-            kind: FanOutKind::Cascade,
-            level: LevelKind::Resource,
-            target: "r".into(),
-        };
+        let owed = Owed::new(FanOutKind::Cascade, LevelKind::Resource, "r");
         leftover(&s, &owed, "dead", NOW - 1, true);
         let done = apply_once(&s, true, "t1", NOW);
         assert!(done.resumed && done.full);
@@ -1343,11 +1318,7 @@ mod tests {
     fn a_failed_fanout_stays_pending_and_expires_for_the_next_apply() {
         let s = MemoryStore::new();
         // The fan-out of a malformed target fails; its item must stay, claimable at once.
-        let bad = Owed {
-            kind: FanOutKind::Sync,
-            level: LevelKind::Entity,
-            target: "no-slash".into(),
-        };
+        let bad = Owed::new(FanOutKind::Sync, LevelKind::Entity, "no-slash");
         leftover(&s, &bad, "dead", NOW - 1, false);
         let done = apply_once(&s, false, "t1", NOW);
         assert_eq!(done.pending.count, 1);

@@ -115,9 +115,8 @@ fn record(a: CooldownRecordArgs) -> Result<i32, CliError> {
 fn recorded_line(scope: &Scope, st: &CooldownState, now: EpochMs, escalated: &str) -> String {
     match st.phase {
         Phase::Cooling => format!(
-            "recorded {scope}: no call before {} (in {}): {}",
-            rfc3339(st.not_before),
-            human_duration(st.not_before.saturating_sub(now)),
+            "recorded {scope}: no call before {}: {}",
+            when(st.not_before, now),
             st.reason
         ),
         Phase::NeedsOperator => format!("{escalated} {scope}: needs an operator: {}", st.reason),
@@ -359,9 +358,8 @@ fn print_check(
             until,
             probe_holder: None,
         } => output::println(format!(
-            "wait: no call to {scope} before {} (in {}): {}",
-            rfc3339(until),
-            human_duration(until.saturating_sub(now)),
+            "wait: no call to {scope} before {}: {}",
+            when(until, now),
             st.reason
         ))?,
         Verdict::Wait {
@@ -379,9 +377,18 @@ fn print_check(
 /// "wait": another worker's live probe lease.
 fn probe_held(holder: &str, scope: &Scope, until: EpochMs, now: EpochMs) -> String {
     format!(
-        "wait: {holder} holds the recovery probe of {scope} until {} (in {})",
-        rfc3339(until),
-        human_duration(until.saturating_sub(now))
+        "wait: {holder} holds the recovery probe of {scope} until {}",
+        when(until, now)
+    )
+}
+
+/// An instant and how far off it is, as every cooldown line gives a deadline:
+/// `2026-01-01T00:00:00Z (in 5m)`.
+fn when(at: EpochMs, now: EpochMs) -> String {
+    format!(
+        "{} (in {})",
+        rfc3339(at),
+        human_duration(at.saturating_sub(now))
     )
 }
 
@@ -448,9 +455,8 @@ fn probe(a: CooldownProbeArgs) -> Result<i32, CliError> {
             probe_holder: None,
             state,
         } => output::println(format!(
-            "wait: {holder} may probe {scope} from {} (in {}): {}",
-            rfc3339(until),
-            human_duration(until.saturating_sub(now)),
+            "wait: {holder} may probe {scope} from {}: {}",
+            when(until, now),
             state.reason
         ))?,
         ProbeResult::NeedsOperator { state } => output::eprintln(format!(

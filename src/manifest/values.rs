@@ -330,13 +330,19 @@ pub fn scale(r: &mut Reporter, node: &Node, path: &str) -> Option<f64> {
         MAX_SCALE as u64
     ))
     };
-    let Kind::Scalar(s) = &node.kind else {
+    // A mapping, a list or a scalar that is no number: one message (a quoted
+    // number gets its own, below).
+    let not_a_number = |r: &mut Reporter| {
+        let got = describe(node);
         r.error(
             node,
             path,
-            format!("scale must be a number, got {}", describe(node)),
+            format!("scale must be a number, got {got}"),
             help(),
         );
+    };
+    let Kind::Scalar(s) = &node.kind else {
+        not_a_number(r);
         return None;
     };
     let v = match s.value {
@@ -353,12 +359,7 @@ pub fn scale(r: &mut Reporter, node: &Node, path: &str) -> Option<f64> {
             return None;
         }
         _ => {
-            r.error(
-                node,
-                path,
-                format!("scale must be a number, got {}", describe_scalar(s)),
-                help(),
-            );
+            not_a_number(r);
             return None;
         }
     };

@@ -260,6 +260,22 @@ mod tests {
 
     use crate::store::item::from_pairs as item;
 
+    /// The attributes `acts` set, with their values, in order.
+    fn sets(acts: &[UpdateAction]) -> impl Iterator<Item = (&str, &AttrValue)> {
+        acts.iter().filter_map(|a| match a {
+            UpdateAction::Set(n, v) => Some((n.as_str(), v)),
+            _ => None,
+        })
+    }
+
+    /// The attributes `acts` remove, in order.
+    fn removes(acts: &[UpdateAction]) -> impl Iterator<Item = &str> {
+        acts.iter().filter_map(|a| match a {
+            UpdateAction::Remove(n) => Some(n.as_str()),
+            _ => None,
+        })
+    }
+
     #[test]
     fn parses_bucket_keys_with_slashes_in_resources() {
         let id = BucketId::parse("ns", "ns/BUCKET#user-1#openai/gpt-4:x#3").unwrap();
@@ -307,20 +323,8 @@ mod tests {
             ("vu", AttrValue::n(123)),
         ]);
         let acts = sync_actions(&cfg, Source::Entity, &bucket, 1_000_000);
-        let sets: BTreeMap<&str, &AttrValue> = acts
-            .iter()
-            .filter_map(|a| match a {
-                UpdateAction::Set(n, v) => Some((n.as_str(), v)),
-                _ => None,
-            })
-            .collect();
-        let removes: BTreeSet<&str> = acts
-            .iter()
-            .filter_map(|a| match a {
-                UpdateAction::Remove(n) => Some(n.as_str()),
-                _ => None,
-            })
-            .collect();
+        let sets: BTreeMap<&str, &AttrValue> = sets(&acts).collect();
+        let removes: BTreeSet<&str> = removes(&acts).collect();
         assert_eq!(sets["b_zz_cp"], &AttrValue::n(40000));
         assert_eq!(sets["b_zz_rp"], &AttrValue::n(60000));
         assert_eq!(sets["b_session_ra"], &AttrValue::n(0));
@@ -364,12 +368,7 @@ mod tests {
         ]))
         .unwrap();
         let acts = sync_actions(&cfg, Source::Resource, &Item::new(), 10_000_000);
-        let set = |n: &str| {
-            acts.iter().find_map(|a| match a {
-                UpdateAction::Set(k, v) if k == n => Some(v.clone()),
-                _ => None,
-            })
-        };
+        let set = |n: &str| sets(&acts).find(|(k, _)| *k == n).map(|(_, v)| v.clone());
         assert_eq!(set("sched"), Some(AttrValue::s("1h0-6c5")));
         assert_eq!(set("b_aaa_sched"), None, "equal to the item default");
         assert_eq!(set("b_rpm_sched"), Some(AttrValue::s("1h9-17w1-5s500")));
@@ -416,20 +415,8 @@ mod tests {
             ("b_wcu_tk", AttrValue::n(1000)),
         ]);
         let actions = sync_actions(&cfg, Source::Resource, &current, 1_000_000);
-        let set: Vec<&str> = actions
-            .iter()
-            .filter_map(|a| match a {
-                UpdateAction::Set(k, _) => Some(k.as_str()),
-                _ => None,
-            })
-            .collect();
-        let removed: Vec<&str> = actions
-            .iter()
-            .filter_map(|a| match a {
-                UpdateAction::Remove(k) => Some(k.as_str()),
-                _ => None,
-            })
-            .collect();
+        let set: Vec<&str> = sets(&actions).map(|(k, _)| k).collect();
+        let removed: Vec<&str> = removes(&actions).collect();
         assert!(
             set.iter()
                 .all(|k| !k.contains("rpd") && !k.contains("jobs")),

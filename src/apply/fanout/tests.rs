@@ -26,6 +26,11 @@ fn config(key: Key, attrs: Vec<(String, AttrValue)>) -> Item {
     i
 }
 
+/// Stores a config item at `key` declaring one token bucket.
+fn put_limit(s: &MemoryStore, key: Key, n: &str, cp: i64, ra: i64, rp: i64) {
+    s.put(config(key, limit(n, cp, ra, rp)));
+}
+
 /// A bucket as the limiter creates it: one limit plus the internal `wcu`.
 fn bucket(e: &str, r: &str, k: u32, limit_name: &str, cp_milli: i64) -> Item {
     use BucketField::{Capacity, RefillAmount, RefillPeriod, Tokens, TotalConsumed};
@@ -60,17 +65,18 @@ fn bucket_item(store: &MemoryStore, e: &str, r: &str, k: u32) -> Item {
         .expect("bucket exists")
 }
 
-/// Runs one fan-out that must succeed.
-fn fan(s: &MemoryStore, kind: FanOutKind, level: LevelKind, target: &str) {
-    run(s, NS, &owed(kind, level, target), NOW).unwrap();
+fn try_fan(
+    s: &MemoryStore,
+    kind: FanOutKind,
+    level: LevelKind,
+    target: &str,
+) -> Result<(), FanOutError> {
+    run(s, NS, &Owed::new(kind, level, target), NOW)
 }
 
-fn owed(kind: FanOutKind, level: LevelKind, target: &str) -> Owed {
-    Owed {
-        kind,
-        level,
-        target: target.into(),
-    }
+/// Runs one fan-out that must succeed.
+fn fan(s: &MemoryStore, kind: FanOutKind, level: LevelKind, target: &str) {
+    try_fan(s, kind, level, target).unwrap();
 }
 
 fn n(i: &Item, a: &str) -> Option<String> {
@@ -80,14 +86,8 @@ fn n(i: &Item, a: &str) -> Option<String> {
 #[test]
 fn entity_sync_updates_every_shard_of_that_pair_only() {
     let s = MemoryStore::new();
-    s.put(config(
-        levels::entity_key(NS, "u1", "gpt"),
-        limit("rpm", 2, 2, 60),
-    ));
-    s.put(config(
-        levels::resource_key(NS, "gpt"),
-        limit("rpm", 100, 100, 60),
-    ));
+    put_limit(&s, levels::entity_key(NS, "u1", "gpt"), "rpm", 2, 2, 60);
+    put_limit(&s, levels::resource_key(NS, "gpt"), "rpm", 100, 100, 60);
     for k in 0..2 {
         s.put(bucket("u1", "gpt", k, "rpm", 100_000));
     }
@@ -122,14 +122,9 @@ fn entity_sync_updates_every_shard_of_that_pair_only() {
 #[test]
 fn default_sync_writes_each_bucket_its_own_resolution() {
     let s = MemoryStore::new();
-    s.put(config(
-        levels::entity_key(NS, "u1", "_default_"),
-        limit("rph", 30, 30, 3600),
-    ));
-    s.put(config(
-        levels::entity_key(NS, "u1", "gpt"),
-        limit("rpm", 5, 5, 60),
-    ));
+    let default = levels::entity_key(NS, "u1", "_default_");
+    put_limit(&s, default, "rph", 30, 30, 3600);
+    put_limit(&s, levels::entity_key(NS, "u1", "gpt"), "rpm", 5, 5, 60);
     s.put(bucket("u1", "gpt", 0, "rpm", 100_000));
     s.put(bucket("u1", "claude", 0, "rpm", 100_000));
     fan(&s, FanOutKind::Sync, LevelKind::Entity, "u1/_default_");
@@ -152,10 +147,7 @@ fn default_sync_writes_each_bucket_its_own_resolution() {
 #[test]
 fn a_deleted_entity_level_resyncs_to_the_defaults_with_a_ttl() {
     let s = MemoryStore::new();
-    s.put(config(
-        levels::resource_key(NS, "gpt"),
-        limit("rpm", 100, 100, 60),
-    ));
+    put_limit(&s, levels::resource_key(NS, "gpt"), "rpm", 100, 100, 60);
     s.put(bucket("u1", "gpt", 0, "rpm", 7_000));
     fan(&s, FanOutKind::Sync, LevelKind::Entity, "u1/gpt");
     let b = bucket_item(&s, "u1", "gpt", 0);
@@ -231,10 +223,7 @@ fn system_soft_stamps_only_buckets_resolving_from_system() {
     let mut sys = limit("rpm", 100, 100, 60);
     sys.push(("l_rpm_soft".into(), AttrValue::Bool(true)));
     s.put(config(levels::system_key(NS), sys));
-    s.put(config(
-        levels::resource_key(NS, "gpt"),
-        limit("rpm", 50, 50, 60),
-    ));
+    put_limit(&s, levels::resource_key(NS, "gpt"), "rpm", 50, 50, 60);
     s.put(bucket("u1", "claude", 0, "rpm", 100_000));
     s.put(bucket("u1", "gpt", 0, "rpm", 50_000));
     fan(&s, FanOutKind::Soft, LevelKind::System, "");
@@ -245,20 +234,11 @@ fn system_soft_stamps_only_buckets_resolving_from_system() {
 #[test]
 fn nothing_is_created_and_malformed_targets_are_refused() {
     let s = MemoryStore::new();
-    s.put(config(
-        levels::entity_key(NS, "u1", "gpt"),
-        limit("rpm", 2, 2, 60),
-    ));
+    put_limit(&s, levels::entity_key(NS, "u1", "gpt"), "rpm", 2, 2, 60);
     let before = s.snapshot();
     fan(&s, FanOutKind::Sync, LevelKind::Entity, "u1/gpt");
     assert_eq!(s.snapshot(), before);
-    assert!(run(
-        &s,
-        NS,
-        &owed(FanOutKind::Sync, LevelKind::Entity, "no-slash"),
-        NOW
-    )
-    .is_err());
+    assert!(try_fan(&s, FanOutKind::Sync, LevelKind::Entity, "no-slash").is_err());
 }
 
 #[test]
@@ -269,14 +249,9 @@ fn an_unreadable_config_item_fails_the_fan_out() {
         vec![("w_x_cp".into(), AttrValue::n(1))],
     ));
     s.put(bucket("u1", "gpt", 0, "rpm", 1000));
-    let err = run(
-        &s,
-        NS,
-        &owed(FanOutKind::Sync, LevelKind::Entity, "u1/gpt"),
-        NOW,
-    )
-    .unwrap_err()
-    .to_string();
+    let err = try_fan(&s, FanOutKind::Sync, LevelKind::Entity, "u1/gpt")
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("unreadable"), "{err}");
 }
 
@@ -284,17 +259,11 @@ fn an_unreadable_config_item_fails_the_fan_out() {
 fn many_fan_outs_at_once_equal_one_at_a_time() {
     let build = || {
         let s = MemoryStore::new();
-        s.put(config(
-            levels::resource_key(NS, "gpt"),
-            limit("rpm", 100, 100, 60),
-        ));
+        put_limit(&s, levels::resource_key(NS, "gpt"), "rpm", 100, 100, 60);
         for e in 0..40 {
             let ent = format!("u{e:02}");
             if e % 3 != 0 {
-                s.put(config(
-                    levels::entity_key(NS, &ent, "gpt"),
-                    limit("rpm", e, e, 60),
-                ));
+                put_limit(&s, levels::entity_key(NS, &ent, "gpt"), "rpm", e, e, 60);
             }
             if e % 4 == 0 {
                 s.put(config(
@@ -310,15 +279,15 @@ fn many_fan_outs_at_once_equal_one_at_a_time() {
     let owed: Vec<Owed> = (0..40)
         .flat_map(|e| {
             [
-                owed(FanOutKind::Sync, LevelKind::Entity, &format!("u{e:02}/gpt")),
-                owed(
+                Owed::new(FanOutKind::Sync, LevelKind::Entity, format!("u{e:02}/gpt")),
+                Owed::new(
                     FanOutKind::Disabled,
                     LevelKind::Entity,
-                    &format!("u{e:02}/_default_"),
+                    format!("u{e:02}/_default_"),
                 ),
             ]
         })
-        .chain([owed(FanOutKind::Sync, LevelKind::Entity, "bad")])
+        .chain([Owed::new(FanOutKind::Sync, LevelKind::Entity, "bad")])
         .collect();
     let one_by_one = build();
     let expected: Vec<bool> = owed
