@@ -124,7 +124,7 @@ pub fn run(a: ServeArgs) -> Result<i32, CliError> {
     rt.spawn(lag::watch(
         lag::PERIOD,
         app.metrics.clone(),
-        lag::steal_ticks,
+        lag::KERNEL,
         |late| serve::error::log(&late.describe()),
     ));
     let failed = |e: std::io::Error| CliError::Failed(format!("serving on {bound} failed: {e}"));

@@ -4,11 +4,14 @@
 //! local store's one worker (docs/serve.md#speed), that is every request.
 //!
 //! Every wake goes into `/metrics` (`zael_event_loop_lag_seconds`). A wake
-//! [`LOG_AFTER`] late or more is logged, with the steal time the kernel
-//! counted over the same span (`/proc/stat`): time the hypervisor ran
-//! something else on this virtual machine's CPUs. That tells an operator
-//! whether a latency spike came from the host or from this machine (a
-//! blocking call on the worker, too few CPUs for the work).
+//! [`LOG_AFTER`] late or more is logged with what the kernel counted over the
+//! same span, which says where to look:
+//! * the worker thread's own times (`/proc/thread-self/schedstat`): on a CPU
+//!   (code that did not yield, or a host that held the CPU without counting
+//!   it as steal), waiting for a CPU (too little CPU for the work), or
+//!   neither (blocked: a lock, I/O, a sleep);
+//! * the machine's steal time (`/proc/stat`): time the hypervisor ran
+//!   something else on this virtual machine's CPUs.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -43,10 +46,57 @@ fn parse_steal(stat: &str) -> Option<u64> {
 
 const TICK: Duration = Duration::from_millis(10);
 
+/// The calling thread's time on a CPU and waiting for one, so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThreadTimes {
+    pub thread: std::thread::ThreadId,
+    pub on_cpu: Duration,
+    pub waiting: Duration,
+}
+
+/// [`ThreadTimes`] from `/proc/thread-self/schedstat` (nanoseconds on a
+/// CPU, nanoseconds waiting for one, timeslices); `None` where there is no
+/// such file (not Linux, or a kernel without scheduler statistics).
+pub fn thread_times() -> Option<ThreadTimes> {
+    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let mut fields = stat.split_whitespace().map(|f| f.parse::<u64>().ok());
+    Some(ThreadTimes {
+        thread: std::thread::current().id(),
+        on_cpu: Duration::from_nanos(fields.next()??),
+        waiting: Duration::from_nanos(fields.next()??),
+    })
+}
+
+/// Where the probe reads what the kernel counted ([`steal_ticks`] and
+/// [`thread_times`]; a test passes its own).
+#[derive(Clone, Copy)]
+pub struct Counters {
+    pub steal: fn() -> Option<u64>,
+    pub thread: fn() -> Option<ThreadTimes>,
+}
+
+/// The kernel's.
+pub const KERNEL: Counters = Counters {
+    steal: steal_ticks,
+    thread: thread_times,
+};
+
+/// How the worker thread spent a late span.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Spent {
+    pub on_cpu: Duration,
+    pub waiting: Duration,
+}
+
 /// One late wake, as the log tells it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Late {
     pub lag: Duration,
+    /// From the probe's asking to its wake: the period and the lag.
+    pub span: Duration,
+    /// The worker thread's times while the probe slept (`None`: unknown, or
+    /// it woke on another thread).
+    pub spent: Option<Spent>,
     /// Steal time counted while the probe slept (`None`: unknown).
     pub steal: Option<Duration>,
     /// Late wakes not logged since the last line.
@@ -55,25 +105,32 @@ pub struct Late {
 
 impl Late {
     pub fn describe(&self) -> String {
+        let ms = |d: Duration| d.as_millis();
         let mut text = format!(
             "the event loop was held up {} ms: nothing on this worker ran, no request was answered",
-            self.lag.as_millis()
+            ms(self.lag)
         );
-        match self.steal {
-            Some(s) if !s.is_zero() => text.push_str(&format!(
-                "; the host took {} ms of this machine's CPU time in that span (steal time): the stall is likely the host's",
-                s.as_millis()
-            )),
-            Some(_) => text.push_str(
-                "; the host counted no steal time in that span: look at this machine (CPU contention, a blocking call)",
-            ),
-            None => {}
+        if let Some(s) = self.spent {
+            let blocked = self.span.saturating_sub(s.on_cpu + s.waiting);
+            text.push_str(&format!(
+                "; in those {} ms its thread was on a CPU {} ms (code that did not yield, or a host that held the CPU without counting steal), waited for a CPU {} ms (too little CPU for the work), and neither for {} ms (blocked: a lock, I/O, a sleep)",
+                ms(self.span),
+                ms(s.on_cpu),
+                ms(s.waiting),
+                ms(blocked)
+            ));
+        }
+        if let Some(s) = self.steal {
+            text.push_str(&format!(
+                "; the host took {} ms of this machine's CPU time (steal time)",
+                ms(s)
+            ));
         }
         if self.unlogged > 0 {
             text.push_str(&format!(
                 " ({} more wakes over {} ms late since the last such line were not logged)",
                 self.unlogged,
-                LOG_AFTER.as_millis()
+                ms(LOG_AFTER)
             ));
         }
         text
@@ -82,20 +139,21 @@ impl Late {
 
 /// Wakes every `period` for as long as the runtime runs: records each wake's
 /// lag, and hands a [`Late`] to `log` for one over [`LOG_AFTER`] (at most one
-/// per [`LOG_EVERY`]). `steal` reads the steal counter ([`steal_ticks`]).
+/// per [`LOG_EVERY`]), with what `counters` counted meanwhile.
 pub async fn watch(
     period: Duration,
     metrics: Arc<Metrics>,
-    steal: fn() -> Option<u64>,
+    counters: Counters,
     log: impl Fn(Late),
 ) {
     let mut last_logged: Option<Instant> = None;
     let mut unlogged = 0;
     loop {
-        let before = steal();
+        let (steal, thread) = ((counters.steal)(), (counters.thread)());
         let asked = Instant::now();
         tokio::time::sleep(period).await;
-        let lag = asked.elapsed().saturating_sub(period);
+        let span = asked.elapsed();
+        let lag = span.saturating_sub(period);
         metrics.event_loop_lag(lag);
         if lag < LOG_AFTER {
             continue;
@@ -104,11 +162,20 @@ pub async fn watch(
             unlogged += 1;
             continue;
         }
-        let stolen = before
-            .zip(steal())
-            .map(|(b, a)| TICK * a.saturating_sub(b) as u32);
+        let stolen = steal
+            .zip((counters.steal)())
+            .map(|(b, a)| TICK * u32::try_from(a.saturating_sub(b)).unwrap_or(u32::MAX));
+        let spent = thread
+            .zip((counters.thread)())
+            .filter(|(b, a)| b.thread == a.thread)
+            .map(|(b, a)| Spent {
+                on_cpu: a.on_cpu.saturating_sub(b.on_cpu),
+                waiting: a.waiting.saturating_sub(b.waiting),
+            });
         log(Late {
             lag,
+            span,
+            spent,
             steal: stolen,
             unlogged,
         });
@@ -120,7 +187,6 @@ pub async fn watch(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::Mutex;
 
     #[test]
@@ -135,64 +201,113 @@ mod tests {
         assert!(steal_ticks().is_some(), "this Linux has a /proc/stat");
     }
 
-    static STEAL: AtomicU64 = AtomicU64::new(0);
+    thread_local! {
+        // Per test: each runs its probe on its own thread.
+        static STEAL: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    }
     fn fake_steal() -> Option<u64> {
-        Some(STEAL.load(Ordering::SeqCst))
+        Some(STEAL.get())
     }
 
-    /// A task that blocks the worker holds the probe up as long: the lag is
-    /// recorded, logged once with the steal counted meanwhile, and a second
-    /// stall within [`LOG_EVERY`] is counted for the next line, not logged.
-    #[tokio::test(flavor = "current_thread")]
-    async fn a_blocked_worker_is_measured_and_logged_once() {
+    /// Runs the probe on this thread's runtime, holds the thread up with
+    /// `stall` twice, and returns what was logged and the lags recorded.
+    async fn stalled(stall: fn()) -> (Vec<Late>, (u64, u64)) {
         let metrics = Arc::new(Metrics::default());
         let logged = Arc::new(Mutex::new(Vec::new()));
         let sink = logged.clone();
-        tokio::spawn(watch(PERIOD, metrics.clone(), fake_steal, move |l| {
+        let counters = Counters {
+            steal: fake_steal,
+            thread: thread_times,
+        };
+        let probe = tokio::spawn(watch(PERIOD, metrics.clone(), counters, move |l| {
             sink.lock().unwrap().push(l)
         }));
         // Let the probe go to sleep, then hold the only thread.
         tokio::time::sleep(Duration::from_millis(1)).await;
-        STEAL.fetch_add(7, Ordering::SeqCst);
-        std::thread::sleep(Duration::from_millis(120));
+        STEAL.set(STEAL.get() + 7);
+        stall();
         tokio::time::sleep(PERIOD * 3).await;
-        {
-            let logged = logged.lock().unwrap();
-            assert_eq!(logged.len(), 1, "{logged:?}");
-            let late = &logged[0];
-            // At least the stall less the period it was asked to sleep.
-            assert!(late.lag >= Duration::from_millis(105), "{late:?}");
-            assert_eq!(late.steal, Some(Duration::from_millis(70)));
-            assert_eq!(late.unlogged, 0);
-            assert!(late.describe().contains("the stall is likely the host's"));
-        }
+        let (wakes, late) = metrics.event_loop_lags(LOG_AFTER);
         // Wakes on time and the late one (more only on a loaded machine).
-        let (wakes, over) = metrics.event_loop_lags(LOG_AFTER);
-        assert!(wakes >= 2 && over >= 1, "{wakes} wakes, {over} late");
+        assert!(wakes >= 2 && late >= 1, "{wakes} wakes, {late} late");
         // Again, at once: counted, not logged.
-        std::thread::sleep(Duration::from_millis(80));
+        stall();
         tokio::time::sleep(PERIOD * 3).await;
-        assert_eq!(logged.lock().unwrap().len(), 1);
-        assert!(metrics.event_loop_lags(LOG_AFTER).1 > over);
+        assert!(metrics.event_loop_lags(LOG_AFTER).1 > late);
+        probe.abort();
+        let logged = logged.lock().unwrap().clone();
+        (logged, metrics.event_loop_lags(LOG_AFTER))
+    }
+
+    /// A worker blocked in a sleep holds the probe up as long: the lag is
+    /// recorded and logged once, with the steal counted meanwhile and the
+    /// thread off a CPU; the second stall within [`LOG_EVERY`] is counted
+    /// for the next line, not logged.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_blocked_worker_is_measured_and_logged_once() {
+        let (logged, _) = stalled(|| std::thread::sleep(Duration::from_millis(120))).await;
+        assert_eq!(logged.len(), 1, "{logged:?}");
+        let late = &logged[0];
+        // At least the stall less the period it was asked to sleep.
+        assert!(late.lag >= Duration::from_millis(105), "{late:?}");
+        assert_eq!(late.span, late.lag + PERIOD);
+        assert_eq!(late.steal, Some(Duration::from_millis(70)));
+        assert_eq!(late.unlogged, 0);
+        let spent = late.spent.expect("this thread's times");
+        assert!(spent.on_cpu < Duration::from_millis(60), "{late:?}");
+        let text = late.describe();
+        assert!(text.contains("the host took 70 ms"), "{text}");
+    }
+
+    /// A worker that runs without yielding is on a CPU (or waiting for one)
+    /// for the whole stall.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_busy_worker_is_seen_on_a_cpu() {
+        let spin = || {
+            let started = Instant::now();
+            while started.elapsed() < Duration::from_millis(120) {
+                std::hint::spin_loop();
+            }
+        };
+        let (logged, _) = stalled(spin).await;
+        let late = &logged[0];
+        let spent = late.spent.expect("this thread's times");
+        assert!(
+            spent.on_cpu + spent.waiting >= Duration::from_millis(100),
+            "{late:?}"
+        );
     }
 
     #[test]
     fn says_where_to_look() {
-        let late = |steal| Late {
+        let late = |spent, steal| Late {
             lag: Duration::from_millis(44),
+            span: Duration::from_millis(54),
+            spent,
             steal,
             unlogged: 3,
         };
-        let host = late(Some(Duration::from_millis(40))).describe();
+        let spent = Spent {
+            on_cpu: Duration::from_millis(40),
+            waiting: Duration::from_millis(4),
+        };
+        let text = late(Some(spent), Some(Duration::from_millis(30))).describe();
         assert!(
-            host.starts_with("the event loop was held up 44 ms"),
-            "{host}"
+            text.starts_with("the event loop was held up 44 ms"),
+            "{text}"
         );
-        assert!(host.contains("took 40 ms"), "{host}");
-        assert!(host.contains("(3 more wakes over 50 ms late"), "{host}");
-        let here = late(Some(Duration::ZERO)).describe();
-        assert!(here.contains("look at this machine"), "{here}");
-        let unknown = late(None).describe();
-        assert!(!unknown.contains("steal"), "{unknown}");
+        assert!(
+            text.contains("in those 54 ms its thread was on a CPU 40 ms"),
+            "{text}"
+        );
+        assert!(text.contains("waited for a CPU 4 ms"), "{text}");
+        assert!(text.contains("neither for 10 ms"), "{text}");
+        assert!(text.contains("the host took 30 ms"), "{text}");
+        assert!(text.contains("(3 more wakes over 50 ms late"), "{text}");
+        let unknown = late(None, None).describe();
+        assert!(
+            !unknown.contains("steal") && !unknown.contains("thread"),
+            "{unknown}"
+        );
     }
 }
