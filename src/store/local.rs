@@ -130,6 +130,22 @@ pub struct LocalStore {
     checkpoints: Checkpoints,
 }
 
+/// Makes the first commit of a log that a restart has just emptied: the
+/// file's schema version, written again unchanged (one page). SQLite syncs a
+/// new log's header in that commit (against corruption on power loss); made
+/// here, the sync is the checkpointer's, instead of holding up the next
+/// writer — on `serve`'s worker, every request behind it (docs/serve.md#speed).
+fn begin_log(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute_batch("BEGIN IMMEDIATE")?;
+    let written = conn
+        .query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0))
+        .and_then(|v| conn.execute_batch(&format!("PRAGMA user_version = {v}; COMMIT")));
+    if written.is_err() {
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+    written
+}
+
 /// How far [`LocalStore::checkpoint`] goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CheckpointMode {
@@ -235,7 +251,8 @@ impl LocalStore {
     /// started over; [`CheckpointMode::Restart`] holds new writers back while it
     /// copies the rest, so that the next write starts the log over. A file
     /// that does not exist yet has nothing to copy. A restart waits at most
-    /// [`RESTART_BUSY`] for other connections ([`Checkpointed::blocked`]).
+    /// [`RESTART_BUSY`] for other connections ([`Checkpointed::blocked`]),
+    /// and makes the new log's first commit itself ([`begin_log`]).
     pub fn checkpoint(&self, how: CheckpointMode) -> Result<Checkpointed, StoreError> {
         let mut guard = self.lock()?;
         let conn = match &mut *guard {
@@ -255,11 +272,17 @@ impl LocalStore {
         conn.busy_handler(Some(handler))
             .map_err(|e| self.backend(e))?;
         // (busy, frames in the log, frames copied)
-        let done: rusqlite::Result<(i64, i64, i64)> =
-            conn.query_row(sql, [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)));
+        let done = conn
+            .query_row(sql, [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .and_then(|(busy, log, _): (i64, i64, i64)| {
+                if how == CheckpointMode::Restart && busy == 0 {
+                    begin_log(conn)?;
+                }
+                Ok((busy, log))
+            });
         conn.busy_handler(Some(busy_wait))
             .map_err(|e| self.backend(e))?;
-        let (busy, log, _) = done.map_err(|e| self.backend(e))?;
+        let (busy, log) = done.map_err(|e| self.backend(e))?;
         Ok(Checkpointed {
             frames: u64::try_from(log).unwrap_or(0),
             blocked: busy != 0,
@@ -999,6 +1022,13 @@ mod tests {
         reader.execute_batch("COMMIT;").unwrap();
         let done = own.checkpoint(CheckpointMode::Restart).unwrap();
         assert!(!done.blocked, "{done:?}");
+        // The restart made the new log's first commit (and its header's
+        // sync) itself: one frame, and the schema version is unchanged.
+        assert_eq!(own.checkpoint(CheckpointMode::Passive).unwrap().frames, 1);
+        let version: i64 = reader
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
         let grown = log_frames(&path);
         for i in 0..100 {
             put(&deferred, item("q", &format!("s{i}"), &[]));
