@@ -1,8 +1,8 @@
 //! Number formatting the reference's displays use: Python's `{:,}` and `%g`.
 
 /// `{:,}`: thousands separated by commas (`1234567` → `1,234,567`).
-pub fn thousands(v: u64) -> String {
-    let digits = v.to_string();
+pub fn thousands(v: impl Into<u128>) -> String {
+    let digits = v.into().to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
         if i > 0 && (digits.len() - i) % 3 == 0 {
@@ -57,11 +57,16 @@ mod tests {
 
     #[test]
     fn thousands_separators() {
-        assert_eq!(thousands(0), "0");
-        assert_eq!(thousands(999), "999");
-        assert_eq!(thousands(1000), "1,000");
-        assert_eq!(thousands(1234567), "1,234,567");
-        assert_eq!(thousands(1_000_000_000_000_000), "1,000,000,000,000,000");
+        assert_eq!(thousands(0u64), "0");
+        assert_eq!(thousands(999u64), "999");
+        assert_eq!(thousands(1000u64), "1,000");
+        assert_eq!(thousands(1234567u64), "1,234,567");
+        assert_eq!(thousands(1_000_000_000_000_000u64), "1,000,000,000,000,000");
+        // Past u64 (a capacity of 10^18 tokens scaled ×10^6 in millitokens).
+        assert_eq!(
+            thousands(10u128.pow(24)),
+            "1,000,000,000,000,000,000,000,000"
+        );
     }
 
     #[test]
@@ -83,5 +88,6 @@ mod tests {
         assert_eq!(python_g(1.0 / 3.0 * 100.0), "33.3333");
         assert_eq!(python_g(0.00001234), "1.234e-05");
         assert_eq!(python_g(999999.5), "1e+06");
+        assert_eq!(python_g(123456.7), "123457");
     }
 }

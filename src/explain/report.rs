@@ -18,7 +18,7 @@ use crate::manifest::model::{Disabled, LimitKind};
 pub fn tokens(milli: i128) -> String {
     let neg = if milli < 0 { "-" } else { "" };
     let m = milli.unsigned_abs();
-    let whole = u64::try_from(m / 1000).map_or_else(|_| (m / 1000).to_string(), thousands);
+    let whole = thousands(m / 1000);
     match m % 1000 {
         0 => format!("{neg}{whole}"),
         frac => {
@@ -425,6 +425,11 @@ mod tests {
         assert_eq!(tokens(1), "0.001");
         assert_eq!(tokens(0), "0");
         assert_eq!(tokens(-2_500), "-2.5");
+        // Whole tokens past u64 keep their separators.
+        assert_eq!(
+            tokens(10i128.pow(27) + 500),
+            "1,000,000,000,000,000,000,000,000.5"
+        );
         assert_eq!(tokens_json(2_000), json!(2));
         assert_eq!(tokens_json(2_500), json!(2.5));
     }

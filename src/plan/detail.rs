@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::display::numbers::{python_g, thousands};
 use crate::items::attrs::{self, Field, LevelAttrs, Prefix};
 use crate::plan::diff::normalise_number;
 use crate::store::{AttrValue, Item};
@@ -192,7 +193,7 @@ fn effect(entry: &str) -> String {
         digits.parse().ok()
     };
     if let Some(permille) = tag('s') {
-        return format!("scale {}%", percent_g(permille as f64 / 10.0));
+        return format!("scale {}%", python_g(permille as f64 / 10.0));
     }
     let mut parts = Vec::new();
     for (t, name) in [
@@ -205,42 +206,6 @@ fn effect(entry: &str) -> String {
         }
     }
     parts.join(", ")
-}
-
-fn thousands(v: u128) -> String {
-    let s = v.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// Python's `%g`: 6 significant digits, trailing zeros stripped, exponent form
-/// below 1e-4 or from 1e6.
-fn percent_g(x: f64) -> String {
-    if x == 0.0 {
-        return "0".into();
-    }
-    let sci = format!("{x:.5e}");
-    let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let strip = |s: &str| {
-        if s.contains('.') {
-            s.trim_end_matches('0').trim_end_matches('.').to_string()
-        } else {
-            s.to_string()
-        }
-    };
-    if !(-4..6).contains(&exp) {
-        let sign = if exp < 0 { '-' } else { '+' };
-        format!("{}e{sign}{:02}", strip(mant), exp.abs())
-    } else {
-        strip(&format!("{x:.*}", (5 - exp).max(0) as usize))
-    }
 }
 
 fn flag(item: Option<&Item>, name: &str, absent: &str) -> String {
@@ -438,21 +403,6 @@ mod tests {
             lines(&details(Some(&a), Some(&b))),
             ["r.schedule: order as before → entries reordered"]
         );
-    }
-
-    #[test]
-    fn percent_follows_python_g() {
-        for (x, want) in [
-            (50.0, "50"),
-            (12.5, "12.5"),
-            (0.1, "0.1"),
-            (200.0, "200"),
-            (123456.7, "123457"),
-            (1e6, "1e+06"),
-            (1e8, "1e+08"),
-        ] {
-            assert_eq!(percent_g(x), want, "{x}");
-        }
     }
 
     fn rendered(d: &[Detail]) -> Vec<String> {
