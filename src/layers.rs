@@ -26,7 +26,10 @@ pub const LAYERS: &[(&str, &[&str])] = &[
     ("items", &["clock", "manifest", "random", "store"]),
     ("display", &["items", "manifest", "store"]),
     // Read-only: read, diff, detail.
-    ("plan", &["clock", "items", "manifest", "progress", "store"]),
+    (
+        "plan",
+        &["clock", "display", "items", "manifest", "progress", "store"],
+    ),
     // Carries a plan out.
     (
         "apply",

@@ -489,14 +489,7 @@ fn remove_zeros(store: &dyn Store, ns: &str, resources: &[&str]) -> Result<(), S
 fn encode(ns: &str, token: &str, lease: i64, resources: &BTreeSet<String>) -> Vec<Item> {
     let pk = keys::system_pk(ns);
     let item = |i: usize, names: Vec<AttrValue>| {
-        let mut it = Item::new();
-        it.insert("PK".into(), AttrValue::s(&pk));
-        it.insert(
-            "SK".into(),
-            AttrValue::s(format!("{SK_PREFIX}{token}#{i:04}")),
-        );
-        it.insert("GSI4PK".into(), AttrValue::s(ns));
-        it.insert("GSI4SK".into(), AttrValue::s(&pk));
+        let mut it = keys::namespaced_item(ns, Key::new(&pk, format!("{SK_PREFIX}{token}#{i:04}")));
         it.insert("lease".into(), AttrValue::n(lease));
         it.insert("resources".into(), AttrValue::L(names));
         it

@@ -65,11 +65,9 @@ impl LockInfo {
     }
 
     fn item(&self, ns: &str) -> Item {
-        let k = key(ns);
-        crate::store::item::keyed(
-            &k.pk,
-            &k.sk,
-            &[
+        let mut item = keys::namespaced_item(ns, key(ns));
+        item.extend(
+            [
                 ("lock_id", AttrValue::s(&self.id)),
                 ("who", AttrValue::s(&self.who)),
                 ("pid", AttrValue::n(self.pid)),
@@ -77,10 +75,10 @@ impl LockInfo {
                 ("version", AttrValue::s(&self.version)),
                 ("created_ms", AttrValue::n(self.created_ms)),
                 (LEASE, AttrValue::n(self.lease_until_ms)),
-                ("GSI4PK", AttrValue::s(ns)),
-                ("GSI4SK", AttrValue::s(&k.pk)),
-            ],
-        )
+            ]
+            .map(|(name, value)| (name.to_string(), value)),
+        );
+        item
     }
 
     /// Reads a stored lock; what cannot be read shows as unknown (a lock is

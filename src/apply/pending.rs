@@ -160,16 +160,11 @@ pub fn left(store: &dyn Store, ns: &str, now_ms: i64) -> Result<Left, StoreError
 }
 
 fn encode(ns: &str, owed: &Owed, owners: &BTreeMap<String, Share>, written_ms: i64) -> Item {
-    let k = key(ns, owed);
-    let mut item = Item::new();
-    item.insert("PK".into(), AttrValue::s(&k.pk));
-    item.insert("SK".into(), AttrValue::s(&k.sk));
+    let mut item = keys::namespaced_item(ns, key(ns, owed));
     item.insert("kind".into(), AttrValue::s(owed.kind.as_str()));
     item.insert("level".into(), AttrValue::s(owed.level.as_str()));
     item.insert("target".into(), AttrValue::s(&owed.target));
     item.insert("written_ms".into(), AttrValue::n(written_ms));
-    item.insert("GSI4PK".into(), AttrValue::s(ns));
-    item.insert("GSI4SK".into(), AttrValue::s(&k.pk));
     item.insert("owners".into(), owners_value(owners));
     item
 }

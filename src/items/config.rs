@@ -191,11 +191,7 @@ pub fn counted_kinds(item: &Item) -> BTreeMap<String, Counts> {
 }
 
 fn base(key: Key, ns: &str) -> Item {
-    let mut item = Item::new();
-    item.insert("GSI4PK".into(), AttrValue::s(ns));
-    item.insert("GSI4SK".into(), AttrValue::s(&key.pk));
-    item.insert("PK".into(), AttrValue::S(key.pk));
-    item.insert("SK".into(), AttrValue::S(key.sk));
+    let mut item = keys::namespaced_item(ns, key);
     item.insert(attrs::CONFIG_VERSION.into(), n(CONFIG_VERSION.into()));
     item
 }

@@ -2,7 +2,7 @@
 //! and a reverse record id → name under `_/SYSTEM#`, written together.
 
 use super::keys::{self, IdentifierError};
-use crate::store::{AttrValue, Condition, Item, Store, StoreError, WriteOp};
+use crate::store::{AttrValue, Condition, Item, Key, Store, StoreError, WriteOp};
 
 /// One registered namespace.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -38,16 +38,17 @@ pub fn new_id() -> Result<String, NamespaceError> {
 }
 
 fn record_item(sk: String, name: &str, id: &str, created_at: &str) -> Item {
-    Item::from([
-        ("PK".to_string(), AttrValue::s(keys::TABLE_SYSTEM_PK)),
-        ("SK".to_string(), AttrValue::S(sk)),
-        ("GSI4PK".to_string(), AttrValue::s(keys::TABLE_NS)),
-        ("GSI4SK".to_string(), AttrValue::s(keys::TABLE_SYSTEM_PK)),
-        ("namespace_id".to_string(), AttrValue::s(id)),
-        ("namespace_name".to_string(), AttrValue::s(name)),
-        ("status".to_string(), AttrValue::s("active")),
-        ("created_at".to_string(), AttrValue::s(created_at)),
-    ])
+    let mut item = keys::namespaced_item(keys::TABLE_NS, Key::new(keys::TABLE_SYSTEM_PK, sk));
+    item.extend(
+        [
+            ("namespace_id", AttrValue::s(id)),
+            ("namespace_name", AttrValue::s(name)),
+            ("status", AttrValue::s("active")),
+            ("created_at", AttrValue::s(created_at)),
+        ]
+        .map(|(k, v)| (k.to_string(), v)),
+    );
+    item
 }
 
 fn record_of(item: &Item) -> Option<NamespaceRecord> {

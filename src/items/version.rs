@@ -4,7 +4,7 @@
 
 use super::keys;
 use super::namespace::{self, NamespaceError, Registered};
-use crate::store::{AttrValue, Condition, Item, Store, StoreError, WriteOp};
+use crate::store::{AttrValue, Condition, Item, Key, Store, StoreError, WriteOp};
 
 /// The schema this layout is (zae-limiter 0.17 writes 0.10.0).
 pub const SCHEMA_VERSION: &str = "0.10.0";
@@ -50,23 +50,25 @@ pub fn from_item(item: &Item) -> VersionRecord {
 /// The record a new table gets.
 pub fn initial_item() -> Item {
     let now = crate::clock::system_stamp();
-    Item::from([
-        ("PK".to_string(), AttrValue::s(keys::TABLE_SYSTEM_PK)),
-        ("SK".to_string(), AttrValue::s(keys::VERSION_SK)),
-        ("GSI4PK".to_string(), AttrValue::s(keys::TABLE_NS)),
-        ("GSI4SK".to_string(), AttrValue::s(keys::TABLE_SYSTEM_PK)),
-        ("schema_version".to_string(), AttrValue::s(SCHEMA_VERSION)),
-        ("lambda_version".to_string(), AttrValue::s(CLIENT_VERSION)),
-        (
-            "client_min_version".to_string(),
-            AttrValue::s(INITIAL_CLIENT_MIN_VERSION),
-        ),
-        ("updated_at".to_string(), AttrValue::S(now)),
-        (
-            "updated_by".to_string(),
-            AttrValue::S(format!("zae-limiter-rs:{}", env!("CARGO_PKG_VERSION"))),
-        ),
-    ])
+    let key = Key::new(keys::TABLE_SYSTEM_PK, keys::VERSION_SK);
+    let mut item = keys::namespaced_item(keys::TABLE_NS, key);
+    item.extend(
+        [
+            ("schema_version", AttrValue::s(SCHEMA_VERSION)),
+            ("lambda_version", AttrValue::s(CLIENT_VERSION)),
+            (
+                "client_min_version",
+                AttrValue::s(INITIAL_CLIENT_MIN_VERSION),
+            ),
+            ("updated_at", AttrValue::S(now)),
+            (
+                "updated_by",
+                AttrValue::S(format!("zae-limiter-rs:{}", env!("CARGO_PKG_VERSION"))),
+            ),
+        ]
+        .map(|(k, v)| (k.to_string(), v)),
+    );
+    item
 }
 
 /// What [`ensure_initialized`] found or did.

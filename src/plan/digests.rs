@@ -153,11 +153,7 @@ pub fn chunk_items(
                 let _ = write!(text, "{b:02x}");
             }
         }
-        let mut it = Item::new();
-        it.insert("PK".into(), AttrValue::s(&pk));
-        it.insert("SK".into(), AttrValue::s(chunk_sk(i)));
-        it.insert("GSI4PK".into(), AttrValue::s(ns));
-        it.insert("GSI4SK".into(), AttrValue::s(&pk));
+        let mut it = keys::namespaced_item(ns, Key::new(&pk, chunk_sk(i)));
         it.insert("generation".into(), AttrValue::s(generation));
         it.insert("chunks".into(), AttrValue::n(chunks));
         it.insert("provisioner".into(), AttrValue::s(record_stamp));

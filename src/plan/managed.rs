@@ -393,20 +393,15 @@ pub fn record_item(
     limit: usize,
     extra: &[(&str, AttrValue)],
 ) -> (Item, ManagedSet) {
-    let key = record_key(ns);
-    let mut item = Item::new();
+    let mut item = keys::namespaced_item(ns, record_key(ns));
     for (k, v) in extra {
         item.insert((*k).to_string(), v.clone());
     }
-    item.insert("PK".into(), AttrValue::s(&key.pk));
-    item.insert("SK".into(), AttrValue::s(&key.sk));
     item.insert("managed_system".into(), AttrValue::Bool(managed.system));
     item.insert("managed_resources".into(), AttrValue::L(vec![]));
     item.insert("managed_entities".into(), AttrValue::M(BTreeMap::new()));
     item.insert("last_applied".into(), AttrValue::s(last_applied));
     item.insert("applied_hash".into(), AttrValue::s(applied_hash));
-    item.insert("GSI4PK".into(), AttrValue::s(ns));
-    item.insert("GSI4SK".into(), AttrValue::s(&key.pk));
     let mut room = chunked::room(&item, limit);
     let mut rest = ManagedSet::default();
     let mut resources = BTreeSet::new();
@@ -455,11 +450,7 @@ pub fn set_items(
 ) -> Vec<Item> {
     let pk = keys::system_pk(ns);
     let base = |i: usize| {
-        let mut it = Item::new();
-        it.insert("PK".into(), AttrValue::s(&pk));
-        it.insert("SK".into(), AttrValue::s(format!("{prefix}{name}#{i:04}")));
-        it.insert("GSI4PK".into(), AttrValue::s(ns));
-        it.insert("GSI4SK".into(), AttrValue::s(&pk));
+        let mut it = keys::namespaced_item(ns, Key::new(&pk, format!("{prefix}{name}#{i:04}")));
         it.insert("resources".into(), AttrValue::L(vec![]));
         it.insert("entities".into(), AttrValue::M(BTreeMap::new()));
         it
