@@ -366,24 +366,21 @@ fn is_timestamp(v: &str) -> bool {
             false
         }
     };
+    // Three runs of digits (each `(min, max)` long) with `sep` between them.
+    let three = |i: &mut usize, sep: u8, [x, y, z]: [(usize, usize); 3]| -> bool {
+        digits(i, x.0, x.1)
+            && lit(i, sep)
+            && digits(i, y.0, y.1)
+            && lit(i, sep)
+            && digits(i, z.0, z.1)
+    };
     if b.len() == 10 {
         let mut j = 0;
-        if digits(&mut j, 4, 4)
-            && lit(&mut j, b'-')
-            && digits(&mut j, 2, 2)
-            && lit(&mut j, b'-')
-            && digits(&mut j, 2, 2)
-            && j == 10
-        {
+        if three(&mut j, b'-', [(4, 4), (2, 2), (2, 2)]) && j == 10 {
             return true;
         }
     }
-    if !(digits(&mut i, 4, 4)
-        && lit(&mut i, b'-')
-        && digits(&mut i, 1, 2)
-        && lit(&mut i, b'-')
-        && digits(&mut i, 1, 2))
-    {
+    if !three(&mut i, b'-', [(4, 4), (1, 2), (1, 2)]) {
         return false;
     }
     if !(lit(&mut i, b'T') || lit(&mut i, b't')) {
@@ -395,12 +392,7 @@ fn is_timestamp(v: &str) -> bool {
             return false;
         }
     }
-    if !(digits(&mut i, 1, 2)
-        && lit(&mut i, b':')
-        && digits(&mut i, 2, 2)
-        && lit(&mut i, b':')
-        && digits(&mut i, 2, 2))
-    {
+    if !three(&mut i, b':', [(1, 2), (2, 2), (2, 2)]) {
         return false;
     }
     if lit(&mut i, b'.') {

@@ -330,17 +330,18 @@ pub fn scale(r: &mut Reporter, node: &Node, path: &str) -> Option<f64> {
         MAX_SCALE as u64
     ))
     };
-    // A mapping, a list or a scalar that is no number: one message (a quoted
-    // number gets its own, below).
-    let not_a_number = |r: &mut Reporter| {
-        let got = describe(node);
+    // The refusals that share the general help (a quoted number and one
+    // above the maximum get their own, below).
+    let refuse = |r: &mut Reporter, must: &str, got: &str| {
         r.error(
             node,
             path,
-            format!("scale must be a number, got {got}"),
+            format!("scale must be {must}, got {got}"),
             help(),
         );
     };
+    // A mapping, a list or a scalar that is no number: one message.
+    let not_a_number = |r: &mut Reporter| refuse(r, "a number", &describe(node));
     let Kind::Scalar(s) = &node.kind else {
         not_a_number(r);
         return None;
@@ -364,21 +365,11 @@ pub fn scale(r: &mut Reporter, node: &Node, path: &str) -> Option<f64> {
         }
     };
     if !v.is_finite() && !matches!(s.value, Value::HugeInt) {
-        r.error(
-            node,
-            path,
-            format!("scale must be a finite number, got {}", s.text),
-            help(),
-        );
+        refuse(r, "a finite number", &s.text);
         return None;
     }
     if v <= 0.0 {
-        r.error(
-            node,
-            path,
-            format!("scale must be positive, got {}", s.text),
-            help(),
-        );
+        refuse(r, "positive", &s.text);
         return None;
     }
     if v > MAX_SCALE {

@@ -186,11 +186,11 @@ fn parse_in_two(text: &str, split: &block_scan::Split) -> Option<Document> {
             .spawn_scoped(scope, || {
                 let mut b = Builder::default();
                 for _ in 0..DEPTH {
-                    let (start, anchor, base) = (Pos::default(), 0, 0);
-                    b.stack.push(Frame::Map {
-                        start,
-                        anchor,
-                        base,
+                    b.stack.push(Frame {
+                        collection: Collection::Map,
+                        start: Pos::default(),
+                        anchor: 0,
+                        base: 0,
                     });
                 }
                 let mut sink = |event, span| b.event(event, span).is_ok();
@@ -281,17 +281,17 @@ fn scan_problem(e: ScanError) -> YamlProblem {
 
 /// An open collection; its finished children sit on `Builder::children` from
 /// index `base` on (keys and values alternating for a mapping).
-enum Frame {
-    Seq {
-        start: Pos,
-        anchor: usize,
-        base: usize,
-    },
-    Map {
-        start: Pos,
-        anchor: usize,
-        base: usize,
-    },
+struct Frame {
+    collection: Collection,
+    start: Pos,
+    anchor: usize,
+    base: usize,
+}
+
+#[derive(Clone, Copy)]
+enum Collection {
+    Seq,
+    Map,
 }
 
 /// Events → tree. Children are collected on one shared stack and moved into an
@@ -330,31 +330,14 @@ impl Builder {
                 self.finish(node, anchor)
             }
             Event::SequenceStart(anchor, tag) => {
-                check_collection_tag(tag.as_deref(), "seq", start)?;
-                let base = self.children.len();
-                self.push(
-                    Frame::Seq {
-                        start,
-                        anchor,
-                        base,
-                    },
-                    start,
-                )
+                self.open(Collection::Seq, anchor, tag.as_deref(), start)
             }
             Event::MappingStart(anchor, tag) => {
-                check_collection_tag(tag.as_deref(), "map", start)?;
-                let base = self.children.len();
-                self.push(
-                    Frame::Map {
-                        start,
-                        anchor,
-                        base,
-                    },
-                    start,
-                )
+                self.open(Collection::Map, anchor, tag.as_deref(), start)
             }
             Event::SequenceEnd => match self.stack.pop() {
-                Some(Frame::Seq {
+                Some(Frame {
+                    collection: Collection::Seq,
                     start,
                     anchor,
                     base,
@@ -372,7 +355,8 @@ impl Builder {
                 _ => Err(internal(start)),
             },
             Event::MappingEnd => match self.stack.pop() {
-                Some(Frame::Map {
+                Some(Frame {
+                    collection: Collection::Map,
                     start,
                     anchor,
                     base,
@@ -434,7 +418,20 @@ impl Builder {
         }
     }
 
-    fn push(&mut self, frame: Frame, start: Pos) -> Result<(), YamlProblem> {
+    /// A collection starts: its tag is checked and its frame pushed, unless
+    /// the nesting is already as deep as allowed.
+    fn open(
+        &mut self,
+        collection: Collection,
+        anchor: usize,
+        tag: Option<&Tag>,
+        start: Pos,
+    ) -> Result<(), YamlProblem> {
+        let expected = match collection {
+            Collection::Seq => "seq",
+            Collection::Map => "map",
+        };
+        check_collection_tag(tag, expected, start)?;
         if self.stack.len() >= MAX_DEPTH {
             return Err(YamlProblem {
                 start,
@@ -443,7 +440,12 @@ impl Builder {
                 help: Some("a limits manifest needs fewer than 10 levels".into()),
             });
         }
-        self.stack.push(frame);
+        self.stack.push(Frame {
+            collection,
+            start,
+            anchor,
+            base: self.children.len(),
+        });
         Ok(())
     }
 
