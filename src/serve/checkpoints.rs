@@ -14,14 +14,16 @@
 //! line, asynchronously, instead of polling SQLite's lock with short sleeps
 //! (whose last one overshoots the restart by up to a busy step;
 //! docs/serve.md#speed). A restart waits at most [`RESTART_BUSY`] for another
-//! process's reader or writer, then gives way and is tried again next round,
-//! so the requests queued behind it are never held up for long. A restart
-//! that took long, or gave way, is logged.
+//! process's reader or writer, then gives way and is tried again a second
+//! later, then less and less often (up to every [`GIVE_WAY_MAX`]) while it
+//! keeps giving way, so a reader that stays open holds requests up for
+//! [`RESTART_BUSY`] now and then, not every round. A restart that took long,
+//! or gave way, is logged.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::error;
 use crate::store::local::{CheckpointMode, LocalStore, RESTART_BUSY};
@@ -35,6 +37,11 @@ pub const EVERY: Duration = Duration::from_millis(100);
 /// about 16 MiB of disk at most.
 pub const RESTART_FRAMES: u64 = 4_000;
 
+/// After a restart gave way, the next try waits this long, twice as long
+/// after each further one, up to [`GIVE_WAY_MAX`].
+pub const GIVE_WAY_FIRST: Duration = Duration::from_secs(1);
+pub const GIVE_WAY_MAX: Duration = Duration::from_secs(30);
+
 /// A restart that held requests back this long is logged.
 const SLOW_RESTART: Duration = Duration::from_millis(50);
 
@@ -42,17 +49,24 @@ const SLOW_RESTART: Duration = Duration::from_millis(50);
 /// lives (the pool's permit); see the module docs.
 pub type Hold = Box<dyn Fn() -> Box<dyn std::any::Any> + Send>;
 
-/// When to checkpoint: every `every`, restarting past `restart_frames`.
+/// When to checkpoint: every `every`, restarting past `restart_frames`;
+/// after a restart gave way, not again for `give_way_first`, doubling up to
+/// `give_way_max`.
 #[derive(Debug, Clone, Copy)]
 pub struct Schedule {
     pub every: Duration,
     pub restart_frames: u64,
+    pub give_way_first: Duration,
+    pub give_way_max: Duration,
 }
 
-/// The server's: [`EVERY`] and [`RESTART_FRAMES`].
+/// The server's: [`EVERY`], [`RESTART_FRAMES`], [`GIVE_WAY_FIRST`] and
+/// [`GIVE_WAY_MAX`].
 pub const SCHEDULE: Schedule = Schedule {
     every: EVERY,
     restart_frames: RESTART_FRAMES,
+    give_way_first: GIVE_WAY_FIRST,
+    give_way_max: GIVE_WAY_MAX,
 };
 
 /// What the thread keeps from one checkpoint to the next.
@@ -63,8 +77,9 @@ struct Round {
     /// The log's size at the last restart: until a write starts the log
     /// over it stays that size, and needs no other restart.
     restarted_at: Option<u64>,
-    /// The last restart gave way to another process ([`RESTART_BUSY`]).
-    blocked: bool,
+    /// The last restart gave way to another process ([`RESTART_BUSY`]):
+    /// how long the thread waits before it tries again, and until when.
+    gave_way: Option<(Duration, Instant)>,
 }
 
 impl Round {
@@ -74,25 +89,33 @@ impl Round {
     fn run(&mut self, last: bool) -> Result<(), StoreError> {
         let frames = self.store.checkpoint(CheckpointMode::Passive)?.frames;
         let due = frames > self.schedule.restart_frames && self.restarted_at != Some(frames);
-        if !due || last {
+        let waiting = self
+            .gave_way
+            .is_some_and(|(_, until)| Instant::now() < until);
+        if !due || last || waiting {
             return Ok(());
         }
         let _held = (self.hold)();
-        let started = std::time::Instant::now();
+        let started = Instant::now();
         let done = self.store.checkpoint(CheckpointMode::Restart)?;
         if done.blocked {
-            // Tried again next round; said once per run of such rounds.
-            if !self.blocked {
-                error::log(&format!(
-                    "cannot restart the local store's log: another process's reader or writer was in the way for {} ms; requests go on, the log file grows until a restart gets through (tried every {} ms)",
-                    RESTART_BUSY.as_millis(),
-                    self.schedule.every.as_millis()
-                ));
-            }
-            self.blocked = true;
+            // Said once per run of such restarts.
+            let wait = match self.gave_way {
+                None => {
+                    error::log(&format!(
+                        "cannot restart the local store's log: another process's reader or writer was in the way for {} ms; requests go on, the log file grows until a restart gets through (tried again in {} ms, then less often, up to every {} s)",
+                        RESTART_BUSY.as_millis(),
+                        self.schedule.give_way_first.as_millis(),
+                        self.schedule.give_way_max.as_secs()
+                    ));
+                    self.schedule.give_way_first
+                }
+                Some((wait, _)) => (wait * 2).min(self.schedule.give_way_max),
+            };
+            self.gave_way = Some((wait, Instant::now() + wait));
             return Ok(());
         }
-        self.blocked = false;
+        self.gave_way = None;
         self.restarted_at = Some(frames);
         let took = started.elapsed();
         // Requests waited that long: say why.
@@ -131,7 +154,7 @@ impl Checkpointer {
                     schedule,
                     hold,
                     restarted_at: None,
-                    blocked: false,
+                    gave_way: None,
                 };
                 loop {
                     std::thread::park_timeout(schedule.every);
@@ -225,6 +248,7 @@ mod tests {
         let schedule = Schedule {
             every: Duration::from_millis(2),
             restart_frames: 100,
+            ..SCHEDULE
         };
         let own = LocalStore::open(&path, "t").unwrap();
         let checkpointer = Checkpointer::start(own, schedule, hold(&pool, &holds)).unwrap();
@@ -261,10 +285,11 @@ mod tests {
         assert_eq!(holds.load(Ordering::SeqCst), before);
     }
 
-    /// A restart that gives way to another process's reader is not taken
-    /// for done: the next round, with the reader gone, restarts the log.
+    /// A restart that gave way is tried again after `give_way_first`, not
+    /// in the rounds before (which take no hold), and after that
+    /// twice as long.
     #[test]
-    fn a_restart_that_gave_way_is_tried_again() {
+    fn a_restart_that_gave_way_is_tried_again_later() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("l.sqlite");
         let writer = LocalStore::open_with(&path, "t", Checkpoints::Deferred).unwrap();
@@ -279,22 +304,41 @@ mod tests {
         reader
             .execute_batch("BEGIN; SELECT count(*) FROM sqlite_master;")
             .unwrap();
+        let holds = Arc::new(AtomicUsize::new(0));
+        let counted = holds.clone();
+        let first = Duration::from_secs(1);
         let mut round = Round {
             store: LocalStore::open(&path, "t").unwrap(),
             schedule: Schedule {
                 every: Duration::from_millis(2),
                 restart_frames: 100,
+                give_way_first: first,
+                give_way_max: Duration::from_secs(60),
             },
-            hold: Box::new(|| Box::new(())),
+            hold: Box::new(move || {
+                counted.fetch_add(1, Ordering::SeqCst);
+                Box::new(())
+            }),
             restarted_at: None,
-            blocked: false,
+            gave_way: None,
         };
         round.run(false).unwrap();
-        assert!(round.blocked);
+        assert_eq!(round.gave_way.map(|(wait, _)| wait), Some(first));
         assert_eq!(round.restarted_at, None);
-        reader.execute_batch("COMMIT;").unwrap();
+        // Before the wait is over: no hold, no restart.
         round.run(false).unwrap();
-        assert!(!round.blocked);
+        assert_eq!(holds.load(Ordering::SeqCst), 1);
+        // After it, tried again; given way again, it waits twice as long.
+        std::thread::sleep(first);
+        round.run(false).unwrap();
+        assert_eq!(holds.load(Ordering::SeqCst), 2);
+        assert_eq!(round.gave_way.map(|(wait, _)| wait), Some(first * 2));
+        // The reader gone, the next try gets through.
+        reader.execute_batch("COMMIT;").unwrap();
+        std::thread::sleep(first * 2);
+        round.run(false).unwrap();
+        assert_eq!(holds.load(Ordering::SeqCst), 3);
+        assert_eq!(round.gave_way, None);
         assert!(round.restarted_at.is_some());
     }
 }

@@ -135,15 +135,20 @@ pub struct LocalStore {
 /// new log's header in that commit (against corruption on power loss); made
 /// here, the sync is the checkpointer's, instead of holding up the next
 /// writer — on `serve`'s worker, every request behind it (docs/serve.md#speed).
-fn begin_log(conn: &Connection) -> rusqlite::Result<()> {
-    conn.execute_batch("BEGIN IMMEDIATE")?;
+/// The caller restores its busy handler after.
+fn begin_log(conn: &Connection) {
+    // Best effort, and without waiting: a writer of another process that
+    // takes the lock first makes that commit itself, and the restart is done
+    // either way (any other failure shows again in the next write).
+    if conn.busy_handler(None).is_err() || conn.execute_batch("BEGIN IMMEDIATE").is_err() {
+        return;
+    }
     let written = conn
         .query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0))
         .and_then(|v| conn.execute_batch(&format!("PRAGMA user_version = {v}; COMMIT")));
     if written.is_err() {
         let _ = conn.execute_batch("ROLLBACK");
     }
-    written
 }
 
 /// How far [`LocalStore::checkpoint`] goes.
@@ -156,7 +161,8 @@ pub enum CheckpointMode {
 /// What a checkpoint did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Checkpointed {
-    /// Frames (pages) the log holds.
+    /// Frames (pages) the log holds; for a restart, the frames it held
+    /// before it started over.
     pub frames: u64,
     /// Another connection's reader or writer was in the way (for a restart:
     /// longer than [`RESTART_BUSY`]), so not every frame was copied and the
@@ -276,7 +282,7 @@ impl LocalStore {
             .query_row(sql, [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
             .and_then(|(busy, log, _): (i64, i64, i64)| {
                 if how == CheckpointMode::Restart && busy == 0 {
-                    begin_log(conn)?;
+                    begin_log(conn);
                 }
                 Ok((busy, log))
             });
@@ -1034,6 +1040,25 @@ mod tests {
             put(&deferred, item("q", &format!("s{i}"), &[]));
         }
         assert_eq!(log_frames(&path), grown, "the log grew: not started over");
+    }
+
+    /// The new log's first commit is best effort: with another process's
+    /// writer in the way it waits for nothing (that writer's commit makes
+    /// the header's sync instead) and leaves no transaction open.
+    #[test]
+    fn the_first_commit_of_a_new_log_gives_way_to_a_writer_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("l.sqlite");
+        let own = LocalStore::open(&path, "t").unwrap();
+        own.create_table().unwrap();
+        let locker = Connection::open(&path).unwrap();
+        locker.execute_batch("BEGIN IMMEDIATE;").unwrap();
+        let guard = own.lock().unwrap();
+        let conn = guard.as_ref().unwrap();
+        backoff::with_pauser(add_up, || begin_log(conn));
+        assert_eq!(PAUSED.replace(Duration::ZERO), Duration::ZERO);
+        assert!(conn.is_autocommit());
+        locker.execute_batch("ROLLBACK;").unwrap();
     }
 
     #[test]
