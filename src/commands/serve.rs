@@ -122,9 +122,8 @@ pub fn run(a: ServeArgs) -> Result<i32, CliError> {
         Target::DynamoDb { .. } => None,
     };
     rt.spawn(lag::watch(
-        lag::PERIOD,
+        lag::Probe::kernel(rt.metrics().num_workers()),
         app.metrics.clone(),
-        lag::KERNEL,
         |late| serve::error::log(&late.describe()),
     ));
     let failed = |e: std::io::Error| CliError::Failed(format!("serving on {bound} failed: {e}"));

@@ -1,7 +1,8 @@
-//! Event-loop lag: a task on the async worker asks to be woken every
+//! Event-loop lag: a task on the async runtime asks to be woken every
 //! [`PERIOD`] and measures how late it was woken. While it was late nothing
-//! else on that worker ran either: no request was read or answered. With the
-//! local store's one worker (docs/serve.md#speed), that is every request.
+//! else on its worker thread ran either: no request there was read or
+//! answered. With the local store's one worker (docs/serve.md#speed), that is
+//! every request; with several, the others may have gone on.
 //!
 //! Every wake goes into `/metrics` (`zael_event_loop_lag_seconds`). A wake
 //! [`LOG_AFTER`] late or more is logged with what the kernel counted over the
@@ -10,7 +11,8 @@
 //!   (code that did not yield, or a host that held the CPU without counting
 //!   it as steal), waiting for a CPU (too little CPU for the work), or
 //!   neither (blocked: a lock, I/O, a sleep);
-//! * the machine's steal time (`/proc/stat`): time the hypervisor ran
+//! * the machine's steal time (`/proc/stat`, read at most once a
+//!   [`STEAL_EVERY`]: the file grows with the CPUs): time the hypervisor ran
 //!   something else on this virtual machine's CPUs.
 
 use std::sync::Arc;
@@ -27,6 +29,34 @@ pub const LOG_AFTER: Duration = Duration::from_millis(50);
 
 /// At most one log line this often; the lines in between are counted in it.
 const LOG_EVERY: Duration = Duration::from_secs(10);
+
+/// The steal time is sampled at most this often (a late wake reads it once
+/// more, and says over how long it counted).
+pub const STEAL_EVERY: Duration = Duration::from_secs(1);
+
+/// What the probe watches and how.
+#[derive(Clone, Copy)]
+pub struct Probe {
+    pub period: Duration,
+    /// A wake this late is logged.
+    pub log_after: Duration,
+    pub counters: Counters,
+    /// The runtime's worker threads (the log line says what one held up
+    /// worker means).
+    pub workers: usize,
+}
+
+impl Probe {
+    /// The server's: [`PERIOD`], [`LOG_AFTER`], the kernel's counters.
+    pub fn kernel(workers: usize) -> Probe {
+        Probe {
+            period: PERIOD,
+            log_after: LOG_AFTER,
+            counters: KERNEL,
+            workers,
+        }
+    }
+}
 
 /// The kernel's steal time so far, in its clock ticks (`USER_HZ`, 100 a
 /// second on x86-64 and arm64), summed over the CPUs: the 8th number of the
@@ -56,7 +86,8 @@ pub struct ThreadTimes {
 
 /// [`ThreadTimes`] from `/proc/thread-self/schedstat` (nanoseconds on a
 /// CPU, nanoseconds waiting for one, timeslices); `None` where there is no
-/// such file (not Linux, or a kernel without scheduler statistics).
+/// such file (not Linux). A kernel that keeps no scheduler statistics shows
+/// zeros (as does a new thread before it first left a CPU): see [`watch`].
 pub fn thread_times() -> Option<ThreadTimes> {
     let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
     let mut fields = stat.split_whitespace().map(|f| f.parse::<u64>().ok());
@@ -97,19 +128,39 @@ pub struct Late {
     /// The worker thread's times while the probe slept (`None`: unknown, or
     /// it woke on another thread).
     pub spent: Option<Spent>,
-    /// Steal time counted while the probe slept (`None`: unknown).
-    pub steal: Option<Duration>,
+    /// Steal time counted over a span that holds the late one (`None`:
+    /// unknown).
+    pub steal: Option<Steal>,
     /// Late wakes not logged since the last line.
     pub unlogged: u64,
+    /// Over how late a wake is logged.
+    pub log_after: Duration,
+    /// The runtime's worker threads.
+    pub workers: usize,
+}
+
+/// Steal time the kernel counted (`stolen`) over the last `over`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Steal {
+    pub over: Duration,
+    pub stolen: Duration,
 }
 
 impl Late {
     pub fn describe(&self) -> String {
         let ms = |d: Duration| d.as_millis();
-        let mut text = format!(
-            "the event loop was held up {} ms: nothing on this worker ran, no request was answered",
-            ms(self.lag)
-        );
+        let mut text = if self.workers == 1 {
+            format!(
+                "the event loop was held up {} ms: nothing on its one worker ran, no request was answered",
+                ms(self.lag)
+            )
+        } else {
+            format!(
+                "a worker of the event loop was held up {} ms: nothing else on it ran (one of {} workers: the others could go on answering)",
+                ms(self.lag),
+                self.workers
+            )
+        };
         if let Some(s) = self.spent {
             let blocked = self.span.saturating_sub(s.on_cpu + s.waiting);
             text.push_str(&format!(
@@ -122,15 +173,16 @@ impl Late {
         }
         if let Some(s) = self.steal {
             text.push_str(&format!(
-                "; the host took {} ms of this machine's CPU time (steal time)",
-                ms(s)
+                "; in the last {} ms the host took {} ms of this machine's CPU time (steal time)",
+                ms(s.over),
+                ms(s.stolen)
             ));
         }
         if self.unlogged > 0 {
             text.push_str(&format!(
                 " ({} more wakes over {} ms late since the last such line were not logged)",
                 self.unlogged,
-                ms(LOG_AFTER)
+                ms(self.log_after)
             ));
         }
         text
@@ -138,36 +190,44 @@ impl Late {
 }
 
 /// Wakes every `period` for as long as the runtime runs: records each wake's
-/// lag, and hands a [`Late`] to `log` for one over [`LOG_AFTER`] (at most one
-/// per [`LOG_EVERY`]), with what `counters` counted meanwhile.
-pub async fn watch(
-    period: Duration,
-    metrics: Arc<Metrics>,
-    counters: Counters,
-    log: impl Fn(Late),
-) {
+/// lag, and hands a [`Late`] to `log` for one over `log_after` (at most one
+/// per [`LOG_EVERY`]), with what the counters counted meanwhile.
+pub async fn watch(probe: Probe, metrics: Arc<Metrics>, log: impl Fn(Late)) {
+    let Probe {
+        period,
+        log_after,
+        counters,
+        workers,
+    } = probe;
     let mut last_logged: Option<Instant> = None;
     let mut unlogged = 0;
+    let mut steal: Option<(Instant, u64)> = None;
     loop {
-        let (steal, thread) = ((counters.steal)(), (counters.thread)());
+        if steal.is_none_or(|(at, _)| at.elapsed() >= STEAL_EVERY) {
+            steal = (counters.steal)().map(|ticks| (Instant::now(), ticks));
+        }
+        let thread = (counters.thread)();
         let asked = Instant::now();
         tokio::time::sleep(period).await;
         let span = asked.elapsed();
         let lag = span.saturating_sub(period);
         metrics.event_loop_lag(lag);
-        if lag < LOG_AFTER {
+        if lag < log_after {
             continue;
         }
         if last_logged.is_some_and(|at| at.elapsed() < LOG_EVERY) {
             unlogged += 1;
             continue;
         }
-        let stolen = steal
-            .zip((counters.steal)())
-            .map(|(b, a)| TICK * u32::try_from(a.saturating_sub(b)).unwrap_or(u32::MAX));
+        let stolen = steal.zip((counters.steal)()).map(|((at, b), a)| Steal {
+            over: at.elapsed(),
+            stolen: TICK * u32::try_from(a.saturating_sub(b)).unwrap_or(u32::MAX),
+        });
         let spent = thread
             .zip((counters.thread)())
-            .filter(|(b, a)| b.thread == a.thread)
+            // The same thread, and one the kernel counts: after a sleep it
+            // has left a CPU at least once, so a zero means no statistics.
+            .filter(|(b, a)| b.thread == a.thread && !a.on_cpu.is_zero())
             .map(|(b, a)| Spent {
                 on_cpu: a.on_cpu.saturating_sub(b.on_cpu),
                 waiting: a.waiting.saturating_sub(b.waiting),
@@ -178,6 +238,8 @@ pub async fn watch(
             spent,
             steal: stolen,
             unlogged,
+            log_after,
+            workers,
         });
         last_logged = Some(Instant::now());
         unlogged = 0;
@@ -211,15 +273,21 @@ mod tests {
 
     /// Runs the probe on this thread's runtime, holds the thread up with
     /// `stall` twice, and returns what was logged and the lags recorded.
-    async fn stalled(stall: fn()) -> (Vec<Late>, (u64, u64)) {
+    async fn stalled(stall: fn(), thread: fn() -> Option<ThreadTimes>) -> (Vec<Late>, (u64, u64)) {
         let metrics = Arc::new(Metrics::default());
         let logged = Arc::new(Mutex::new(Vec::new()));
         let sink = logged.clone();
-        let counters = Counters {
-            steal: fake_steal,
-            thread: thread_times,
+        let probe = Probe {
+            counters: Counters {
+                steal: fake_steal,
+                thread,
+            },
+            // Well under the stall, well over a test thread held up by a
+            // loaded machine.
+            log_after: Duration::from_millis(100),
+            ..Probe::kernel(1)
         };
-        let probe = tokio::spawn(watch(PERIOD, metrics.clone(), counters, move |l| {
+        let probe = tokio::spawn(watch(probe, metrics.clone(), move |l| {
             sink.lock().unwrap().push(l)
         }));
         // Let the probe go to sleep, then hold the only thread.
@@ -245,18 +313,27 @@ mod tests {
     /// for the next line, not logged.
     #[tokio::test(flavor = "current_thread")]
     async fn a_blocked_worker_is_measured_and_logged_once() {
-        let (logged, _) = stalled(|| std::thread::sleep(Duration::from_millis(120))).await;
+        let (logged, _) = stalled(
+            || std::thread::sleep(Duration::from_millis(120)),
+            thread_times,
+        )
+        .await;
         assert_eq!(logged.len(), 1, "{logged:?}");
         let late = &logged[0];
         // At least the stall less the period it was asked to sleep.
         assert!(late.lag >= Duration::from_millis(105), "{late:?}");
         assert_eq!(late.span, late.lag + PERIOD);
-        assert_eq!(late.steal, Some(Duration::from_millis(70)));
+        let steal = late.steal.expect("the fake steal");
+        assert_eq!(steal.stolen, Duration::from_millis(70));
+        assert!(steal.over >= late.span, "{late:?}");
         assert_eq!(late.unlogged, 0);
-        let spent = late.spent.expect("this thread's times");
-        assert!(spent.on_cpu < Duration::from_millis(60), "{late:?}");
         let text = late.describe();
         assert!(text.contains("the host took 70 ms"), "{text}");
+        #[cfg(target_os = "linux")]
+        {
+            let spent = late.spent.expect("this thread's times");
+            assert!(spent.on_cpu < Duration::from_millis(60), "{late:?}");
+        }
     }
 
     /// A worker that runs without yielding is on a CPU (or waiting for one)
@@ -269,13 +346,37 @@ mod tests {
                 std::hint::spin_loop();
             }
         };
-        let (logged, _) = stalled(spin).await;
+        let (logged, _) = stalled(spin, thread_times).await;
         let late = &logged[0];
-        let spent = late.spent.expect("this thread's times");
-        assert!(
-            spent.on_cpu + spent.waiting >= Duration::from_millis(100),
-            "{late:?}"
-        );
+        #[cfg(target_os = "linux")]
+        {
+            let spent = late.spent.expect("this thread's times");
+            assert!(
+                spent.on_cpu + spent.waiting >= Duration::from_millis(100),
+                "{late:?}"
+            );
+        }
+    }
+
+    fn no_statistics() -> Option<ThreadTimes> {
+        Some(ThreadTimes {
+            thread: std::thread::current().id(),
+            on_cpu: Duration::ZERO,
+            waiting: Duration::ZERO,
+        })
+    }
+
+    /// A kernel that keeps no scheduler statistics (zeros): the line says
+    /// nothing of the thread rather than "blocked all along".
+    #[tokio::test(flavor = "current_thread")]
+    async fn zero_thread_times_are_unknown() {
+        let (logged, _) = stalled(
+            || std::thread::sleep(Duration::from_millis(120)),
+            no_statistics,
+        )
+        .await;
+        assert_eq!(logged[0].spent, None, "{logged:?}");
+        assert!(!logged[0].describe().contains("thread"));
     }
 
     #[test]
@@ -286,14 +387,20 @@ mod tests {
             spent,
             steal,
             unlogged: 3,
+            log_after: LOG_AFTER,
+            workers: 1,
         };
         let spent = Spent {
             on_cpu: Duration::from_millis(40),
             waiting: Duration::from_millis(4),
         };
-        let text = late(Some(spent), Some(Duration::from_millis(30))).describe();
+        let steal = Steal {
+            over: Duration::from_millis(810),
+            stolen: Duration::from_millis(30),
+        };
+        let text = late(Some(spent), Some(steal)).describe();
         assert!(
-            text.starts_with("the event loop was held up 44 ms"),
+            text.starts_with("the event loop was held up 44 ms: nothing on its one worker ran"),
             "{text}"
         );
         assert!(
@@ -302,8 +409,22 @@ mod tests {
         );
         assert!(text.contains("waited for a CPU 4 ms"), "{text}");
         assert!(text.contains("neither for 10 ms"), "{text}");
-        assert!(text.contains("the host took 30 ms"), "{text}");
+        assert!(
+            text.contains("in the last 810 ms the host took 30 ms"),
+            "{text}"
+        );
         assert!(text.contains("(3 more wakes over 50 ms late"), "{text}");
+        let several = Late {
+            workers: 4,
+            ..late(None, None)
+        };
+        assert!(
+            several
+                .describe()
+                .starts_with("a worker of the event loop was held up 44 ms: nothing else on it ran (one of 4 workers"),
+            "{}",
+            several.describe()
+        );
         let unknown = late(None, None).describe();
         assert!(
             !unknown.contains("steal") && !unknown.contains("thread"),

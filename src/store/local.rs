@@ -280,11 +280,11 @@ impl LocalStore {
         // (busy, frames in the log, frames copied)
         let done = conn
             .query_row(sql, [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-            .and_then(|(busy, log, _): (i64, i64, i64)| {
+            .map(|(busy, log, _): (i64, i64, i64)| {
                 if how == CheckpointMode::Restart && busy == 0 {
                     begin_log(conn);
                 }
-                Ok((busy, log))
+                (busy, log)
             });
         conn.busy_handler(Some(busy_wait))
             .map_err(|e| self.backend(e))?;
