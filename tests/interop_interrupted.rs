@@ -148,22 +148,23 @@ fn prepared(tag: &str) -> Option<(Interop, String, String)> {
     Some((it, m1, m2))
 }
 
-/// The end states a clean apply reaches from [`prepared`]'s start, on a table
-/// of its own: the comparable dumps with V1 and after V2's apply.
-fn clean_ends(tag: &str) -> Option<[BTreeMap<String, Value>; 2]> {
-    let (clean, _, m2) = prepared(tag)?;
+/// The comparable dumps of a clean apply's table with V1 and after V2's apply.
+type CleanEnds = [BTreeMap<String, Value>; 2];
+
+/// [`prepared`] for `tag`, and the [`CleanEnds`] reached from the same start
+/// on a table of its own (`{tag}clean`).
+fn prepared_with_clean_ends(tag: &str) -> Option<(Interop, String, String, CleanEnds)> {
+    let (it, m1, m2) = prepared(tag)?;
+    let (clean, _, clean_m2) = prepared(&format!("{tag}clean"))?;
     let with_v1 = comparable(&clean.dump());
-    let out = apply(&clean, &m2, &[], &clean.endpoint);
+    let out = apply(&clean, &clean_m2, &[], &clean.endpoint);
     assert!(out.status.success(), "{}", describe(&out));
-    Some([with_v1, comparable(&clean.dump())])
+    Some((it, m1, m2, [with_v1, comparable(&clean.dump())]))
 }
 
 #[test]
 fn a_killed_apply_is_finished_by_the_next_one() {
-    let Some((it, m1, m2)) = prepared("kill") else {
-        return;
-    };
-    let Some([want1, want2]) = clean_ends("killclean") else {
+    let Some((it, m1, m2, [want1, want2])) = prepared_with_clean_ends("kill") else {
         return;
     };
     assert_ne!(want1, want2);
@@ -296,10 +297,7 @@ fn flaky_proxy(upstream: &str, every: usize) -> (String, Arc<AtomicUsize>) {
 
 #[test]
 fn dropped_connections_are_retried_and_lose_nothing() {
-    let Some((it, _m1, m2)) = prepared("conn") else {
-        return;
-    };
-    let Some([_, want]) = clean_ends("connclean") else {
+    let Some((it, _m1, m2, [_, want])) = prepared_with_clean_ends("conn") else {
         return;
     };
 

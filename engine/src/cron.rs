@@ -271,41 +271,6 @@ impl CronSpec {
         }
     }
 
-    /// First matching minute ≥ `from`, if any in this hour.
-    pub fn next_minute(&self, from: u32) -> Option<u32> {
-        next_bit(self.minutes, from)
-    }
-
-    /// First matching hour ≥ `from`, if any in this day.
-    pub fn next_hour(&self, from: u32) -> Option<u32> {
-        next_bit(self.hours as u64, from)
-    }
-
-    /// First day-of-month in the set ≥ `from` (ignores weekdays and `day_and`).
-    pub fn next_day_of_month(&self, from: u32) -> Option<u32> {
-        next_bit(self.days as u64, from)
-    }
-
-    /// First matching month ≥ `from`, if any in this year.
-    pub fn next_month(&self, from: u32) -> Option<u32> {
-        next_bit(self.months as u64, from)
-    }
-
-    /// Last matching minute ≤ `upto`, if any.
-    pub fn prev_minute(&self, upto: u32) -> Option<u32> {
-        prev_bit(self.minutes, upto)
-    }
-
-    /// Last matching hour ≤ `upto`, if any.
-    pub fn prev_hour(&self, upto: u32) -> Option<u32> {
-        prev_bit(self.hours as u64, upto)
-    }
-
-    /// Last matching month ≤ `upto`, if any.
-    pub fn prev_month(&self, upto: u32) -> Option<u32> {
-        prev_bit(self.months as u64, upto)
-    }
-
     /// The sets as sorted lists, in field order (weekdays ISO 1..=7); for tests and display.
     pub fn field_values(&self) -> [Vec<u32>; 5] {
         let list = |mask: u64| {

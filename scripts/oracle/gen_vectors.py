@@ -802,6 +802,19 @@ def limit_json(lim: Limit) -> dict:
     return d
 
 
+def consume_outcome(s: BucketState, now: int, r) -> dict:
+    """A try_consume vector's tail: the state's effective parameters at `now` and the reference's result."""
+    return {
+        "ceiling_milli": s.ceiling_milli(now),
+        "effective_refill_amount_milli": s.effective_refill_amount_milli(now),
+        "effective_refill_period_ms": s.effective_refill_period_ms(now),
+        "reset_target_milli": s.reset_target_milli(now),
+        "result": {"success": r.success, "new_tokens_milli": r.new_tokens_milli,
+                   "new_last_refill_ms": r.new_last_refill_ms, "available": r.available,
+                   "retry_after_seconds": r.retry_after_seconds},
+    }
+
+
 def rand_limit(tz: str) -> Limit:
     k = rnd.random()
     if k < 0.3:
@@ -874,14 +887,7 @@ def gen_bucket() -> dict:
         if r is Hang:
             continue
         consume.append({"fn": "try_consume", "limit": limit_json(lim), "state": before, "requested": requested,
-                        "now_ms": now, "now_local": local(now, tz),
-                        "ceiling_milli": s.ceiling_milli(now),
-                        "effective_refill_amount_milli": s.effective_refill_amount_milli(now),
-                        "effective_refill_period_ms": s.effective_refill_period_ms(now),
-                        "reset_target_milli": s.reset_target_milli(now),
-                        "result": {"success": r.success, "new_tokens_milli": r.new_tokens_milli,
-                                   "new_last_refill_ms": r.new_last_refill_ms, "available": r.available,
-                                   "retry_after_seconds": r.retry_after_seconds}})
+                        "now_ms": now, "now_local": local(now, tz), **consume_outcome(s, now, r)})
 
     # capacity change across a boundary: refill credits the whole elapsed span at the rate in force at `now`
     tz = "UTC"
@@ -897,13 +903,7 @@ def gen_bucket() -> dict:
         before = state_json(s)
         r = B.try_consume(s, 1, now)
         consume.append({"fn": "try_consume", "tag": "boundary_crossing", "limit": limit_json(lim), "state": before,
-                        "requested": 1, "now_ms": now, "ceiling_milli": s.ceiling_milli(now),
-                        "effective_refill_amount_milli": s.effective_refill_amount_milli(now),
-                        "effective_refill_period_ms": s.effective_refill_period_ms(now),
-                        "reset_target_milli": s.reset_target_milli(now),
-                        "result": {"success": r.success, "new_tokens_milli": r.new_tokens_milli,
-                                   "new_last_refill_ms": r.new_last_refill_ms, "available": r.available,
-                                   "retry_after_seconds": r.retry_after_seconds}})
+                        "requested": 1, "now_ms": now, **consume_outcome(s, now, r)})
 
     slow = []
     for i in range(140):
