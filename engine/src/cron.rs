@@ -125,6 +125,30 @@ pub fn python_split(s: &str) -> Vec<(Range<usize>, &str)> {
     out
 }
 
+/// The parts of a pattern written as a range of one value with a step
+/// (`5-5/10`, `MON-1/2`), each with its field and byte range in `expr`.
+/// This grammar reads them as cronsim 2.8 does, stepping from the value to
+/// the field's end (`5-5/10` is `5/10`); cronsim 2.9 and later read the value
+/// alone, so Python limiters disagree by the cronsim they run on
+/// (docs/semantics.md, "One-value ranges with a step"). For a lint.
+pub fn one_value_steps(expr: &str) -> Vec<(CronField, Range<usize>)> {
+    let mut out = Vec::new();
+    for ((span, raw), field) in python_split(expr).into_iter().zip(CronField::ALL) {
+        let mut at = span.start;
+        for part in raw.split(',') {
+            let range = part.split_once('/').and_then(|(r, _)| r.split_once('-'));
+            let value = |s: &str| parse_value(&s.to_uppercase(), field).ok();
+            if let Some((a, b)) = range {
+                if value(a).is_some() && value(a) == value(b) {
+                    out.push((field, at..at + part.len()));
+                }
+            }
+            at += part.len() + 1;
+        }
+    }
+    out
+}
+
 /// Lowest set bit of `mask` at or above `from`, if any (`from` ≥ 64 gives None).
 ///
 /// The scanners use this to jump straight to the next matching minute, hour,
@@ -603,6 +627,31 @@ mod tests {
 
     fn sets(expr: &str) -> [Vec<u32>; 5] {
         CronSpec::parse(expr).unwrap().field_values()
+    }
+
+    #[test]
+    fn one_value_ranges_with_a_step_are_found() {
+        fn found(e: &str) -> Vec<(CronField, &str)> {
+            one_value_steps(e)
+                .into_iter()
+                .map(|(f, r)| (f, &e[r]))
+                .collect()
+        }
+        assert_eq!(found("5-5/10 * * * *"), [(CronField::Minute, "5-5/10")]);
+        assert_eq!(
+            found("0,05-5/10 3-3/1 * 5-MAY/2 THU-4/5"),
+            [
+                (CronField::Minute, "05-5/10"),
+                (CronField::Hour, "3-3/1"),
+                (CronField::Month, "5-MAY/2"),
+                (CronField::DayOfWeek, "THU-4/5"),
+            ]
+        );
+        // A real range, a range without a step, a plain step: as every
+        // cronsim reads them.
+        assert!(found("5-6/10 5-5 */5 1/2 *").is_empty());
+        // The grammar reads it as a step from the value to the field's end.
+        assert_eq!(sets("5-5/10 * * * *")[0], [5, 15, 25, 35, 45, 55]);
     }
 
     #[test]

@@ -238,7 +238,8 @@ Lints warn about traps a valid manifest can hide, each with a stable code and th
 ZL101 a window whose minute field is fixed (`0 9-17 * * MON-FRI` is one minute an hour),
 ZL102 a schedule entry an earlier one always wins over, ZL103 a reset that fires less than
 once a year or never, ZL104 a level Python 0.17 sees as empty (only rolling windows or
-concurrency limits), ZL105 an entity limit name close to a resource's (`rpn` beside `rpm`).
+concurrency limits), ZL105 an entity limit name close to a resource's (`rpn` beside `rpm`),
+ZL106 a cron range of one value with a step (`9-9/4`), which cronsim versions read two ways.
 Silence one on a limit or a level on purpose with `lint: {allow: [ZL101]}`.
 
 Examples:

@@ -11,7 +11,7 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-use zae_limiter_engine::cron::{python_split, CronSpec};
+use zae_limiter_engine::cron::{one_value_steps, python_split, CronSpec};
 use zae_limiter_engine::schedule::{Entry, Schedule};
 use zae_limiter_engine::zone::zone;
 
@@ -41,9 +41,11 @@ pub const RARE_RESET: &str = "ZL103";
 pub const PYTHON_SEES_EMPTY: &str = "ZL104";
 /// An entity limit name no resource or system level uses, close to one that does.
 pub const UNKNOWN_LIMIT_NAME: &str = "ZL105";
+/// A cron range of one value with a step, which cronsim versions read two ways.
+pub const ONE_VALUE_STEP: &str = "ZL106";
 
 /// Every lint, in code order (the table in docs/manifest.md).
-pub const LINTS: [Lint; 5] = [
+pub const LINTS: [Lint; 6] = [
     Lint {
         code: FIXED_MINUTE,
         name: "fixed-minute window",
@@ -68,6 +70,11 @@ pub const LINTS: [Lint; 5] = [
         code: UNKNOWN_LIMIT_NAME,
         name: "unknown limit name",
         summary: "an entity limit name no resource or system level uses, close to one that does (`rpn` beside `rpm`)",
+    },
+    Lint {
+        code: ONE_VALUE_STEP,
+        name: "one-value range with a step",
+        summary: "a cron part such as `5-5/10`: cronsim 2.8 (and this tool) read it as `5/10`, cronsim 2.9 and later as `5` alone, so Python limiters may disagree with this tool",
     },
 ];
 
@@ -298,14 +305,18 @@ impl<'m> Linter<'m> {
                 self.schedule(r, items, &|| limit_path(name, ".schedule"), spec, &allow);
             }
             if let Some(Kind::Seq(items)) = get(fields, "reset_schedule").map(|(_, n)| &n.kind) {
-                if !allow.contains(RARE_RESET) {
-                    self.resets(r, items, &|| limit_path(name, ".reset_schedule"), spec);
-                }
+                self.resets(
+                    r,
+                    items,
+                    &|| limit_path(name, ".reset_schedule"),
+                    spec,
+                    &allow,
+                );
             }
         }
     }
 
-    /// ZL101 and ZL102 over one parameter schedule.
+    /// ZL101, ZL102 and ZL106 over one parameter schedule.
     fn schedule(
         &mut self,
         r: &mut Reporter,
@@ -333,6 +344,9 @@ impl<'m> Linter<'m> {
             if !allow.contains(FIXED_MINUTE) && fixed_minute(cs) {
                 report_fixed_minute(r, cron_node, &p(), i, &entry.cron, cs);
             }
+            if !allow.contains(ONE_VALUE_STEP) {
+                report_one_value_steps(r, cron_node, &p(), ("schedule", i), &entry.cron);
+            }
             if allow.contains(SHADOWED_ENTRY) {
                 continue;
             }
@@ -358,18 +372,26 @@ impl<'m> Linter<'m> {
         }
     }
 
-    /// ZL103 over one reset schedule.
+    /// ZL103 and ZL106 over one reset schedule.
     fn resets(
         &mut self,
         r: &mut Reporter,
         items: &[Node],
         path: &dyn Fn() -> String,
         spec: &'m LimitSpec,
+        allow: &BTreeSet<&'static str>,
     ) {
         for (i, (item, entry)) in items.iter().zip(&spec.reset_schedule).enumerate() {
             let Some(cron_node) = as_map(item).and_then(|e| get(e, "cron")).map(|(_, v)| v) else {
                 continue;
             };
+            if !allow.contains(ONE_VALUE_STEP) {
+                let p = format!("{}[{i}].cron", path());
+                report_one_value_steps(r, cron_node, &p, ("reset_schedule", i), &entry.cron);
+            }
+            if allow.contains(RARE_RESET) {
+                continue;
+            }
             let key = (entry.cron.as_str(), entry.tz.as_str());
             let rarity = self
                 .rare
@@ -560,6 +582,48 @@ fn report_fixed_minute(
         message,
         help,
     );
+}
+
+/// ZL106: each part of `cron` written as a range of one value with a step,
+/// with the caret on the part (`at`: the list and index of the entry).
+fn report_one_value_steps(
+    r: &mut Reporter,
+    node: &Node,
+    path: &str,
+    (list, index): (&str, usize),
+    cron: &str,
+) {
+    for (field, range) in one_value_steps(cron) {
+        let part = &cron[range.clone()];
+        let Some((value, step)) = part
+            .split_once('/')
+            .and_then(|(values, step)| Some((values.split_once('-')?.0, step)))
+        else {
+            continue;
+        };
+        let message = format!(
+            "{list}[{index}]: `{part}` in the {} field of `{cron}` is read two ways: as `{value}/{step}` (every {step} from {value} to the field's end) by cronsim 2.8 and this tool, as `{value}` alone by cronsim 2.9 and later; zae-limiter 0.17 runs on either, so Python limiters may disagree with this tool",
+            field.name()
+        );
+        let help =
+            format!("write `{value}/{step}` or `{value}`, whichever is meant: both read the same everywhere");
+        let (col, width) = match content_column(r, node, cron) {
+            Some(c) => (
+                c + cron[..range.start].chars().count(),
+                part.chars().count(),
+            ),
+            None => (node.start.col, span_width(node)),
+        };
+        r.lint(
+            ONE_VALUE_STEP,
+            node.start.line,
+            col,
+            width,
+            path,
+            message,
+            help,
+        );
+    }
 }
 
 /// Whether pattern `a` matches at every wall-clock minute `b` matches: each
