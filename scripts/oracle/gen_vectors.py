@@ -14,6 +14,7 @@ Writes fixtures/oracle/vectors.json in the repository. Deterministic (fixed seed
 from __future__ import annotations
 
 import contextlib
+import importlib.metadata
 import json
 import math
 import os
@@ -1175,7 +1176,9 @@ def main() -> None:
         "generator": "gen_vectors.py",
         "seed": SEED,
         "zae_limiter": zae_limiter.__version__,
-        "cronsim": "2.8",
+        # The installed one: 2.8 and 2.9 read `a-a/step` differently
+        # (docs/semantics.md, "One-value ranges with a step").
+        "cronsim": importlib.metadata.version("cronsim"),
         "python": platform.python_version(),
         "tzdata_system": tzdata_version,
         "tz_source_note": "zoneinfo searched TZPATH first (/usr/share/zoneinfo); the pip tzdata package "
