@@ -549,7 +549,7 @@ fn report_fixed_minute(
     cs: &CronSpec,
 ) {
     let fields = python_split(cron);
-    let Some((range, minute)) = fields.first().cloned() else {
+    let Some((range, _)) = fields.first().cloned() else {
         return;
     };
     let rest: Vec<&str> = fields[1..].iter().map(|(_, f)| *f).collect();
@@ -565,23 +565,29 @@ fn report_fixed_minute(
     let help = format!(
         "write `{fixed}` to cover every minute of the matching hours; add `lint: {{allow: [ZL101]}}` to the limit if one-minute windows are meant"
     );
-    // The caret sits on the minute field when the source spells the string exactly.
+    // The caret on the minute field.
+    lint_on_part(r, FIXED_MINUTE, node, path, (cron, range), message, help);
+}
+
+/// Reports lint `code` with the caret on bytes `part` of the cron string
+/// `cron` when the source spells the string exactly, else on the whole value.
+fn lint_on_part(
+    r: &mut Reporter,
+    code: &'static str,
+    node: &Node,
+    path: &str,
+    (cron, part): (&str, std::ops::Range<usize>),
+    message: String,
+    help: String,
+) {
     let (col, width) = match content_column(r, node, cron) {
         Some(c) => (
-            c + cron[..range.start].chars().count(),
-            minute.chars().count(),
+            c + cron[..part.start].chars().count(),
+            cron[part].chars().count(),
         ),
         None => (node.start.col, span_width(node)),
     };
-    r.lint(
-        FIXED_MINUTE,
-        node.start.line,
-        col,
-        width,
-        path,
-        message,
-        help,
-    );
+    r.lint(code, node.start.line, col, width, path, message, help);
 }
 
 /// ZL106: each part of `cron` written as a range of one value with a step,
@@ -607,22 +613,7 @@ fn report_one_value_steps(
         );
         let help =
             format!("write `{value}/{step}` or `{value}`, whichever is meant: both read the same everywhere");
-        let (col, width) = match content_column(r, node, cron) {
-            Some(c) => (
-                c + cron[..range.start].chars().count(),
-                part.chars().count(),
-            ),
-            None => (node.start.col, span_width(node)),
-        };
-        r.lint(
-            ONE_VALUE_STEP,
-            node.start.line,
-            col,
-            width,
-            path,
-            message,
-            help,
-        );
+        lint_on_part(r, ONE_VALUE_STEP, node, path, (cron, range), message, help);
     }
 }
 
