@@ -66,18 +66,15 @@ impl LockInfo {
 
     fn item(&self, ns: &str) -> Item {
         let mut item = keys::namespaced_item(ns, key(ns));
-        item.extend(
-            [
-                ("lock_id", AttrValue::s(&self.id)),
-                ("who", AttrValue::s(&self.who)),
-                ("pid", AttrValue::n(self.pid)),
-                ("operation", AttrValue::s(&self.operation)),
-                ("version", AttrValue::s(&self.version)),
-                ("created_ms", AttrValue::n(self.created_ms)),
-                (LEASE, AttrValue::n(self.lease_until_ms)),
-            ]
-            .map(|(name, value)| (name.to_string(), value)),
-        );
+        item.extend(crate::store::item::from_pairs(&[
+            ("lock_id", AttrValue::s(&self.id)),
+            ("who", AttrValue::s(&self.who)),
+            ("pid", AttrValue::n(self.pid)),
+            ("operation", AttrValue::s(&self.operation)),
+            ("version", AttrValue::s(&self.version)),
+            ("created_ms", AttrValue::n(self.created_ms)),
+            (LEASE, AttrValue::n(self.lease_until_ms)),
+        ]));
         item
     }
 

@@ -39,15 +39,12 @@ pub fn new_id() -> Result<String, NamespaceError> {
 
 fn record_item(sk: String, name: &str, id: &str, created_at: &str) -> Item {
     let mut item = keys::namespaced_item(keys::TABLE_NS, Key::new(keys::TABLE_SYSTEM_PK, sk));
-    item.extend(
-        [
-            ("namespace_id", AttrValue::s(id)),
-            ("namespace_name", AttrValue::s(name)),
-            ("status", AttrValue::s("active")),
-            ("created_at", AttrValue::s(created_at)),
-        ]
-        .map(|(k, v)| (k.to_string(), v)),
-    );
+    item.extend(crate::store::item::from_pairs(&[
+        ("namespace_id", AttrValue::s(id)),
+        ("namespace_name", AttrValue::s(name)),
+        ("status", AttrValue::s("active")),
+        ("created_at", AttrValue::s(created_at)),
+    ]));
     item
 }
 

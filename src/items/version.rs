@@ -52,22 +52,19 @@ pub fn initial_item() -> Item {
     let now = crate::clock::system_stamp();
     let key = Key::new(keys::TABLE_SYSTEM_PK, keys::VERSION_SK);
     let mut item = keys::namespaced_item(keys::TABLE_NS, key);
-    item.extend(
-        [
-            ("schema_version", AttrValue::s(SCHEMA_VERSION)),
-            ("lambda_version", AttrValue::s(CLIENT_VERSION)),
-            (
-                "client_min_version",
-                AttrValue::s(INITIAL_CLIENT_MIN_VERSION),
-            ),
-            ("updated_at", AttrValue::S(now)),
-            (
-                "updated_by",
-                AttrValue::S(format!("zae-limiter-rs:{}", env!("CARGO_PKG_VERSION"))),
-            ),
-        ]
-        .map(|(k, v)| (k.to_string(), v)),
-    );
+    item.extend(crate::store::item::from_pairs(&[
+        ("schema_version", AttrValue::s(SCHEMA_VERSION)),
+        ("lambda_version", AttrValue::s(CLIENT_VERSION)),
+        (
+            "client_min_version",
+            AttrValue::s(INITIAL_CLIENT_MIN_VERSION),
+        ),
+        ("updated_at", AttrValue::S(now)),
+        (
+            "updated_by",
+            AttrValue::S(format!("zae-limiter-rs:{}", env!("CARGO_PKG_VERSION"))),
+        ),
+    ]));
     item
 }
 

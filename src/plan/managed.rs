@@ -394,9 +394,7 @@ pub fn record_item(
     extra: &[(&str, AttrValue)],
 ) -> (Item, ManagedSet) {
     let mut item = keys::namespaced_item(ns, record_key(ns));
-    for (k, v) in extra {
-        item.insert((*k).to_string(), v.clone());
-    }
+    item.extend(crate::store::item::from_pairs(extra));
     item.insert("managed_system".into(), AttrValue::Bool(managed.system));
     item.insert("managed_resources".into(), AttrValue::L(vec![]));
     item.insert("managed_entities".into(), AttrValue::M(BTreeMap::new()));
