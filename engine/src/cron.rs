@@ -125,22 +125,40 @@ pub fn python_split(s: &str) -> Vec<(Range<usize>, &str)> {
     out
 }
 
-/// The parts of a pattern written as a range of one value with a step
-/// (`5-5/10`, `MON-1/2`), each with its field and byte range in `expr`.
+/// A part of a pattern written as a range of one value with a step
+/// (`5-5/10`, `MON-1/2`): see [`one_value_steps`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OneValueStep<'a> {
+    pub field: CronField,
+    /// The part's bytes in the pattern.
+    pub span: Range<usize>,
+    /// The range's first end (`5`, `MON`) and the step (`10`), as written.
+    pub value: &'a str,
+    pub step: &'a str,
+}
+
+/// The parts of a pattern written as a range of one value with a step.
 /// This grammar reads them as cronsim 2.8 does, stepping from the value to
 /// the field's end (`5-5/10` is `5/10`); cronsim 2.9 and later read the value
 /// alone, so Python limiters disagree by the cronsim they run on
 /// (docs/semantics.md, "One-value ranges with a step"). For a lint.
-pub fn one_value_steps(expr: &str) -> Vec<(CronField, Range<usize>)> {
+pub fn one_value_steps(expr: &str) -> Vec<OneValueStep<'_>> {
     let mut out = Vec::new();
     for ((span, raw), field) in python_split(expr).into_iter().zip(CronField::ALL) {
+        let value = |s: &str| parse_value(&s.to_uppercase(), field).ok();
         let mut at = span.start;
         for part in raw.split(',') {
-            let range = part.split_once('/').and_then(|(r, _)| r.split_once('-'));
-            let value = |s: &str| parse_value(&s.to_uppercase(), field).ok();
-            if let Some((a, b)) = range {
-                if value(a).is_some() && value(a) == value(b) {
-                    out.push((field, at..at + part.len()));
+            let parsed = part
+                .split_once('/')
+                .and_then(|(range, step)| Some((range.split_once('-')?, step)));
+            if let Some(((a, b), step)) = parsed {
+                if matches!((value(a), value(b)), (Some(x), Some(y)) if x == y) {
+                    out.push(OneValueStep {
+                        field,
+                        span: at..at + part.len(),
+                        value: a,
+                        step,
+                    });
                 }
             }
             at += part.len() + 1;
@@ -634,9 +652,11 @@ mod tests {
         fn found(e: &str) -> Vec<(CronField, &str)> {
             one_value_steps(e)
                 .into_iter()
-                .map(|(f, r)| (f, &e[r]))
+                .map(|s| (s.field, &e[s.span]))
                 .collect()
         }
+        let parts = one_value_steps("* 9-9/4 * * *");
+        assert_eq!((parts[0].value, parts[0].step), ("9", "4"));
         assert_eq!(found("5-5/10 * * * *"), [(CronField::Minute, "5-5/10")]);
         assert_eq!(
             found("0,05-5/10 3-3/1 * 5-MAY/2 THU-4/5"),

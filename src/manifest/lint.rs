@@ -599,21 +599,23 @@ fn report_one_value_steps(
     (list, index): (&str, usize),
     cron: &str,
 ) {
-    for (field, range) in one_value_steps(cron) {
-        let part = &cron[range.clone()];
-        let Some((value, step)) = part
-            .split_once('/')
-            .and_then(|(values, step)| Some((values.split_once('-')?.0, step)))
-        else {
-            continue;
-        };
+    for found in one_value_steps(cron) {
+        let (part, value, step) = (&cron[found.span.clone()], found.value, found.step);
         let message = format!(
             "{list}[{index}]: `{part}` in the {} field of `{cron}` is read two ways: as `{value}/{step}` (every {step} from {value} to the field's end) by cronsim 2.8 and this tool, as `{value}` alone by cronsim 2.9 and later; zae-limiter 0.17 runs on either, so Python limiters may disagree with this tool",
-            field.name()
+            found.field.name()
         );
         let help =
             format!("write `{value}/{step}` or `{value}`, whichever is meant: both read the same everywhere");
-        lint_on_part(r, ONE_VALUE_STEP, node, path, (cron, range), message, help);
+        lint_on_part(
+            r,
+            ONE_VALUE_STEP,
+            node,
+            path,
+            (cron, found.span),
+            message,
+            help,
+        );
     }
 }
 
