@@ -271,6 +271,14 @@ mod tests {
         Some(STEAL.get())
     }
 
+    /// How long each test holds the probe's thread up.
+    const STALL: Duration = Duration::from_millis(120);
+
+    /// Holds the thread up off a CPU, as a blocking call would.
+    fn block() {
+        std::thread::sleep(STALL);
+    }
+
     /// Runs the probe on this thread's runtime, holds the thread up with
     /// `stall` twice, and returns what was logged and the lags recorded.
     async fn stalled(stall: fn(), thread: fn() -> Option<ThreadTimes>) -> (Vec<Late>, (u64, u64)) {
@@ -313,11 +321,7 @@ mod tests {
     /// for the next line, not logged.
     #[tokio::test(flavor = "current_thread")]
     async fn a_blocked_worker_is_measured_and_logged_once() {
-        let (logged, _) = stalled(
-            || std::thread::sleep(Duration::from_millis(120)),
-            thread_times,
-        )
-        .await;
+        let (logged, _) = stalled(block, thread_times).await;
         assert_eq!(logged.len(), 1, "{logged:?}");
         let late = &logged[0];
         // At least the stall less the period it was asked to sleep.
@@ -342,7 +346,7 @@ mod tests {
     async fn a_busy_worker_is_seen_on_a_cpu() {
         let spin = || {
             let started = Instant::now();
-            while started.elapsed() < Duration::from_millis(120) {
+            while started.elapsed() < STALL {
                 std::hint::spin_loop();
             }
         };
@@ -370,11 +374,7 @@ mod tests {
     /// nothing of the thread rather than "blocked all along".
     #[tokio::test(flavor = "current_thread")]
     async fn zero_thread_times_are_unknown() {
-        let (logged, _) = stalled(
-            || std::thread::sleep(Duration::from_millis(120)),
-            no_statistics,
-        )
-        .await;
+        let (logged, _) = stalled(block, no_statistics).await;
         assert_eq!(logged[0].spent, None, "{logged:?}");
         assert!(!logged[0].describe().contains("thread"));
     }
