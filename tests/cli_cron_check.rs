@@ -118,6 +118,7 @@ fn json_report_has_the_documented_fields_in_order() {
         "\"matches\"",
         "\"windows\"",
         "\"edges\"",
+        "\"warnings\"",
     ];
     let pos: Vec<usize> = keys.iter().map(|k| text.find(k).expect(k)).collect();
     assert!(pos.windows(2).all(|w| w[0] < w[1]), "{text}");
@@ -126,6 +127,41 @@ fn json_report_has_the_documented_fields_in_order() {
     assert!(v.get("error").is_none());
     assert_eq!(v["stored"], "1h9-17w1-5");
     assert_eq!(v["rendered"], "* 9-17 * * MON-FRI");
+    assert_eq!(v["warnings"], serde_json::json!([]));
+}
+
+/// A pattern Python limiters may read otherwise (cronsim 2.8 against 2.9)
+/// gets `limits validate`'s ZL106 warning here too, and still exits 0.
+#[test]
+fn a_one_value_range_with_a_step_is_warned_about() {
+    let out = run(&["0-0/15 9-9/4 * * *"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let text = String::from_utf8(out.stdout).expect("UTF-8");
+    let warnings: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("warning[ZL106]: "))
+        .collect();
+    assert_eq!(warnings.len(), 2, "{text}");
+    assert!(
+        warnings[0].contains("`0-0/15` in the minute field"),
+        "{text}"
+    );
+    assert!(warnings[1].contains("`9-9/4` in the hour field"), "{text}");
+    assert!(
+        text.contains("  help: write `9/4` or `9`, whichever is meant"),
+        "{text}"
+    );
+
+    let v = json(&["* 9-9/4 * * *"]);
+    let w = &v["warnings"][0];
+    assert_eq!(w["code"], "ZL106");
+    assert!(
+        w["message"].as_str().unwrap().contains("cronsim 2.9"),
+        "{v}"
+    );
+    assert_eq!(v["warnings"].as_array().map(Vec::len), Some(1));
+    // Spelled so every version reads it alike: no warning.
+    assert_eq!(json(&["* 9/4 * * *"])["warnings"], serde_json::json!([]));
 }
 
 #[test]

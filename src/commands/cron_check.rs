@@ -4,7 +4,7 @@
 
 use chrono::{DateTime, SecondsFormat, TimeZone, Utc};
 use chrono_tz::Tz;
-use zae_limiter_engine::cron::{CronError, CronSpec};
+use zae_limiter_engine::cron::{one_value_steps, CronError, CronSpec};
 use zae_limiter_engine::encoding::encode_reset;
 use zae_limiter_engine::render::to_cron;
 use zae_limiter_engine::scan;
@@ -14,6 +14,7 @@ use zae_limiter_engine::zone::zone;
 use crate::cli::args::{CronCheckArgs, TextOrJson};
 use crate::cli::CliError;
 use crate::exit_codes;
+use crate::manifest::lint::{one_value_step_text, ONE_VALUE_STEP};
 
 /// One listed window: half-open `[start, end)`; `end` None when the pattern
 /// still matches at the end of the search horizon.
@@ -29,6 +30,16 @@ struct Report {
     matches: Vec<(i64, bool)>,
     windows: Vec<Window>,
     edges: Vec<i64>,
+    /// Lints on the pattern itself (ZL106: Python limiters may read it
+    /// otherwise), as `limits validate` reports them in a manifest.
+    warnings: Vec<Warning>,
+}
+
+#[derive(serde::Serialize)]
+struct Warning {
+    code: &'static str,
+    message: String,
+    help: String,
 }
 
 pub fn run(args: CronCheckArgs) -> Result<i32, CliError> {
@@ -57,6 +68,7 @@ pub fn run(args: CronCheckArgs) -> Result<i32, CliError> {
                     matches: Vec::new(),
                     windows: Vec::new(),
                     edges: Vec::new(),
+                    warnings: Vec::new(),
                 }),
             };
             emit(&text)?;
@@ -66,7 +78,7 @@ pub fn run(args: CronCheckArgs) -> Result<i32, CliError> {
             let report = evaluate(&args.expr, spec, tz, &at, from, args.next)?;
             match args.format {
                 TextOrJson::Text => valid_text(&args.expr, tz, from, &report),
-                TextOrJson::Json => pretty(&report_json(&report)),
+                TextOrJson::Json => pretty(&report_json(report)),
             }
         }
     };
@@ -137,12 +149,24 @@ fn evaluate(
             windows.push(Window { start, end });
         }
     }
+    let warnings = one_value_steps(expr)
+        .iter()
+        .map(|found| {
+            let (message, help) = one_value_step_text(expr, found);
+            Warning {
+                code: ONE_VALUE_STEP,
+                message,
+                help,
+            }
+        })
+        .collect();
     Ok(Report {
         stored,
         rendered,
         matches,
         windows,
         edges,
+        warnings,
     })
 }
 
@@ -177,6 +201,7 @@ struct JsonReport {
     matches: Vec<JsonMatch>,
     windows: Vec<JsonWindow>,
     edges: Vec<String>,
+    warnings: Vec<Warning>,
 }
 
 #[derive(serde::Serialize)]
@@ -191,13 +216,13 @@ struct JsonWindow {
     end: Option<String>,
 }
 
-fn report_json(r: &Report) -> JsonReport {
+fn report_json(r: Report) -> JsonReport {
     JsonReport {
         version: 1,
         valid: true,
         error: None,
-        stored: Some(r.stored.clone()),
-        rendered: Some(r.rendered.clone()),
+        stored: Some(r.stored),
+        rendered: Some(r.rendered),
         matches: r
             .matches
             .iter()
@@ -215,6 +240,7 @@ fn report_json(r: &Report) -> JsonReport {
             })
             .collect(),
         edges: r.edges.iter().map(|&e| utc(e)).collect(),
+        warnings: r.warnings,
     }
 }
 
@@ -224,6 +250,12 @@ fn valid_text(expr: &str, tz: Tz, from: Option<i64>, r: &Report) -> String {
     s.push_str(&format!("zone:     {}\n", tz.name()));
     s.push_str(&format!("stored:   {}\n", r.stored));
     s.push_str(&format!("rendered: {}\n", r.rendered));
+    for w in &r.warnings {
+        s.push_str(&format!(
+            "warning[{}]: {}\n  help: {}\n",
+            w.code, w.message, w.help
+        ));
+    }
     if !r.matches.is_empty() {
         s.push('\n');
         for &(t, m) in &r.matches {

@@ -11,7 +11,7 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-use zae_limiter_engine::cron::{one_value_steps, python_split, CronSpec};
+use zae_limiter_engine::cron::{one_value_steps, python_split, CronSpec, OneValueStep};
 use zae_limiter_engine::schedule::{Entry, Schedule};
 use zae_limiter_engine::zone::zone;
 
@@ -600,23 +600,31 @@ fn report_one_value_steps(
     cron: &str,
 ) {
     for found in one_value_steps(cron) {
-        let (part, value, step) = (&cron[found.span.clone()], found.value, found.step);
-        let message = format!(
-            "{list}[{index}]: `{part}` in the {} field of `{cron}` is read two ways: as `{value}/{step}` (every {step} from {value} to the field's end) by cronsim 2.8 and this tool, as `{value}` alone by cronsim 2.9 and later; zae-limiter 0.17 runs on either, so Python limiters may disagree with this tool",
-            found.field.name()
-        );
-        let help =
-            format!("write `{value}/{step}` or `{value}`, whichever is meant: both read the same everywhere");
+        let (message, help) = one_value_step_text(cron, &found);
         lint_on_part(
             r,
             ONE_VALUE_STEP,
             node,
             path,
             (cron, found.span),
-            message,
+            format!("{list}[{index}]: {message}"),
             help,
         );
     }
+}
+
+/// ZL106's message and help for one part of `cron`: shared by the manifest
+/// lint and `cron check`, which warns about the same pattern on its own.
+pub fn one_value_step_text(cron: &str, found: &OneValueStep<'_>) -> (String, String) {
+    let (part, value, step) = (&cron[found.span.clone()], found.value, found.step);
+    let message = format!(
+        "`{part}` in the {} field of `{cron}` is read two ways: as `{value}/{step}` (every {step} from {value} to the field's end) by cronsim 2.8 and this tool, as `{value}` alone by cronsim 2.9 and later; zae-limiter 0.17 runs on either, so Python limiters may disagree with this tool",
+        found.field.name()
+    );
+    let help = format!(
+        "write `{value}/{step}` or `{value}`, whichever is meant: both read the same everywhere"
+    );
+    (message, help)
 }
 
 /// Whether pattern `a` matches at every wall-clock minute `b` matches: each
