@@ -7,8 +7,11 @@ only non-reference values are the optional ``minute_scan`` fields, produced by
 a naive minute-by-minute scan over ``schedule.matches`` and present only to
 flag cases where the reference's probing disagrees with that definition.
 
-Run:  python gen_vectors.py   (in a virtualenv with zae-limiter==0.17.0)
-Writes fixtures/oracle/vectors.json in the repository. Deterministic (fixed seed).
+Run:  python gen_vectors.py [--check]   (in scripts/python-env's virtualenv)
+Writes fixtures/oracle/vectors.json in the repository. Deterministic (fixed seed):
+with the pinned packages it reproduces the committed file byte for byte.
+--check writes nothing: it compares what it would write with the file, names
+the sections that differ and exits 1 when any does (docs/development.md).
 """
 
 from __future__ import annotations
@@ -1187,14 +1190,45 @@ def main() -> None:
         "floats": "floats are Python repr (shortest round-trip); compare as exact f64",
         "counts": counts,
     }
+    # One line, as committed: regenerating with the pinned packages gives
+    # the same bytes, so `--check` can compare exactly.
+    text = json.dumps(data, ensure_ascii=True)
+    if "--check" in sys.argv[1:]:
+        sys.exit(check(text, data))
     with open(OUT, "w") as fh:
-        json.dump(data, fh, indent=1, ensure_ascii=True, sort_keys=False)
+        fh.write(text)
     for k, v in counts.items():
         print(f"{k:28s} {v}")
     agree = [c for c in data["boundaries"] if "agrees_with_minute_scan" in c]
     print("boundary cases checked against minute scan:", len(agree),
           "disagreeing:", sum(1 for c in agree if not c["agrees_with_minute_scan"]))
     print("wrote", OUT)
+
+
+def check(text: str, data: dict) -> int:
+    """0 when OUT holds exactly `text`; else names what differs, returns 1."""
+    try:
+        with open(OUT) as fh:
+            old_text = fh.read()
+    except OSError as e:
+        print(f"cannot read {OUT}: {e}", file=sys.stderr)
+        return 1
+    if old_text == text:
+        print(f"{OUT}: up to date")
+        return 0
+    old = json.loads(old_text)
+    for section in sorted(set(old) | set(data)):
+        a, b = old.get(section), data.get(section)
+        if a == b:
+            continue
+        if isinstance(a, list) and isinstance(b, list):
+            changed = sum(1 for x, y in zip(a, b) if x != y) + abs(len(a) - len(b))
+            print(f"{section}: {changed} of {len(b)} cases differ (file has {len(a)})")
+        else:
+            print(f"{section}: differs: file {json.dumps(a)[:300]} / now {json.dumps(b)[:300]}")
+    print(f"{OUT} is not what the installed reference gives; regenerate it "
+          "(python scripts/oracle/gen_vectors.py) only if the change is meant", file=sys.stderr)
+    return 1
 
 
 if __name__ == "__main__":
