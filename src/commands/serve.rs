@@ -19,10 +19,11 @@ use crate::exit_codes;
 use crate::serve::auth::Token;
 use crate::serve::checkpoints::{self, Checkpointer, Hold};
 use crate::serve::lag;
-use crate::serve::metrics::{Metered, Metrics};
+use crate::serve::metrics::Metrics;
 use crate::serve::pool::{Opener, StorePool};
 use crate::serve::{self, App, Settings, DELAY_FAULT_ENV, REQUEST_TIMEOUT};
 use crate::store::local::LocalStore;
+use crate::store::observe;
 use crate::store::open::{open_for_server, Target};
 
 /// The environment variable holding the bearer token (`--token-file` wins).
@@ -79,10 +80,7 @@ pub fn run(a: ServeArgs) -> Result<i32, CliError> {
         let (target, name, metrics) = (target.clone(), a.store.table.name.clone(), metrics.clone());
         Box::new(move || {
             let inner = open_for_server(&target, &name)?;
-            Ok(Box::new(Metered {
-                inner,
-                metrics: metrics.clone(),
-            }) as Box<dyn crate::store::Store>)
+            Ok(observe::wrap(inner, metrics.clone()))
         })
     };
     // The table and the namespace, before listening: a server that cannot

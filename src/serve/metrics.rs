@@ -22,7 +22,8 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use crate::runtime::Decision;
-use crate::store::{Index, Item, Key, Known, NextWrite, Store, StoreError, WriteOp};
+use crate::store::observe::{Observer, Steps};
+use crate::store::StoreError;
 
 /// Upper bounds of the latency buckets, in microseconds (0.5 ms to 10 s).
 const BUCKETS_US: [u64; 14] = [
@@ -160,19 +161,6 @@ impl Metrics {
         Duration::from_nanos(self.busy_poll_ns.load(Relaxed))
     }
 
-    fn store_call<T>(&self, op: &'static str, out: &Result<T, StoreError>) {
-        bump(&self.store_requests, op);
-        match out {
-            Ok(_) => {}
-            Err(StoreError::ConditionFailed { .. }) => {
-                self.store_conflicts.fetch_add(1, Relaxed);
-            }
-            Err(_) => {
-                self.store_errors.fetch_add(1, Relaxed);
-            }
-        }
-    }
-
     /// The Prometheus text.
     pub fn render(&self) -> String {
         let mut out = String::new();
@@ -292,70 +280,36 @@ fn escape(v: &str) -> String {
         .replace('\n', "\\n")
 }
 
-/// A store that counts its calls into [`Metrics`]: what `zael_store_*` report.
-pub struct Metered {
-    pub inner: Box<dyn Store>,
-    pub metrics: std::sync::Arc<Metrics>,
-}
+/// What `zael_store_*` report: the store's calls ([`crate::store::observe`]).
+impl Observer for Metrics {
+    fn call(&self, op: &'static str, _items: usize, _took: Duration, error: Option<&StoreError>) {
+        bump(&self.store_requests, op);
+        match error {
+            None => {}
+            Some(StoreError::ConditionFailed { .. }) => {
+                self.store_conflicts.fetch_add(1, Relaxed);
+            }
+            Some(_) => {
+                self.store_errors.fetch_add(1, Relaxed);
+            }
+        }
+    }
 
-impl Metered {
-    fn count<T>(&self, op: &'static str, out: Result<T, StoreError>) -> Result<T, StoreError> {
-        self.metrics.store_call(op, &out);
-        out
-    }
-}
-
-impl Store for Metered {
-    fn table_name(&self) -> &str {
-        self.inner.table_name()
-    }
-    fn get(&self, key: &Key, consistent: bool) -> Result<Option<Item>, StoreError> {
-        self.count("get", self.inner.get(key, consistent))
-    }
-    fn batch_get(&self, keys: &[Key], consistent: bool) -> Result<Vec<Option<Item>>, StoreError> {
-        self.count("batch_get", self.inner.batch_get(keys, consistent))
-    }
-    fn query(&self, pk: &str, sk_prefix: &str, consistent: bool) -> Result<Vec<Item>, StoreError> {
-        self.count("query", self.inner.query(pk, sk_prefix, consistent))
-    }
-    fn query_index(&self, index: Index, pk: &str, sk_prefix: &str) -> Result<Vec<Key>, StoreError> {
-        self.count("query_index", self.inner.query_index(index, pk, sk_prefix))
-    }
-    fn write(&self, op: WriteOp) -> Result<Option<Item>, StoreError> {
-        self.count("write", self.inner.write(op))
-    }
-    fn transact(&self, ops: Vec<WriteOp>) -> Result<(), StoreError> {
-        self.count("transact", self.inner.transact(ops))
-    }
     /// Counted as the read (none when the caller read the item before,
     /// `known`) and the write it is made of, DynamoDB's GetItem and PutItem,
     /// whichever store carries it out; a failure before the item was shown
     /// (the local store: its write lock not granted in time) counts as a
     /// failed read.
-    fn read_then_write(
-        &self,
-        key: &Key,
-        known: Known,
-        next: &mut NextWrite,
-    ) -> Result<(), StoreError> {
-        let reads = known.is_none();
-        let (mut shown, mut wrote) = (false, false);
-        let out = self.inner.read_then_write(key, known, &mut |item| {
-            shown = true;
-            let op = next(item);
-            wrote = op.is_some();
-            op
-        });
-        if !shown {
-            return self.count("get", out);
+    fn read_then_write(&self, steps: Steps, took: Duration, error: Option<&StoreError>) {
+        if !steps.shown {
+            return self.call("get", 1, took, error);
         }
-        if reads {
-            self.metrics.store_call("get", &Ok::<(), StoreError>(()));
+        if steps.reads {
+            self.call("get", 1, took, None);
         }
-        if wrote {
-            return self.count("write", out);
+        if steps.wrote {
+            self.call("write", 1, took, error);
         }
-        out
     }
 }
 
@@ -393,5 +347,37 @@ mod tests {
         ] {
             assert!(text.contains(want), "{want} in\n{text}");
         }
+    }
+
+    #[test]
+    fn a_read_then_write_counts_as_its_read_and_its_write() {
+        let m = Metrics::default();
+        let steps = |reads, shown, wrote| Steps {
+            reads,
+            shown,
+            wrote,
+        };
+        let lost = StoreError::ConditionFailed {
+            pk: "a".into(),
+            sk: "#A".into(),
+        };
+        let broken = StoreError::Backend("x".into());
+        let none = Duration::ZERO;
+        m.read_then_write(steps(true, true, true), none, None);
+        m.read_then_write(steps(false, true, true), none, Some(&lost));
+        m.read_then_write(steps(true, true, false), none, None);
+        m.read_then_write(steps(true, false, false), none, Some(&broken));
+        m.call("query", 0, none, None);
+        let text = m.render();
+        for want in [
+            "zael_store_requests_total{op=\"get\"} 3",
+            "zael_store_requests_total{op=\"query\"} 1",
+            "zael_store_requests_total{op=\"write\"} 2",
+            "zael_store_errors_total 1",
+            "zael_store_conflicts_total 1",
+        ] {
+            assert!(text.contains(want), "{want} in\n{text}");
+        }
+        assert!(!text.contains("read_then_write"), "{text}");
     }
 }

@@ -15,6 +15,7 @@ pub mod item;
 pub mod local;
 pub mod memory;
 pub mod number;
+pub mod observe;
 pub mod open;
 pub mod stats;
 pub mod typed_json;
