@@ -556,6 +556,21 @@ fn refusals_are_200_and_errors_have_their_status() {
                 .status,
             400
         );
+        // A path parameter that does not parse is a 400 with our body, and it
+        // is named before the request body is read.
+        for (path, says) in [
+            (
+                "/v1/reservations/not-an-id/commit",
+                "\"not-an-id\" is not a reservation id",
+            ),
+            ("/v1/cooldowns/a%23b/record", "invalid scope \"a#b\""),
+        ] {
+            let r = send(&agent, "POST", &url(path), Some(TOKEN), Some("{")).unwrap();
+            assert_eq!(r.status, 400, "{path}: {}", r.text);
+            assert_eq!(r.json["error"]["code"], "bad_request", "{path}: {}", r.text);
+            let message = r.json["error"]["message"].as_str().unwrap_or_default();
+            assert!(message.contains(says), "{path}: {}", r.text);
+        }
         assert_eq!(server.get(&agent, "/v1/nothing").status, 404);
         assert_eq!(
             server

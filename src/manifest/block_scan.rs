@@ -230,7 +230,7 @@ impl Scanner {
     pub fn settle<'a>(&mut self, at: Marker, keep: usize, sink: &mut Sink<'a, '_>) -> Step {
         match self.pending.take() {
             Some(Pending::Key { colon: null, .. } | Pending::Dash { null, .. }) => {
-                self.null(sink, null, null)?
+                emit_null(sink, null, null)?
             }
             None => {}
         }
@@ -325,21 +325,22 @@ fn skip_spaces(bytes: &[u8], mut at: usize) -> usize {
     at
 }
 
-impl Scanner {
-    fn emit<'a>(
-        &mut self,
-        sink: &mut Sink<'a, '_>,
-        event: Event<'a>,
-        start: Marker,
-        end: Marker,
-    ) -> Step {
-        if sink(event, Span::new(start, end)) {
-            Ok(())
-        } else {
-            Err(Unsupported)
-        }
+/// Hands one event to `sink`; a refusal ends the fast path.
+fn emit<'a>(sink: &mut Sink<'a, '_>, event: Event<'a>, start: Marker, end: Marker) -> Step {
+    if sink(event, Span::new(start, end)) {
+        Ok(())
+    } else {
+        Err(Unsupported)
     }
+}
 
+/// An empty plain scalar (a null value) spanning `start` to `end`.
+fn emit_null(sink: &mut Sink<'_, '_>, start: Marker, end: Marker) -> Step {
+    let event = Event::Scalar(Cow::Borrowed(""), ScalarStyle::Plain, 0, None);
+    emit(sink, event, start, end)
+}
+
+impl Scanner {
     fn open<'a>(
         &mut self,
         sink: &mut Sink<'a, '_>,
@@ -358,7 +359,7 @@ impl Scanner {
             Block::Map => Event::MappingStart(0, None),
             Block::Seq => Event::SequenceStart(0, None),
         };
-        self.emit(sink, event, at, at)
+        emit(sink, event, at, at)
     }
 
     fn close<'a>(&mut self, sink: &mut Sink<'a, '_>, at: Marker) -> Step {
@@ -371,13 +372,7 @@ impl Scanner {
             }) => Event::SequenceEnd,
             None => return Err(Unsupported),
         };
-        self.emit(sink, event, at, at)
-    }
-
-    /// An empty plain scalar (a null value) spanning `start` to `end`.
-    fn null<'a>(&mut self, sink: &mut Sink<'a, '_>, start: Marker, end: Marker) -> Step {
-        let event = Event::Scalar(Cow::Borrowed(""), ScalarStyle::Plain, 0, None);
-        self.emit(sink, event, start, end)
+        emit(sink, event, at, at)
     }
 
     /// One line: settle a pending value, close the blocks it dedents out of,
@@ -395,7 +390,7 @@ impl Scanner {
         // the subset (the stack stays empty once started).
         if !self.started && matches!(bytes[indent], b'{' | b'[') {
             self.started = true;
-            return self.flow(sink, n, line, indent, 0).map(drop);
+            return Flow { sink, n, line }.collection(indent, 0).map(drop);
         }
         let block = if is_dash(bytes, indent) {
             Block::Seq
@@ -420,7 +415,7 @@ impl Scanner {
                     self.open(sink, block, mark(n, col(line, start)), indent, true)?;
                     true
                 } else {
-                    self.null(sink, colon, colon)?;
+                    emit_null(sink, colon, colon)?;
                     false
                 }
             }
@@ -429,7 +424,7 @@ impl Scanner {
                     self.open(sink, block, here, indent, false)?;
                     true
                 } else {
-                    self.null(sink, null, null)?;
+                    emit_null(sink, null, null)?;
                     false
                 }
             }
@@ -477,7 +472,7 @@ impl Scanner {
             return self.value(sink, n, line, content);
         }
         let (end, colon) = self.key_at(line, at).ok_or(Unsupported)?;
-        self.emit(
+        emit(
             sink,
             Event::Scalar(Cow::Borrowed(&line[at..end]), ScalarStyle::Plain, 0, None),
             mark(n, col(line, at)),
@@ -510,7 +505,7 @@ impl Scanner {
     /// flow collection or a scalar.
     fn value<'a>(&mut self, sink: &mut Sink<'a, '_>, n: usize, line: &'a str, at: usize) -> Step {
         match line.as_bytes()[at] {
-            b'{' | b'[' => self.flow(sink, n, line, at, 0).map(drop),
+            b'{' | b'[' => Flow { sink, n, line }.collection(at, 0).map(drop),
             _ => self.scalar(sink, n, line, at),
         }
     }
@@ -522,11 +517,11 @@ impl Scanner {
             rest_is_blank(line, after, false).ok_or(Unsupported)?;
             // saphyr ends a quoted scalar's span after the rest of its line.
             let end = mark(n, col(line, line.len()));
-            return self.emit(sink, Event::Scalar(text, style, 0, None), start, end);
+            return emit(sink, Event::Scalar(text, style, 0, None), start, end);
         }
         let (end, _) = plain(line, at).ok_or(Unsupported)?;
         rest_is_blank(line, end, false).ok_or(Unsupported)?;
-        self.emit(
+        emit(
             sink,
             Event::Scalar(Cow::Borrowed(&line[at..end]), ScalarStyle::Plain, 0, None),
             start,
@@ -553,21 +548,24 @@ const MAX_FLOW_DEPTH: usize = 32;
 ///
 /// Inside a flow collection the line is ASCII (plain scalars are, quoted ones
 /// are checked), so there a byte offset is the column.
-impl Scanner {
+///
+/// Flow keeps no block state: it needs only where the events go and the line
+/// they come from (`line`, line number `n`).
+struct Flow<'a, 's> {
+    sink: &'s mut Sink<'a, 's>,
+    n: usize,
+    line: &'a str,
+}
+
+impl<'a> Flow<'a, '_> {
     /// The collection whose bracket is at byte `open`: its events, then the
     /// byte where the token after its closing bracket starts (for the
     /// outermost, `depth` 0, the end of the line).
-    fn flow<'a>(
-        &mut self,
-        sink: &mut Sink<'a, '_>,
-        n: usize,
-        line: &'a str,
-        open: usize,
-        depth: usize,
-    ) -> Result<usize, Unsupported> {
+    fn collection(&mut self, open: usize, depth: usize) -> Result<usize, Unsupported> {
         if depth >= MAX_FLOW_DEPTH {
             return Err(Unsupported);
         }
+        let (n, line) = (self.n, self.line);
         let bytes = line.as_bytes();
         let map = bytes[open] == b'{';
         let (start, end, close) = if map {
@@ -576,13 +574,13 @@ impl Scanner {
             (Event::SequenceStart(0, None), Event::SequenceEnd, b']')
         };
         let mut at = skip_spaces(bytes, open + 1);
-        self.emit(sink, start, mark(n, open), mark(n, at))?;
+        emit(self.sink, start, mark(n, open), mark(n, at))?;
         if bytes.get(at) != Some(&close) {
             loop {
                 at = if map {
-                    self.flow_pair(sink, n, line, at, depth)?
+                    self.pair(at, depth)?
                 } else {
-                    self.flow_node(sink, n, line, at, depth)?
+                    self.node(at, depth)?
                 };
                 match bytes.get(at) {
                     Some(b',') => at = skip_spaces(bytes, at + 1),
@@ -596,40 +594,28 @@ impl Scanner {
             }
         }
         let after = flow_token_end(line, at, depth)?;
-        self.emit(sink, end, mark(n, at), mark(n, col(line, after)))?;
+        emit(self.sink, end, mark(n, at), mark(n, col(line, after)))?;
         Ok(after)
     }
 
     /// A flow item at byte `at`: a nested collection or a scalar; returns the
     /// byte where the next token starts.
-    fn flow_node<'a>(
-        &mut self,
-        sink: &mut Sink<'a, '_>,
-        n: usize,
-        line: &'a str,
-        at: usize,
-        depth: usize,
-    ) -> Result<usize, Unsupported> {
-        match line.as_bytes().get(at) {
-            Some(b'{' | b'[') => self.flow(sink, n, line, at, depth + 1),
-            _ => self.flow_scalar(sink, n, line, at).map(|(next, _)| next),
+    fn node(&mut self, at: usize, depth: usize) -> Result<usize, Unsupported> {
+        match self.line.as_bytes().get(at) {
+            Some(b'{' | b'[') => self.collection(at, depth + 1),
+            _ => self.scalar(at).map(|(next, _)| next),
         }
     }
 
     /// A scalar inside a flow collection at byte `at`: the byte where the next
     /// token starts, and whether the scalar was quoted.
-    fn flow_scalar<'a>(
-        &mut self,
-        sink: &mut Sink<'a, '_>,
-        n: usize,
-        line: &'a str,
-        at: usize,
-    ) -> Result<(usize, bool), Unsupported> {
+    fn scalar(&mut self, at: usize) -> Result<(usize, bool), Unsupported> {
+        let (n, line) = (self.n, self.line);
         let bytes = line.as_bytes();
         if let Some((text, style, after)) = quoted(line, at)? {
             let next = skip_spaces(bytes, after);
             let event = Event::Scalar(text, style, 0, None);
-            self.emit(sink, event, mark(n, at), mark(n, next))?;
+            emit(self.sink, event, mark(n, at), mark(n, next))?;
             return Ok((next, true));
         }
         let (end, next) = plain(line, at).ok_or(Unsupported)?;
@@ -639,22 +625,16 @@ impl Scanner {
             return Err(Unsupported);
         }
         let event = Event::Scalar(Cow::Borrowed(text), ScalarStyle::Plain, 0, None);
-        self.emit(sink, event, mark(n, at), mark(n, end))?;
+        emit(self.sink, event, mark(n, at), mark(n, end))?;
         Ok((next, false))
     }
 
     /// A mapping entry at byte `at`: a scalar key, then `: value`, `:` alone
     /// or nothing; returns the byte where the next token starts.
-    fn flow_pair<'a>(
-        &mut self,
-        sink: &mut Sink<'a, '_>,
-        n: usize,
-        line: &'a str,
-        at: usize,
-        depth: usize,
-    ) -> Result<usize, Unsupported> {
+    fn pair(&mut self, at: usize, depth: usize) -> Result<usize, Unsupported> {
+        let (n, line) = (self.n, self.line);
         let bytes = line.as_bytes();
-        let (next, quoted_key) = self.flow_scalar(sink, n, line, at)?;
+        let (next, quoted_key) = self.scalar(at)?;
         match bytes.get(next) {
             Some(b':') => {
                 // After a plain key, a `:` needs a space or an end of entry
@@ -667,19 +647,19 @@ impl Scanner {
                 let value = skip_spaces(bytes, next + 1);
                 if matches!(bytes.get(value), Some(b',' | b'}')) {
                     let colon = mark(n, next);
-                    self.null(sink, colon, colon)?;
+                    emit_null(self.sink, colon, colon)?;
                     return Ok(value);
                 }
-                self.flow_node(sink, n, line, value, depth)
+                self.node(value, depth)
             }
             Some(b',') => {
                 let end = skip_spaces(bytes, next + 1);
-                self.null(sink, mark(n, next), mark(n, end))?;
+                emit_null(self.sink, mark(n, next), mark(n, end))?;
                 Ok(next)
             }
             Some(b'}') => {
                 let end = flow_token_end(line, next, depth)?;
-                self.null(sink, mark(n, next), mark(n, col(line, end)))?;
+                emit_null(self.sink, mark(n, next), mark(n, col(line, end)))?;
                 Ok(next)
             }
             _ => Err(Unsupported),

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::extract::rejection::QueryRejection;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Query, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -18,6 +18,7 @@ use serde_json::{json, Value};
 
 use super::body::JsonBody;
 use super::error::ApiError;
+use super::path::{FromPath, PathParam};
 use super::{item_lane, now_ms, App};
 use crate::display::limits::{self, Subject};
 use crate::items::source::Source;
@@ -167,8 +168,10 @@ pub struct ExtendBody {
     pub ttl_seconds: i64,
 }
 
-fn reservation_id(text: &str) -> Result<ReservationId, ApiError> {
-    Ok(ReservationId::parse(text).map_err(runtime::RuntimeError::from)?)
+impl FromPath for ReservationId {
+    fn from_path(text: &str) -> Result<ReservationId, ApiError> {
+        Ok(ReservationId::parse(text).map_err(runtime::RuntimeError::from)?)
+    }
 }
 
 /// Runs `work` on the reservation's state item, in its lane.
@@ -192,11 +195,10 @@ async fn on_reservation(
 /// Releases or commits: the slots go back (commit also corrects the cost).
 async fn close(
     app: &Arc<App>,
-    id: &str,
+    id: ReservationId,
     how: Closing,
     costs: BTreeMap<String, u64>,
 ) -> Result<Json<Value>, ApiError> {
-    let id = reservation_id(id)?;
     on_reservation(app, id, move |store, ns, id, now| {
         let c = match how {
             Closing::Released => runtime::release(store, ns, id, now)?,
@@ -209,26 +211,25 @@ async fn close(
 
 pub async fn release(
     State(app): State<Arc<App>>,
-    Path(id): Path<String>,
+    PathParam(id): PathParam<ReservationId>,
     JsonBody(_): JsonBody<ReleaseBody>,
 ) -> Result<Json<Value>, ApiError> {
-    close(&app, &id, Closing::Released, BTreeMap::new()).await
+    close(&app, id, Closing::Released, BTreeMap::new()).await
 }
 
 pub async fn commit(
     State(app): State<Arc<App>>,
-    Path(id): Path<String>,
+    PathParam(id): PathParam<ReservationId>,
     JsonBody(body): JsonBody<CommitBody>,
 ) -> Result<Json<Value>, ApiError> {
-    close(&app, &id, Closing::Committed, body.cost).await
+    close(&app, id, Closing::Committed, body.cost).await
 }
 
 pub async fn extend(
     State(app): State<Arc<App>>,
-    Path(id): Path<String>,
+    PathParam(id): PathParam<ReservationId>,
     JsonBody(body): JsonBody<ExtendBody>,
 ) -> Result<Json<Value>, ApiError> {
-    let id = reservation_id(&id)?;
     runtime::decide::check_ttl("ttlSeconds", body.ttl_seconds)?;
     on_reservation(&app, id, move |store, ns, id, now| {
         let x = runtime::extend(store, ns, id, body.ttl_seconds, now)?;

@@ -20,7 +20,7 @@
 
 use std::sync::Arc;
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -31,6 +31,7 @@ use zae_limiter_engine::duration::human_duration;
 
 use super::body::JsonBody;
 use super::error::{log, ApiError};
+use super::path::{FromPath, PathParam};
 use super::{now_ms, App};
 use crate::clock::parse_instant;
 use crate::cooldown::answer::{self, versioned};
@@ -101,8 +102,10 @@ pub enum Outcome {
     Auth,
 }
 
-fn scope(text: &str) -> Result<Scope, ApiError> {
-    Scope::parse(text).map_err(|e| ApiError::BadRequest(e.to_string()))
+impl FromPath for Scope {
+    fn from_path(text: &str) -> Result<Scope, ApiError> {
+        Scope::parse(text).map_err(|e| ApiError::BadRequest(e.to_string()))
+    }
 }
 
 fn holder(text: &str) -> Result<(), ApiError> {
@@ -211,9 +214,8 @@ impl ResponseParts {
 /// `needs_operator`, 200; `unreadable` (never a permission) with 503.
 pub async fn check(
     State(app): State<Arc<App>>,
-    Path(scope_text): Path<String>,
+    PathParam(scope): PathParam<Scope>,
 ) -> Result<Response, ApiError> {
-    let scope = scope(&scope_text)?;
     let s = scope.clone();
     let out = app
         .blocking(None, move |app, store| {
@@ -261,10 +263,9 @@ fn warned(mut doc: Value, warnings: Vec<String>) -> Value {
 /// warnings about what could not be used.
 pub async fn record(
     State(app): State<Arc<App>>,
-    Path(scope_text): Path<String>,
+    PathParam(scope): PathParam<Scope>,
     JsonBody(body): JsonBody<ResponseParts>,
 ) -> Result<Json<Value>, ApiError> {
-    let scope = scope(&scope_text)?;
     if body.holder.is_some() || body.outcome.is_some() {
         return Err(ApiError::BadRequest(
             "holder and outcome go with /settle; /record takes the refusal's status, headers, body and receivedAt".into(),
@@ -295,10 +296,9 @@ pub async fn record(
 /// probe), `no_cooldown`, `wait` (with `until`) or `needs_operator`, all 200.
 pub async fn probe(
     State(app): State<Arc<App>>,
-    Path(scope_text): Path<String>,
+    PathParam(scope): PathParam<Scope>,
     JsonBody(body): JsonBody<ProbeBody>,
 ) -> Result<Response, ApiError> {
-    let scope = scope(&scope_text)?;
     holder(&body.holder)?;
     let lease_s = body.lease_seconds.unwrap_or(60);
     if !(1..=MAX_LEASE_MS / SECOND_MS).contains(&lease_s) {
@@ -341,10 +341,9 @@ pub async fn probe(
 /// said, `auth` escalates. Another worker's settle is a 409.
 pub async fn settle(
     State(app): State<Arc<App>>,
-    Path(scope_text): Path<String>,
+    PathParam(scope): PathParam<Scope>,
     JsonBody(body): JsonBody<ResponseParts>,
 ) -> Result<Json<Value>, ApiError> {
-    let scope = scope(&scope_text)?;
     let (Some(who), Some(outcome)) = (body.holder.clone(), body.outcome) else {
         return Err(ApiError::BadRequest(
             "settle needs `holder` (the worker that holds the probe) and `outcome` (ok, quota or auth)".into(),
@@ -387,9 +386,8 @@ pub async fn settle(
 /// `DELETE /v1/cooldowns/{scope}`: an operator clears the scope (readable or not).
 pub async fn clear(
     State(app): State<Arc<App>>,
-    Path(scope_text): Path<String>,
+    PathParam(scope): PathParam<Scope>,
 ) -> Result<Json<Value>, ApiError> {
-    let scope = scope(&scope_text)?;
     let doc = app
         .blocking(Some(lane(&scope)), move |app, store| {
             let existed = cooldowns(app, store, &app.settings.cooldown_policy)?.clear(&scope)?;

@@ -35,6 +35,7 @@ pub mod error;
 pub mod lag;
 pub mod lanes;
 pub mod metrics;
+pub mod path;
 pub mod pool;
 
 use std::future::Future;
