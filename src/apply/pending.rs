@@ -424,19 +424,8 @@ pub fn claim(
     })
 }
 
-/// Drops `token`'s share; the item goes when no share is left.
+/// Drops `token`'s share of each fan-out; an item goes when no share is left.
 pub fn release(
-    store: &dyn Store,
-    ns: &str,
-    owed: &Owed,
-    token: &str,
-    now_ms: i64,
-) -> Result<(), StoreError> {
-    release_many(store, ns, std::slice::from_ref(owed), token, now_ms)
-}
-
-/// [`release`] for many fan-outs at once.
-pub fn release_many(
     store: &dyn Store,
     ns: &str,
     owed: &[Owed],
@@ -494,9 +483,9 @@ mod tests {
         assert_eq!(item.get("GSI4PK"), Some(&AttrValue::s("ns")));
         assert_eq!(count(&s, "ns").unwrap(), 1);
         write_ahead(&s, "ns", &o, "t2", share, NOW).unwrap();
-        release(&s, "ns", &o, "t1", NOW).unwrap();
+        release(&s, "ns", std::slice::from_ref(&o), "t1", NOW).unwrap();
         assert_eq!(list(&s, "ns").unwrap()[0].owners.len(), 1);
-        release(&s, "ns", &o, "t2", NOW).unwrap();
+        release(&s, "ns", std::slice::from_ref(&o), "t2", NOW).unwrap();
         assert_eq!(count(&s, "ns").unwrap(), 0);
     }
 
@@ -514,7 +503,7 @@ mod tests {
         let all = list(&s, "ns").unwrap();
         assert_eq!(all.len(), 2);
         assert!(all.iter().all(|p| p.owners.get("me") == Some(&share)));
-        release_many(&s, "ns", &[a.clone(), b.clone()], "me", NOW).unwrap();
+        release(&s, "ns", &[a.clone(), b.clone()], "me", NOW).unwrap();
         let all = list(&s, "ns").unwrap();
         assert_eq!(all.len(), 1, "the other apply's share keeps its item");
         assert_eq!(all[0].owed, a);
@@ -597,7 +586,7 @@ mod tests {
         .unwrap());
         let stored = s.item(&k.pk, &k.sk).unwrap();
         assert!(stored.contains_key("owners"));
-        release(&s, "ns", &o, "me", NOW).unwrap();
+        release(&s, "ns", std::slice::from_ref(&o), "me", NOW).unwrap();
         assert_eq!(count(&s, "ns").unwrap(), 0);
     }
 

@@ -775,7 +775,7 @@ impl Run<'_> {
             failed.push((o, msg));
         }
         released.retain(|o| self.held.contains(o));
-        if let Err(e) = pending::release_many(store, ns, &released, req.token, req.now_ms) {
+        if let Err(e) = pending::release(store, ns, &released, req.token, req.now_ms) {
             out.errors.push(format!(
                 "releasing finished fan-outs: {e} (the next apply after this one's lease, {}, runs them again)",
                 managed::iso_timestamp(self.lease)
