@@ -364,3 +364,99 @@ fn detailed_exitcode_2_is_documented_where_it_applies() {
         );
     }
 }
+
+/// The text between `from` and the next `until` after it, in `text`.
+fn between<'a>(text: &'a str, from: &str, until: char) -> &'a str {
+    let start = text
+        .find(from)
+        .unwrap_or_else(|| panic!("no {from:?} in\n{text}"))
+        + from.len();
+    let rest = &text[start..];
+    &rest[..rest.find(until).unwrap_or(rest.len())]
+}
+
+/// Runs a suggested command line as printed (its words after `zae-limiter`),
+/// in `dir` and without any store variable: it must reach the store by itself.
+fn run_suggested(dir: &Path, line: &str) -> (i32, String, String) {
+    let w = words(line);
+    assert_eq!(w[0], "zae-limiter", "{line}");
+    run_in(dir, &w[1..], &[])
+}
+
+/// Every command a message suggests repeats the table and store flags it was
+/// given, so the copied line reaches the same store instead of falling back
+/// to DynamoDB (which has no region here) or the default file.
+#[test]
+fn suggested_commands_run_as_printed_reach_the_same_store() {
+    let dir = quickstart_dir("q.yaml");
+    let d = dir.path();
+    let store = ["--local=s.sqlite", "-n", "demo"];
+    let with = |args: &[&'static str]| [args, &store[..]].concat();
+    let (code, _, err) = run_in(d, &with(&["limits", "apply", "-f", "q.yaml"]), &[]);
+    assert_eq!(code, 0, "{err}");
+
+    // A saved plan's "carry out" line.
+    write_in(
+        d,
+        "q2.yaml",
+        quickstart().replacen("capacity: 100", "capacity: 90", 1),
+    );
+    let (code, out, err) = run_in(
+        d,
+        &with(&["limits", "plan", "-f", "q2.yaml", "-o", "p.plan"]),
+        &[],
+    );
+    assert_eq!(code, 0, "{err}");
+    let line = between(&out, "To carry out exactly these changes: ", '\n');
+    assert_eq!(
+        line,
+        "zae-limiter limits apply -n demo --local=s.sqlite p.plan"
+    );
+    let (code, out, err) = run_suggested(d, line);
+    assert_eq!(code, 0, "{out}{err}");
+
+    // Reading a namespace that is not registered: the register line.
+    let (code, _, err) = run_in(
+        d,
+        &with(&["entity", "get-limits", "user-1", "-N", "team"]),
+        &[],
+    );
+    assert_eq!(code, 1, "{err}");
+    let line = between(&err, "Register it with `", '`');
+    assert_eq!(
+        line,
+        "zae-limiter namespace register team -n demo --local=s.sqlite"
+    );
+    assert_eq!(run_suggested(d, line).0, 0);
+
+    // acquire on a namespace that is not registered.
+    let (code, _, err) = run_in(
+        d,
+        &with(&["acquire", "u", "-r", "gpt-4", "-N", "jobs"]),
+        &[],
+    );
+    assert_eq!(code, 1, "{err}");
+    let line = between(&err, "register it with `", '`');
+    assert_eq!(
+        line,
+        "zae-limiter namespace register jobs -n demo --local=s.sqlite"
+    );
+    assert_eq!(run_suggested(d, line).0, 0);
+
+    // A cooldown that needs an operator: the clear line (with -N).
+    let (code, _, err) = run_in(
+        d,
+        &with(&["cooldown", "record", "p/x", "--status", "401", "-N", "jobs"]),
+        &[],
+    );
+    assert_eq!(code, 0, "{err}");
+    let (_, _, err) = run_in(d, &with(&["cooldown", "check", "p/x", "-N", "jobs"]), &[]);
+    let line = between(&err, "after fixing it: ", ')');
+    assert_eq!(
+        line,
+        "zae-limiter cooldown clear p/x -n demo --local=s.sqlite -N jobs"
+    );
+    assert_eq!(run_suggested(d, line).0, 0);
+    let (code, out, _) = run_in(d, &with(&["cooldown", "check", "p/x", "-N", "jobs"]), &[]);
+    assert_eq!(code, 0, "cleared: {out}");
+}

@@ -195,7 +195,8 @@ fn a_saved_plan_applies_exactly_or_is_refused_as_stale() {
     let plan = env.dir.path().join("next.plan").display().to_string();
     let (planned, _) = env.expect(&["limits", "plan", "-f", &m2, "-o", &plan], 0);
     assert!(planned.ends_with(&format!(
-        "\nSaved the plan to {plan}. To carry out exactly these changes: zae-limiter limits apply -n {TABLE} {plan}\n"
+        "\nSaved the plan to {plan}. To carry out exactly these changes: zae-limiter limits apply -n {TABLE} --local={} {plan}\n",
+        env.store_path().display()
     )));
     // show-plan prints what plan printed (text and JSON).
     let show = |format: &str| {
@@ -447,7 +448,10 @@ fn a_held_lock_names_its_holder_and_only_its_id_removes_it() {
         &format!(" (pid {})\n", holder.pid),
         &format!("  Operation: limits apply -f {m2}\n"),
         "Nothing was written. Wait for it with --lock-timeout DURATION",
-        &format!("zae-limiter limits force-unlock {id} -n locks -N default"),
+        &format!(
+            "zae-limiter limits force-unlock {id} -n locks --local={} -N default",
+            env.store_path().display()
+        ),
     ] {
         assert!(err.contains(part), "missing {part:?} in\n{err}");
     }

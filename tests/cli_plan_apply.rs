@@ -738,7 +738,10 @@ fn read_only_commands_refuse_missing_tables_and_namespaces() {
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         text(&out.stderr),
-        "Error: Namespace 'prod' not found. Register it with 'zae-limiter namespace register prod'.\n"
+        format!(
+            "Error: Namespace 'prod' not found. Register it with `zae-limiter namespace register prod -n mystack --local='{}'`.\n",
+            env.store_path().display()
+        )
     );
 
     // A table that demands a newer client.

@@ -409,7 +409,13 @@ fn read_only_refusals() {
     version::ensure_initialized(&store).unwrap();
     let (code, _, err) = run(&path, &["system", "get-defaults", "-N", "prod"]);
     assert_eq!(code, 1);
-    assert_eq!(err, "Error: Namespace 'prod' not found. Register it with 'zae-limiter namespace register prod'.\n");
+    assert_eq!(
+        err,
+        format!(
+            "Error: Namespace 'prod' not found. Register it with `zae-limiter namespace register prod -n demo --local={}`.\n",
+            path.display()
+        )
+    );
     namespace::register(&store, "prod").unwrap();
     let (code, _, err) = run(&path, &["system", "get-defaults", "-N", "prod"]);
     assert_eq!(code, 0, "{err}");

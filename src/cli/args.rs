@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use super::shell::quote;
 use crate::store::open::{self, Target};
 use crate::store::{Store, StoreError};
 
@@ -136,6 +137,34 @@ impl StoreArgs {
             self.endpoint_url.as_deref(),
         )
     }
+
+    /// [`store_flags`] of [`StoreArgs::target`].
+    pub fn flags(&self) -> String {
+        store_flags(&self.target())
+    }
+}
+
+/// The flags that reach `target` from any shell, each with a leading space,
+/// for a command line a message suggests: a local store always by its path
+/// (`--local` alone may mean `$ZAEL_LOCAL_STORE`); DynamoDB by the region and
+/// endpoint given, if any.
+pub fn store_flags(target: &Target) -> String {
+    match target {
+        Target::Local(path) => format!(" --local={}", quote(&path.to_string_lossy())),
+        Target::DynamoDb {
+            region,
+            endpoint_url,
+        } => {
+            let mut s = String::new();
+            if let Some(r) = region {
+                s.push_str(&format!(" --region {}", quote(r)));
+            }
+            if let Some(u) = endpoint_url {
+                s.push_str(&format!(" --endpoint-url {}", quote(u)));
+            }
+            s
+        }
+    }
 }
 
 /// The table a command works on and the store it lives in: `-n` and the
@@ -158,6 +187,12 @@ pub struct TableArgs {
 }
 
 impl TableArgs {
+    /// `-n NAME` and the store flags ([`StoreArgs::flags`]), with a leading
+    /// space: what a suggested command needs to reach this table.
+    pub fn flags(&self) -> String {
+        format!(" -n {}{}", quote(&self.name), self.store.flags())
+    }
+
     /// Opens the table for reading and writing.
     pub fn open(&self) -> Result<Box<dyn Store>, StoreError> {
         open::open(&self.store.target(), &self.name)
@@ -181,6 +216,15 @@ pub struct NamespacedArgs {
 }
 
 impl NamespacedArgs {
+    /// [`TableArgs::flags`] and `-N NAME` unless it is the default namespace.
+    pub fn flags(&self) -> String {
+        let mut s = self.table.flags();
+        if self.namespace != "default" {
+            s.push_str(&format!(" -N {}", quote(&self.namespace)));
+        }
+        s
+    }
+
     /// [`TableArgs::open`].
     pub fn open(&self) -> Result<Box<dyn Store>, StoreError> {
         self.table.open()
@@ -597,6 +641,13 @@ pub struct PlanArgs {
     pub namespace: NamespaceArg,
     #[command(flatten)]
     pub store: StoreArgs,
+}
+
+impl PlanArgs {
+    /// `-n NAME` and the store flags, as [`TableArgs::flags`] renders them.
+    pub fn flags(&self) -> String {
+        format!(" -n {}{}", quote(&self.name), self.store.flags())
+    }
 }
 
 /// `--no-refresh`, for plan and apply (not diff, whose job is the full read).

@@ -10,6 +10,7 @@ pub mod help;
 pub mod interrupt;
 pub mod output;
 pub mod progress;
+pub mod shell;
 
 pub use args::{command, Cli, Command};
 pub use error::CliError;

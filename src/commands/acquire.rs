@@ -13,7 +13,8 @@ use std::collections::BTreeMap;
 
 use zae_limiter_engine::duration::{human_duration, parse_duration_ms};
 
-use crate::cli::args::{AcquireArgs, AcquireMode, TextOrJson};
+use crate::cli::args::{AcquireArgs, AcquireMode, NamespacedArgs, TextOrJson};
+use crate::cli::shell::quote;
 use crate::cli::{output, CliError};
 use crate::clock::rfc3339;
 use crate::exit_codes;
@@ -47,6 +48,7 @@ pub fn run(a: AcquireArgs) -> Result<i32, CliError> {
     })();
     let d = match decision {
         Ok(d) => d,
+        Err(e @ RuntimeError::NamespaceNotFound(_)) => return Err(unregistered(e, &a.store)),
         Err(e) => {
             // Other processes kept winning the write: refused, try again soon.
             if matches!(e, RuntimeError::Contended { .. }) {
@@ -239,8 +241,22 @@ pub(crate) fn ttl_seconds(text: &str, flag: &str) -> Result<i64, CliError> {
     Ok(s)
 }
 
-pub(crate) fn namespace(store: &dyn Store, name: &str) -> Result<Namespace, RuntimeError> {
-    runtime::namespace_id(store, name)
+/// The namespace `args` name; one that is not registered is an error whose
+/// suggested command reaches the same table.
+pub(crate) fn namespace(store: &dyn Store, args: &NamespacedArgs) -> Result<Namespace, CliError> {
+    runtime::namespace_id(store, &args.namespace).map_err(|e| unregistered(e, args))
+}
+
+/// [`RuntimeError::NamespaceNotFound`] with the store flags in its hint.
+fn unregistered(e: RuntimeError, args: &NamespacedArgs) -> CliError {
+    match e {
+        RuntimeError::NamespaceNotFound(name) => CliError::Failed(format!(
+            "namespace '{name}' is not registered; register it with `zae-limiter namespace register {}{}` (or apply a manifest to it)",
+            quote(&name),
+            args.table.flags()
+        )),
+        e => e.into(),
+    }
 }
 
 #[cfg(test)]

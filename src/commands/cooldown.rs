@@ -48,6 +48,7 @@ use crate::cli::args::{
     CooldownCheckArgs, CooldownCommand, CooldownProbeArgs, CooldownRecordArgs, CooldownScopeArgs,
     CooldownSettleArgs, NamespacedArgs, ProbeOutcome, RefusalArgs, TextOrJson,
 };
+use crate::cli::shell::quote;
 use crate::cli::{output, CliError};
 use crate::clock::rfc3339;
 use crate::cooldown::answer;
@@ -234,7 +235,7 @@ fn check(a: CooldownCheckArgs) -> Result<i32, CliError> {
         .open_read_only()
         .map_err(CliError::from)
         .and_then(|store| {
-            let ns = registered_namespace(store.as_ref(), &a.store.namespace)?;
+            let ns = registered_namespace(store.as_ref(), &a.store)?;
             Ok((store, ns))
         });
     let (store, ns) = match opened {
@@ -280,7 +281,13 @@ fn check(a: CooldownCheckArgs) -> Result<i32, CliError> {
             }
         }
         let waited = wait.as_ref().map(|_| now.saturating_sub(clock.start));
-        return print_check(a.format, &scope, st.as_ref(), now, waited);
+        return print_check(
+            a.format,
+            &scope,
+            st.as_ref(),
+            (now, waited),
+            &a.store.flags(),
+        );
     }
 }
 
@@ -329,8 +336,8 @@ fn print_check(
     format: TextOrJson,
     scope: &Scope,
     st: Option<&CooldownState>,
-    now: EpochMs,
-    waited: Option<i64>,
+    (now, waited): (EpochMs, Option<i64>),
+    flags: &str,
 ) -> Result<i32, CliError> {
     let slept = match waited {
         Some(ms) if ms > 0 => format!("waited {}; ", human_duration(ms)),
@@ -367,7 +374,7 @@ fn print_check(
             probe_holder: Some(h),
         } => output::println(probe_held(&h, scope, until, now))?,
         Verdict::NeedsOperator => output::eprintln(format!(
-            "Error: {scope} needs an operator: {} (after fixing it: zae-limiter cooldown clear {scope})",
+            "Error: {scope} needs an operator: {} (after fixing it: zae-limiter cooldown clear {scope}{flags})",
             st.reason
         )),
     }
@@ -413,7 +420,7 @@ fn probe(a: CooldownProbeArgs) -> Result<i32, CliError> {
     let now = crate::clock::now_ms()?;
     let policy = policy(DEFAULT_MARGIN_MS, Strictness::Refuse)?;
     let outcome = a.store.open().map_err(CliError::from).and_then(|store| {
-        let ns = registered_namespace(store.as_ref(), &a.store.namespace)?;
+        let ns = registered_namespace(store.as_ref(), &a.store)?;
         Cooldowns::new(store.as_ref(), ns, policy)
             .probe(&scope, holder, lease_ms, now)
             .map_err(|e| match e {
@@ -441,9 +448,11 @@ fn probe(a: CooldownProbeArgs) -> Result<i32, CliError> {
             "go: no cooldown recorded for {scope}; no probe is needed"
         ))?,
         ProbeResult::Won { lease, .. } => output::println(format!(
-            "won: {holder} holds the recovery probe of {scope} until {} (lease {}); make one call, then `zae-limiter cooldown settle {scope} --holder {holder} --outcome ok|quota|auth`",
+            "won: {holder} holds the recovery probe of {scope} until {} (lease {}); make one call, then `zae-limiter cooldown settle {scope} --holder {} --outcome ok|quota|auth{}`",
             rfc3339(lease.expires_at),
-            human_duration(lease.expires_at.saturating_sub(now))
+            human_duration(lease.expires_at.saturating_sub(now)),
+            quote(holder),
+            a.store.flags()
         ))?,
         ProbeResult::Wait {
             until,
@@ -494,7 +503,7 @@ fn settle(a: CooldownSettleArgs) -> Result<i32, CliError> {
     };
     let policy = policy(margin_ms(a.refusal.margin), Strictness::Warn)?;
     let store = a.store.open()?;
-    let ns = registered_namespace(store.as_ref(), &a.store.namespace)?;
+    let ns = registered_namespace(store.as_ref(), &a.store)?;
     let result =
         Cooldowns::new(store.as_ref(), ns, policy).settle(&scope, holder, &settlement, now)?;
     if a.format == TextOrJson::Json {
@@ -520,7 +529,7 @@ fn list(format: TextOrJson, store_args: NamespacedArgs) -> Result<i32, CliError>
     let now = crate::clock::now_ms()?;
     let policy = policy(DEFAULT_MARGIN_MS, Strictness::Refuse)?;
     let store = store_args.open_read_only()?;
-    let ns = registered_namespace(store.as_ref(), &store_args.namespace)?;
+    let ns = registered_namespace(store.as_ref(), &store_args)?;
     let rows = Cooldowns::new(store.as_ref(), ns, policy).list()?;
     if format == TextOrJson::Json {
         print_json(&answer::list_json(&store_args.namespace, &rows, now))?;
@@ -595,7 +604,7 @@ fn render_table(rows: &[Listed], now: EpochMs) -> Table {
 fn clear(a: CooldownScopeArgs) -> Result<i32, CliError> {
     let scope = parse_scope(&a.scope)?;
     let store = a.store.open()?;
-    let ns = registered_namespace(store.as_ref(), &a.store.namespace)?;
+    let ns = registered_namespace(store.as_ref(), &a.store)?;
     let existed = Cooldowns::new(store.as_ref(), ns, Policy::default()).clear(&scope)?;
     match a.format {
         TextOrJson::Json => print_json(&answer::clear_json(&scope, existed))?,
@@ -633,7 +642,8 @@ fn flag_hints(r: &RefusalArgs) -> Vec<Hint> {
 /// The namespace id for reading. A name that is not registered is an error
 /// (a misspelt `-N` must not read as "nothing recorded"), with the nearest
 /// registered name when there is one.
-fn registered_namespace(store: &dyn Store, name: &str) -> Result<String, CliError> {
+fn registered_namespace(store: &dyn Store, args: &NamespacedArgs) -> Result<String, CliError> {
+    let name = &args.namespace;
     if let Some(id) = namespace::resolve(store, name)? {
         return Ok(id);
     }
@@ -647,8 +657,10 @@ fn registered_namespace(store: &dyn Store, name: &str) -> Result<String, CliErro
         None => String::new(),
     };
     Err(CliError::Failed(format!(
-        "namespace '{name}' is not registered in table '{}', so its cooldowns cannot be read ({hint}register it with `zae-limiter namespace register {name}`)",
-        store.table_name()
+        "namespace '{name}' is not registered in table '{}', so its cooldowns cannot be read ({hint}register it with `zae-limiter namespace register {}{}`)",
+        store.table_name(),
+        quote(name),
+        args.table.flags()
     )))
 }
 

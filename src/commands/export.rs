@@ -13,7 +13,7 @@ use crate::store::open::Target;
 pub fn run(args: ExportArgs) -> Result<i32, CliError> {
     let a = &args.store;
     let store = a.open_read_only()?;
-    let ns = super::read_only::resolve_namespace(store.as_ref(), &a.namespace)?;
+    let ns = super::read_only::resolve_namespace(store.as_ref(), &a.namespace, &a.table.flags())?;
     let name = &a.table.name;
     let table = match a.table.store.target() {
         Target::Local(path) => format!("table '{name}' (local store {})", path.display()),

@@ -18,8 +18,9 @@ use zae_limiter_engine::duration::{human_duration, parse_duration_ms};
 
 use crate::apply::lock::{self, ForceUnlockError, Held, LockError, LockInfo, Wait};
 use crate::apply::run::Step;
-use crate::cli::args::{ForceUnlockArgs, LockArgs, TextOrJson};
+use crate::cli::args::{store_flags, ForceUnlockArgs, LockArgs, TextOrJson};
 use crate::cli::interrupt::Interrupt;
+use crate::cli::shell::quote;
 use crate::cli::{output, CliError};
 use crate::clock::rfc3339;
 use crate::exit_codes;
@@ -98,7 +99,7 @@ pub fn take<'s>(
                     human_duration(timeout)
                 ));
             }
-            msg.push_str(&held_by(req.table, req.name, &holder, (req.now)()));
+            msg.push_str(&held_by(req, &holder, (req.now)()));
             Err(CliError::Failed(msg))
         }
         Err(LockError::Interrupted(why)) => Err(CliError::Failed(format!(
@@ -117,7 +118,8 @@ fn renew_every() -> Duration {
 }
 
 /// Says who holds the lock and what to do about it (Terraform's lock info).
-fn held_by(table: &str, name: &str, h: &LockInfo, now_ms: i64) -> String {
+fn held_by(req: &Request<'_>, h: &LockInfo, now_ms: i64) -> String {
+    let (table, name) = (req.table, req.name);
     format!(
         "namespace '{name}' of table '{table}' is locked by another apply:\n\
          \x20 Lock ID:   {id}\n\
@@ -127,8 +129,8 @@ fn held_by(table: &str, name: &str, h: &LockInfo, now_ms: i64) -> String {
          \x20 Lease:     until {lease} (renewed while that apply runs)\n\
          \x20 Version:   zae-limiter {version}\n\
          Nothing was written. Wait for it with --lock-timeout DURATION (e.g. --lock-timeout 5m). \
-         If that apply is gone, its lock expires when the lease ends; to remove it at once, with \
-         the same store options: zae-limiter limits force-unlock {id} -n {table} -N {name}",
+         If that apply is gone, its lock expires when the lease ends; to remove it at once: \
+         zae-limiter limits force-unlock {id} -n {qtable}{store} -N {qname}",
         id = h.id,
         who = h.who,
         pid = h.pid,
@@ -137,6 +139,9 @@ fn held_by(table: &str, name: &str, h: &LockInfo, now_ms: i64) -> String {
         ago = human_duration(now_ms - h.created_ms),
         lease = rfc3339(h.lease_until_ms),
         version = h.version,
+        qtable = quote(table),
+        store = store_flags(req.target),
+        qname = quote(name),
     )
 }
 
@@ -202,7 +207,11 @@ impl Pause {
 pub fn force_unlock(args: ForceUnlockArgs) -> Result<i32, CliError> {
     let read = &args.read;
     let store = read.target.open()?;
-    let ns = super::read_only::resolve_namespace(store.as_ref(), &read.target.namespace)?;
+    let ns = super::read_only::resolve_namespace(
+        store.as_ref(),
+        &read.target.namespace,
+        &read.target.table.flags(),
+    )?;
     let name = &read.target.namespace;
     match lock::force_unlock(store.as_ref(), &ns, &args.lock_id) {
         Ok(info) => {

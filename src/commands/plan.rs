@@ -107,7 +107,7 @@ fn read_only(
         &args.name,
     )? {
         Some(store) => {
-            let ns = super::read_only::resolve_namespace(store.as_ref(), &name)?;
+            let ns = super::read_only::resolve_namespace(store.as_ref(), &name, &args.flags())?;
             (store, ns)
         }
         None => {
@@ -115,8 +115,9 @@ fn read_only(
             // store that does not exist yet has none to plan for.
             if save_to.is_some() {
                 return Err(CliError::Failed(format!(
-                    "table '{}' does not exist in the local store yet, so there is no namespace to save a plan for; create it first (`zae-limiter table create -n {} --local=PATH`, or apply once), then plan with -o",
-                    args.name, args.name
+                    "table '{}' does not exist in the local store yet, so there is no namespace to save a plan for; create it first (`zae-limiter table create{}`, or apply once), then plan with -o",
+                    args.name,
+                    args.flags()
                 )));
             }
             (Box::new(EmptyStore::new(&args.name)), namespace::new_id()?)

@@ -27,7 +27,7 @@ pub fn run(cmd: ReservationCommand) -> Result<i32, CliError> {
             let ttl = ttl_seconds(&e.ttl, "--ttl")?;
             let now = now_ms()?;
             let store = a.store.open()?;
-            let ns = namespace(store.as_ref(), &a.store.namespace)?;
+            let ns = namespace(store.as_ref(), &a.store)?;
             let x = runtime::extend(store.as_ref(), &ns, &id, ttl, now)?;
             print(a.format, extended_json(&x, &ns.name, now), || {
                 format!(
@@ -46,7 +46,7 @@ fn close(a: &ReservationArgs, how: Closing, costs: &[String]) -> Result<i32, Cli
     let costs = parse_costs(costs)?;
     let now = now_ms()?;
     let store = a.store.open()?;
-    let ns = namespace(store.as_ref(), &a.store.namespace)?;
+    let ns = namespace(store.as_ref(), &a.store)?;
     let c = match how {
         Closing::Released => runtime::release(store.as_ref(), &ns, &id, now),
         Closing::Committed => runtime::commit(store.as_ref(), &ns, &id, &costs, now),

@@ -6,6 +6,7 @@ use std::path::Path;
 
 use crate::apply::fault;
 use crate::cli::args::{ApplyArgs, PlanArgs, ShowPlanArgs, TextOrJson};
+use crate::cli::shell::quote;
 use crate::cli::{output, CliError};
 use crate::exit_codes;
 use crate::items::namespace;
@@ -31,9 +32,10 @@ pub fn save(plan: &SavedPlan, path: &Path) -> Result<(), CliError> {
 pub fn saved_note(path: &Path, args: &PlanArgs) -> Result<(), CliError> {
     if args.format == TextOrJson::Text {
         output::println(format!(
-            "\nSaved the plan to {0}. To carry out exactly these changes: zae-limiter limits apply -n {1} {0}",
+            "\nSaved the plan to {}. To carry out exactly these changes: zae-limiter limits apply{} {}",
             path.display(),
-            args.name
+            args.flags(),
+            quote(&path.to_string_lossy()),
         ))?;
     }
     Ok(())
