@@ -17,16 +17,17 @@ pub fn run(cmd: TableCommand) -> Result<i32, CliError> {
 
 /// A table name that cannot also be a CloudFormation stack name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid table name '{0}': use a letter followed by letters, digits or '-', at most 55 characters (it is also the CloudFormation stack name)")]
+#[error("invalid table name '{0}': use a letter followed by letters, digits or '-', 3 to 55 characters (it is also the CloudFormation stack name, and DynamoDB wants at least 3)")]
 pub struct StackNameError(String);
 
-/// The reference's stack-name rule: the table name is the stack name.
+/// The reference's stack-name rule (the table name is the stack name), and
+/// DynamoDB's minimum of 3 characters, which the stack rule alone lets by.
 pub fn validate_name(name: &str) -> Result<(), StackNameError> {
     let mut chars = name.chars();
     let starts_with_letter = chars.next().is_some_and(|c| c.is_ascii_alphabetic());
     if !starts_with_letter
         || !chars.all(|c| c.is_ascii_alphanumeric() || c == '-')
-        || name.len() > 55
+        || !(3..=55).contains(&name.len())
     {
         return Err(StackNameError(name.to_string()));
     }
@@ -121,10 +122,20 @@ mod tests {
 
     #[test]
     fn names_follow_the_stack_rule() {
-        for ok in ["zae-limiter", "a", "Dev-2", &"a".repeat(55)] {
+        for ok in ["zae-limiter", "abc", "Dev-2", &"a".repeat(55)] {
             assert!(validate_name(ok).is_ok(), "{ok}");
         }
-        for bad in ["", "1abc", "a_b", "a.b", "a b", "-a", &"a".repeat(56)] {
+        for bad in [
+            "",
+            "a",
+            "ab",
+            "1abc",
+            "a_b",
+            "a.b",
+            "a b",
+            "-a",
+            &"a".repeat(56),
+        ] {
             assert!(validate_name(bad).is_err(), "{bad}");
         }
     }
