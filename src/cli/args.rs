@@ -575,7 +575,7 @@ pub struct GenTraceArgs {
     /// How arrivals are spread over time
     #[arg(long, value_enum, default_value_t)]
     pub shape: TraceShape,
-    /// Average (business-hours: peak) request rate, e.g. 20/s, 600/min, 5000/h
+    /// Average (business-hours: peak) request rate, e.g. 20/s, 600/min, 5000/h; at most 1000000/s
     #[arg(long, value_name = "RATE")]
     pub rate: String,
     /// How long the trace lasts, e.g. 90m, 8h, 7d

@@ -28,6 +28,8 @@ use crate::clock::rfc3339;
 pub enum GenError {
     #[error("--rate {0:?}: write requests per second, minute or hour, e.g. 20/s, 600/min, 5000/h (a bare number is per second)")]
     Rate(String),
+    #[error("--rate {0:?} is above the highest rate the generator takes, {MAX_RATE_PER_SECOND}/s; write a lower rate")]
+    RateTooHigh(String),
     #[error("--costs {0:?}: write name=COST or name=LOW..HIGH, comma-separated, e.g. rpm=1,tpm=500..2000")]
     Costs(String),
     #[error("--costs: {0:?} is not a limit name (start with a letter, then letters, digits, `_`, `.` or `-`)")]
@@ -55,6 +57,9 @@ pub struct CostSpec {
 }
 
 /// `20`, `20/s`, `600/min`, `5000/h` → requests per second.
+/// The highest `--rate` (requests per second) the generator takes.
+pub const MAX_RATE_PER_SECOND: u64 = 1_000_000;
+
 pub fn parse_rate(text: &str) -> Result<f64, GenError> {
     let bad = || GenError::Rate(text.to_string());
     let (num, per) = match text.trim().split_once('/') {
@@ -71,8 +76,11 @@ pub fn parse_rate(text: &str) -> Result<f64, GenError> {
         None => (text.trim(), 1.0),
     };
     let n: f64 = num.parse().map_err(|_| bad())?;
-    if !n.is_finite() || n <= 0.0 || n / per > 1e6 {
+    if !n.is_finite() || n <= 0.0 {
         return Err(bad());
+    }
+    if n / per > MAX_RATE_PER_SECOND as f64 {
+        return Err(GenError::RateTooHigh(text.to_string()));
     }
     Ok(n / per)
 }
@@ -386,6 +394,10 @@ mod tests {
         assert_eq!(parse_rate("7200 / h"), Ok(2.0));
         for bad in ["", "0", "-1/s", "5/week", "abc", "inf", "2000000"] {
             assert!(parse_rate(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_rate("1000000/s"), Ok(1e6));
+        for high in ["10000000/s", "1000001", "4000000000/h"] {
+            assert_eq!(parse_rate(high), Err(GenError::RateTooHigh(high.into())));
         }
         assert_eq!(
             parse_costs("rpm=1, tpm=500..2000").unwrap(),
