@@ -229,7 +229,10 @@ fn parse_full(text: &str) -> Result<Document, YamlProblem> {
     let mut parser = Parser::new_from_str(text);
     let mut documents = 0usize;
     while let Some(next) = parser.next_event() {
-        let (event, span) = next.map_err(scan_problem)?;
+        let (event, span) = match next {
+            Ok(next) => next,
+            Err(e) => return Err(unclosed(&e, text, &builder).unwrap_or_else(|| scan_problem(e))),
+        };
         match event {
             Event::StreamEnd => break,
             Event::DocumentStart(_) => {
@@ -252,6 +255,32 @@ fn parse_full(text: &str) -> Result<Document, YamlProblem> {
     Ok(Document {
         root: builder.root,
         problems: builder.problems,
+    })
+}
+
+/// A flow collection (`[1, 2`, `{a: 1`) the file ends inside: the parser
+/// reports the end of the file, after the last line, where no line can be
+/// shown; the opening bracket is what to fix.
+fn unclosed(e: &ScanError, text: &str, b: &Builder) -> Option<YamlProblem> {
+    let at_end = e.marker().index() >= text.chars().count();
+    let open = b.stack.last()?;
+    if !at_end || !e.info().starts_with("while parsing a flow") {
+        return None;
+    }
+    let (bracket, close) = match open.collection {
+        Collection::Seq => ('[', ']'),
+        Collection::Map => ('{', '}'),
+    };
+    Some(YamlProblem {
+        start: open.start,
+        end: Pos {
+            line: open.start.line,
+            col: open.start.col + 1,
+        },
+        message: format!(
+            "YAML syntax error: this `{bracket}` is never closed: the file ends inside it"
+        ),
+        help: Some(format!("close it with `{close}` where its items end")),
     })
 }
 
