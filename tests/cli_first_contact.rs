@@ -394,69 +394,61 @@ fn suggested_commands_run_as_printed_reach_the_same_store() {
     let with = |args: &[&'static str]| [args, &store[..]].concat();
     let (code, _, err) = run_in(d, &with(&["limits", "apply", "-f", "q.yaml"]), &[]);
     assert_eq!(code, 0, "{err}");
-
-    // A saved plan's "carry out" line.
     write_in(
         d,
         "q2.yaml",
-        quickstart().replacen("capacity: 100", "capacity: 90", 1),
+        quickstart().replacen("capacity: 1000", "capacity: 900", 1),
     );
-    let (code, out, err) = run_in(
-        d,
-        &with(&["limits", "plan", "-f", "q2.yaml", "-o", "p.plan"]),
-        &[],
-    );
-    assert_eq!(code, 0, "{err}");
-    let line = between(&out, "To carry out exactly these changes: ", '\n');
-    assert_eq!(
-        line,
-        "zae-limiter limits apply -n demo --local=s.sqlite p.plan"
-    );
-    let (code, out, err) = run_suggested(d, line);
-    assert_eq!(code, 0, "{out}{err}");
-
-    // Reading a namespace that is not registered: the register line.
-    let (code, _, err) = run_in(
-        d,
-        &with(&["entity", "get-limits", "user-1", "-N", "team"]),
-        &[],
-    );
-    assert_eq!(code, 1, "{err}");
-    let line = between(&err, "Register it with `", '`');
-    assert_eq!(
-        line,
-        "zae-limiter namespace register team -n demo --local=s.sqlite"
-    );
-    assert_eq!(run_suggested(d, line).0, 0);
-
-    // acquire on a namespace that is not registered.
-    let (code, _, err) = run_in(
-        d,
-        &with(&["acquire", "u", "-r", "gpt-4", "-N", "jobs"]),
-        &[],
-    );
-    assert_eq!(code, 1, "{err}");
-    let line = between(&err, "register it with `", '`');
-    assert_eq!(
-        line,
-        "zae-limiter namespace register jobs -n demo --local=s.sqlite"
-    );
-    assert_eq!(run_suggested(d, line).0, 0);
-
-    // A cooldown that needs an operator: the clear line (with -N).
     let (code, _, err) = run_in(
         d,
         &with(&["cooldown", "record", "p/x", "--status", "401", "-N", "jobs"]),
         &[],
     );
     assert_eq!(code, 0, "{err}");
-    let (_, _, err) = run_in(d, &with(&["cooldown", "check", "p/x", "-N", "jobs"]), &[]);
-    let line = between(&err, "after fixing it: ", ')');
-    assert_eq!(
-        line,
-        "zae-limiter cooldown clear p/x -n demo --local=s.sqlite -N jobs"
-    );
-    assert_eq!(run_suggested(d, line).0, 0);
+
+    // (command, its exit code, the text around the suggestion, the suggestion)
+    let cases: [(&[&str], i32, (&str, char), &str); 4] = [
+        // A saved plan's "carry out" line.
+        (
+            &["limits", "plan", "-f", "q2.yaml", "-o", "p.plan"],
+            0,
+            ("To carry out exactly these changes: ", '\n'),
+            "zae-limiter limits apply -n demo --local=s.sqlite p.plan",
+        ),
+        // Reading a namespace that is not registered.
+        (
+            &["entity", "get-limits", "user-1", "-N", "team"],
+            1,
+            ("Register it with `", '`'),
+            "zae-limiter namespace register team -n demo --local=s.sqlite",
+        ),
+        // acquire on a namespace that is not registered.
+        (
+            &["acquire", "u", "-r", "gpt-4", "-N", "jobs2"],
+            1,
+            ("register it with `", '`'),
+            "zae-limiter namespace register jobs2 -n demo --local=s.sqlite",
+        ),
+        // A cooldown that needs an operator (in another namespace: -N).
+        (
+            &["cooldown", "check", "p/x", "-N", "jobs"],
+            76,
+            ("after fixing it: ", ')'),
+            "zae-limiter cooldown clear p/x -n demo --local=s.sqlite -N jobs",
+        ),
+    ];
+    for (args, exit, (from, until), want) in cases {
+        let (code, out, err) = run_in(d, &with(args), &[]);
+        assert_eq!(code, exit, "{args:?}: {out}{err}");
+        let line = between(&format!("{out}{err}"), from, until).to_string();
+        assert_eq!(line, want, "{args:?}");
+        let (code, out, err) = run_suggested(d, &line);
+        assert_eq!(code, 0, "{line}: {out}{err}");
+    }
+    // The suggestions did what they say.
     let (code, out, _) = run_in(d, &with(&["cooldown", "check", "p/x", "-N", "jobs"]), &[]);
     assert_eq!(code, 0, "cleared: {out}");
+    let (code, out, err) = run_in(d, &with(&["namespace", "list"]), &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("team") && out.contains("jobs2"), "{out}");
 }
