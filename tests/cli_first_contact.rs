@@ -383,6 +383,14 @@ fn run_suggested(dir: &Path, line: &str) -> (i32, String, String) {
     run_in(dir, &w[1..], &[])
 }
 
+/// A command, its exit code, the text around its suggestion, the suggestion.
+type Suggests = (
+    &'static [&'static str],
+    i32,
+    (&'static str, char),
+    &'static str,
+);
+
 /// Every command a message suggests repeats the table and store flags it was
 /// given, so the copied line reaches the same store instead of falling back
 /// to DynamoDB (which has no region here) or the default file.
@@ -406,8 +414,7 @@ fn suggested_commands_run_as_printed_reach_the_same_store() {
     );
     assert_eq!(code, 0, "{err}");
 
-    // (command, its exit code, the text around the suggestion, the suggestion)
-    let cases: [(&[&str], i32, (&str, char), &str); 4] = [
+    let cases: [Suggests; 4] = [
         // A saved plan's "carry out" line.
         (
             &["limits", "plan", "-f", "q2.yaml", "-o", "p.plan"],
