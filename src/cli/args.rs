@@ -1271,6 +1271,22 @@ pub fn command() -> clap::Command {
 #[cfg(test)]
 mod tests {
     #[test]
+    fn store_flags_reach_the_same_store() {
+        use super::{store_flags, Target};
+        let local = Target::Local("my dir/s.sqlite".into());
+        assert_eq!(store_flags(&local), " --local='my dir/s.sqlite'");
+        let dynamo = |region: Option<&str>, endpoint: Option<&str>| Target::DynamoDb {
+            region: region.map(str::to_string),
+            endpoint_url: endpoint.map(str::to_string),
+        };
+        assert_eq!(store_flags(&dynamo(None, None)), "");
+        assert_eq!(
+            store_flags(&dynamo(Some("eu-west-1"), Some("http://127.0.0.1:8000"))),
+            " --region eu-west-1 --endpoint-url http://127.0.0.1:8000"
+        );
+    }
+
+    #[test]
     fn command_tree_is_consistent() {
         super::command().debug_assert();
     }
