@@ -157,6 +157,24 @@ fn a_recorded_reset_makes_later_processes_wait_until_it() {
             "2026-12-02T11:00:00Z",
             &["check", "openai/acct-43/gpt-4"],
         );
+        // A refusal recorded after its cooldown ended says it has passed.
+        let late = b.expect(
+            0,
+            "2026-12-02T11:00:00Z",
+            &[
+                "record",
+                "openai/acct-44",
+                "--retry-after",
+                "60",
+                "--received-at",
+                "2026-12-02T10:00:00Z",
+            ],
+        );
+        assert!(
+            late.contains("(passed 58m 55s ago)"),
+            "[{}] {late}",
+            b.label
+        );
     }
 }
 

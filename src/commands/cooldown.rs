@@ -392,11 +392,11 @@ fn probe_held(holder: &str, scope: &Scope, until: EpochMs, now: EpochMs) -> Stri
 /// An instant and how far off it is, as every cooldown line gives a deadline:
 /// `2026-01-01T00:00:00Z (in 5m)`.
 fn when(at: EpochMs, now: EpochMs) -> String {
-    format!(
-        "{} (in {})",
-        rfc3339(at),
-        human_duration(at.saturating_sub(now))
-    )
+    if at <= now {
+        // A refusal recorded late (`--received-at` in the past).
+        return format!("{} (passed {} ago)", rfc3339(at), human_duration(now - at));
+    }
+    format!("{} (in {})", rfc3339(at), human_duration(at - now))
 }
 
 /// The state cannot be read: say so and refuse (76), never permit.
