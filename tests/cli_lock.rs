@@ -649,16 +649,61 @@ fn signals_stop_at_a_safe_point_and_release_the_lock() {
             "SIG{signal} changed levels"
         );
     }
-    // After the config writes: the record follows them, nothing is outside it.
+    // After the config writes: the record follows them, nothing is outside it,
+    // and the fan-outs said to be left are the ones the next plan shows.
     let p = env.paused(&["limits", "apply", "-q", "-f", &m2], "fan_out");
     p.signal("TERM");
     let (code, _, err) = p.finish();
     assert_eq!(code, Some(1), "{err}");
-    assert!(err.contains("interrupted by SIGTERM: stopped after the config writes; the #PROVISIONER record is written"), "{err}");
+    let said = "interrupted by SIGTERM: stopped after the config writes; the #PROVISIONER record is written, and ";
+    let left = err[err.find(said).expect(&err) + said.len()..]
+        .split(' ')
+        .next()
+        .unwrap()
+        .to_string();
     assert!(env.lock().is_none());
     env.nothing_unmanaged();
+    let (out, _) = env.expect(&["limits", "plan", "-q", "-f", &m2], 0);
+    assert_eq!(
+        out,
+        format!("No config changes; {left} bucket fan-out(s) an earlier apply did not finish will be retried by the next apply.\n"),
+        "{err}"
+    );
     let (out, _) = env.apply(&m2);
     assert!(out.starts_with("No c"), "{out}");
+}
+
+/// A stop after the config writes counts the fan-outs it really leaves: with
+/// many owed, the buckets are listed first and a level without a bucket gets
+/// no pending item, so on a namespace without buckets none is left, and the
+/// next plan shows nothing owed.
+#[test]
+fn a_stop_after_the_config_writes_counts_only_the_fanouts_it_leaves() {
+    let env = Env::new("stop-count");
+    let mut yaml = String::from(
+        "namespace: default\nresources:\n  gpt-4:\n    limits:\n      rpm:\n        capacity: 100\nentities:\n",
+    );
+    // More entity levels than the bulk-discovery threshold (32).
+    for i in 0..40 {
+        yaml.push_str(&format!(
+            "  u{i}:\n    resources:\n      gpt-4:\n        limits:\n          rpm:\n            capacity: {}\n",
+            i + 1
+        ));
+    }
+    let m = env.file("many.yaml", &yaml);
+    let p = env.paused(&["limits", "apply", "-q", "-f", &m], "fan_out");
+    p.signal("INT");
+    let (code, _, err) = p.finish();
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("interrupted by SIGINT: stopped after the config writes; the #PROVISIONER record is written, and no bucket fan-out is left for the next apply"),
+        "{err}"
+    );
+    let (out, _) = env.expect(
+        &["limits", "plan", "-q", "-f", &m, "--detailed-exitcode"],
+        0,
+    );
+    assert_eq!(out, "No changes. Infrastructure is up-to-date.\n");
 }
 
 /// An apply whose record changed before its own record write (a writer that

@@ -656,9 +656,10 @@ fn plan_on_a_missing_local_store_shows_every_level_as_a_create_and_creates_nothi
         .iter()
         .all(|c| c["action"] == "create"));
     let (code, diff, _) = run(&["limits", "diff", "-f", "m1.yaml", "-q"]);
+    let note = "Note: table 'mystack' does not exist in the local store yet; apply creates it and registers namespace 'default' first.\n";
     assert_eq!(
-        (code, diff.as_str()),
-        (Some(0), "Drift detected: 4 difference(s)\n")
+        (code, diff),
+        (Some(0), format!("Drift detected: 4 difference(s)\n{note}"))
     );
     assert!(
         !env.dir.join("not").exists(),
@@ -693,11 +694,78 @@ fn plan_on_a_missing_local_store_shows_every_level_as_a_create_and_creates_nothi
         .unwrap();
     assert_eq!(
         text(&out.stdout),
-        "Plan: 4 change(s)\n",
+        "Plan: 4 change(s)\nNote: table 'other' does not exist in the local store yet; apply creates it and registers namespace 'default' first.\n",
         "{}",
         text(&out.stderr)
     );
     assert_eq!(std::fs::read(&nested).unwrap(), before);
+}
+
+/// A namespace not registered yet is no refusal for plan and diff: apply
+/// registers it, so they say so and show its creates (exit 2 with
+/// `--detailed-exitcode`); a plan saved then applies exactly, registering the
+/// namespace under the id its items were planned with.
+#[test]
+fn plan_and_diff_on_a_new_namespace_show_what_apply_does() {
+    let env = Env::new("new-ns");
+    env.ok(&["limits", "apply", "-f", "m1.yaml", "-q"]);
+    let before = env.dump(&env.ns_id("default"));
+    let note = "Note: namespace 'prod' is not registered yet; apply registers it first.\n";
+    let de = "--detailed-exitcode";
+    for cmd in ["plan", "diff"] {
+        let out = env.run(&["limits", cmd, "-f", "sched.yaml", de], &[]);
+        assert_eq!(out.status.code(), Some(2), "{cmd}: {}", text(&out.stderr));
+        let stdout = text(&out.stdout);
+        assert!(stdout.contains(note), "{cmd}: {stdout}");
+        assert_eq!(stdout.matches("  + ").count(), 2, "{cmd}: {stdout}");
+        let out = env.run(
+            &["limits", cmd, "-f", "sched.yaml", "--format", "json"],
+            &[],
+        );
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(doc["register_namespace"], true, "{cmd}");
+        assert_eq!(doc["namespace"], "prod", "{cmd}");
+    }
+    assert_eq!(namespace::resolve(&env.store(), "prod").unwrap(), None);
+    assert_eq!(
+        env.dump(&env.ns_id("default")),
+        before,
+        "plan and diff write nothing"
+    );
+
+    // A saved plan registers the namespace and applies exactly its creates.
+    let saved = env.dir.join("prod.plan");
+    let saved = saved.to_str().unwrap();
+    let out = env.ok(&["limits", "plan", "-f", "sched.yaml", "-o", saved, "-q"]);
+    assert!(text(&out.stdout).contains(note));
+    let planned: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(saved).unwrap()).unwrap();
+    assert_eq!(planned["register_namespace"], true);
+    let out = Command::new(env!("CARGO_BIN_EXE_zae-limiter"))
+        .args(["limits", "show-plan", saved, "-q"])
+        .output()
+        .unwrap();
+    assert!(text(&out.stdout).contains(note), "{}", text(&out.stderr));
+    let out = env.ok(&["limits", "apply", saved, "-q"]);
+    assert_eq!(
+        text(&out.stdout),
+        "Applied: 2 created, 0 updated, 0 deleted.\n"
+    );
+    assert_eq!(env.ns_id("prod"), planned["namespace_id"]);
+    let out = env.run(&["limits", "plan", "-f", "sched.yaml", de], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+
+    // Registered meanwhile by another apply: the saved plan is stale.
+    let other = Env::new("new-ns-race");
+    other.ok(&["limits", "apply", "-f", "m1.yaml", "-q"]);
+    other.ok(&["limits", "plan", "-f", "sched.yaml", "-o", saved, "-q"]);
+    other.ok(&["limits", "apply", "-f", "sched.yaml", "-q"]);
+    let out = other.run(&["limits", "apply", saved], &[]);
+    assert_failed(
+        &out,
+        1,
+        "saved plan is stale: namespace 'prod' is registered under id",
+    );
 }
 
 #[test]
@@ -734,15 +802,6 @@ fn read_only_commands_refuse_missing_tables_and_namespaces() {
 
     let s = env.store();
     version::ensure_initialized(&s).unwrap();
-    let out = env.run(&["limits", "diff", "-f", "sched.yaml"], &[]);
-    assert_eq!(out.status.code(), Some(1));
-    assert_eq!(
-        text(&out.stderr),
-        format!(
-            "Error: Namespace 'prod' not found. Register it with `zae-limiter namespace register prod -n mystack --local='{}'`.\n",
-            env.store_path().display()
-        )
-    );
 
     // A table that demands a newer client.
     s.write(WriteOp::Update {

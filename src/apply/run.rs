@@ -228,10 +228,15 @@ pub fn apply(store: &dyn Store, req: &ApplyRequest<'_>) -> Result<Applied, Apply
     out.changes = plan.changes.into_iter().map(|p| p.pc).collect();
     if let Some(why) = (req.stop)(Step::FanOut) {
         // Stopped after the config writes: the fan-outs go to the next apply.
-        let left = run.owed.len();
+        // Only those with a pending item are left to it; an owed fan-out the
+        // bucket listing found no bucket for has nothing to do and no item.
         run.hand_back();
+        let left = match run.held.len() {
+            0 => "no bucket fan-out is left for the next apply".to_string(),
+            n => format!("{n} bucket fan-out(s) are left for the next apply"),
+        };
         out.errors.push(format!(
-            "{why}: stopped after the config writes; the #PROVISIONER record is written, and {left} bucket fan-out(s) are left for the next apply"
+            "{why}: stopped after the config writes; the #PROVISIONER record is written, and {left}"
         ));
     } else {
         // 7. Re-assert explicit `disabled` on declared levels not already being fanned out.

@@ -307,8 +307,9 @@ Examples:
 `-o FILE` saves the plan for `zae-limiter limits apply FILE`, which applies exactly it or
 refuses it as stale (see `limits apply --help`).
 
-On the local store, a plan against a file or table that does not exist yet shows every
-level as a create and creates nothing.
+A namespace not registered yet (and, on the local store, a file or table that does not
+exist yet) shows every level as a create and a note that apply registers the namespace
+(creates the table) first; plan creates nothing.
 
 Exit status: 0 ok (with --detailed-exitcode: 0 no changes, 2 changes), 1 error, 2 usage
 error.")]

@@ -4,7 +4,7 @@
 //! Every command validates the manifest first and writes nothing when it is
 //! invalid. plan and diff are read-only and refuse a store this client may not
 //! use; apply initialises the store and registers the namespace when needed, as
-//! the reference's `Repository.open` does. `-N` is honoured (the reference ignores
+//! the reference's `Repository.open` does, and plan and diff say so. `-N` is honoured (the reference ignores
 //! it) and must agree with the manifest's `namespace`.
 //!
 //! Test-only environment variables, honoured only when set:
@@ -30,7 +30,7 @@ use crate::items::namespace;
 use crate::manifest::{self, Manifest, Severity};
 use crate::plan::digests::{self, Untrusted};
 use crate::plan::managed::{self, ManagedSet};
-use crate::plan::output::{self, ApplyCounts, Command, Report};
+use crate::plan::output::{self, ApplyCounts, Command, Report, Setup};
 use crate::plan::prepare::{builder, prepare_each, BuildFn, Prepared, Refresh};
 use crate::plan::saved::{SavedPlan, StaleOr};
 use crate::plan::version;
@@ -100,16 +100,17 @@ fn read_only(
     let (m, warnings) = load(&args)?;
     let name = namespace_name(&args, &m)?;
     // A local store without this table (or without a file at all) is compared
-    // as empty: apply would create both, so every level is a create. Nothing is
-    // created here.
-    let (store, ns): (Box<dyn Store>, String) = match open::open_for_plan(
+    // as empty: apply would create both, so every level is a create. So is a
+    // namespace not registered yet, under the id a saved plan registers it
+    // with. Nothing is created here.
+    let (store, ns, setup): (Box<dyn Store>, String, Setup) = match open::open_for_plan(
         &args.store.target(),
         &args.name,
     )? {
-        Some(store) => {
-            let ns = super::read_only::resolve_namespace(store.as_ref(), &name, &args.flags())?;
-            (store, ns)
-        }
+        Some(store) => match super::read_only::planned_namespace(store.as_ref(), &name)? {
+            Some(ns) => (store, ns, Setup::Ready),
+            None => (store, namespace::new_id()?, Setup::Namespace),
+        },
         None => {
             // A saved plan names the namespace id its items are keyed by; a
             // store that does not exist yet has none to plan for.
@@ -120,7 +121,11 @@ fn read_only(
                     args.flags()
                 )));
             }
-            (Box::new(EmptyStore::new(&args.name)), namespace::new_id()?)
+            (
+                Box::new(EmptyStore::new(&args.name)),
+                namespace::new_id()?,
+                Setup::Table(args.name.clone()),
+            )
         }
     };
     let store = store.as_ref();
@@ -185,6 +190,7 @@ fn read_only(
         full: false,
         resumed: false,
         warnings: warnings.clone(),
+        setup: setup.clone(),
         applied: None,
     };
     if let Some(path) = save_to {
@@ -194,6 +200,7 @@ fn read_only(
             table: args.name.clone(),
             namespace: name.clone(),
             namespace_id: ns.clone(),
+            register_namespace: setup == Setup::Namespace,
             manifest_file: manifest_path(&args)?.display().to_string(),
             manifest_hash: manifest::applied_hash(&m),
             manifest: m.clone(),
@@ -215,7 +222,12 @@ fn read_only(
     if let Some(path) = save_to {
         super::saved_plan::saved_note(path, &args)?;
     }
-    Ok(exit_code(&args, !changes.is_empty(), false))
+    // Registering the namespace is a change even when no level is.
+    Ok(exit_code(
+        &args,
+        !changes.is_empty() || setup != Setup::Ready,
+        false,
+    ))
 }
 
 /// Says so when the managed set the manifest declares does not fit the
@@ -357,6 +369,7 @@ pub(super) fn carry_out(
         full: done.full,
         resumed: done.resumed,
         warnings,
+        setup: Setup::Ready,
         applied: Some(ApplyCounts {
             created: done.created,
             updated: done.updated,

@@ -23,3 +23,12 @@ pub fn resolve_namespace(store: &dyn Store, name: &str, flags: &str) -> Result<S
         ))
     })
 }
+
+/// [`resolve_namespace`] for plan and diff, which show what apply would do:
+/// a namespace not registered yet is no refusal (apply registers it), and
+/// `None` says so; a deleted or purging one is refused as apply refuses it.
+pub fn planned_namespace(store: &dyn Store, name: &str) -> Result<Option<String>, CliError> {
+    let rec = version::read(store)?;
+    version::check_usable(rec.as_ref(), store.table_name())?;
+    Ok(namespace::registered(store, name)?)
+}

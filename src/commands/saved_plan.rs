@@ -10,7 +10,7 @@ use crate::cli::shell::quote;
 use crate::cli::{output, CliError};
 use crate::exit_codes;
 use crate::items::namespace;
-use crate::plan::output::{Command, Report};
+use crate::plan::output::{Command, Report, Setup};
 use crate::plan::prepare::{builder, BuildFn, Refresh};
 use crate::plan::saved::{SavedPlan, Stale};
 use crate::plan::version;
@@ -70,6 +70,11 @@ pub fn show_plan(args: ShowPlanArgs) -> Result<i32, CliError> {
         full: false,
         resumed: false,
         warnings: plan.warnings.clone(),
+        setup: if plan.register_namespace {
+            Setup::Namespace
+        } else {
+            Setup::Ready
+        },
         applied: None,
     };
     if args.format == TextOrJson::Text {
@@ -114,14 +119,7 @@ pub fn apply(args: ApplyArgs, path: &Path) -> Result<i32, CliError> {
     let store = store.as_ref();
     let rec = version::read(store)?;
     version::check_usable(rec.as_ref(), store.table_name())?;
-    let ns = namespace::resolve(store, &plan.namespace)?.ok_or_else(|| {
-        Stale(format!(
-            "namespace '{}' is not registered any more",
-            plan.namespace
-        ))
-    })?;
-    plan.same_namespace(&ns)?;
-    let build = builder(&ns, &plan.manifest);
+    let build = builder(&plan.namespace_id, &plan.manifest);
     let build: &BuildFn<'_> = &build;
     plan.verify(build).map_err(|e| {
         CliError::Failed(format!(
@@ -129,6 +127,26 @@ pub fn apply(args: ApplyArgs, path: &Path) -> Result<i32, CliError> {
             path.display()
         ))
     })?;
+    let ns = match namespace::resolve(store, &plan.namespace)? {
+        Some(ns) => ns,
+        // Planned before the namespace existed: register it, under the id
+        // the plan's items are keyed by, as a manifest's apply would.
+        None if plan.register_namespace => {
+            namespace::register_as(store, &plan.namespace, &plan.namespace_id)
+                .map_err(|e| {
+                    CliError::Failed(format!("registering namespace '{}': {e}", plan.namespace))
+                })?
+                .id
+        }
+        None => {
+            return Err(Stale(format!(
+                "namespace '{}' is not registered any more",
+                plan.namespace
+            ))
+            .into())
+        }
+    };
+    plan.same_namespace(&ns)?;
     let target = Target {
         name: &plan.namespace,
         ns: &ns,

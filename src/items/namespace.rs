@@ -86,11 +86,18 @@ pub struct Registered {
 /// Registers `name` (idempotent): both records in one transaction, each
 /// `attribute_not_exists(PK)`; if the name already exists its id is returned.
 pub fn register(store: &dyn Store, name: &str) -> Result<Registered, NamespaceError> {
+    register_as(store, name, &new_id()?)
+}
+
+/// [`register`] under a given id (a saved plan's items are keyed by the id
+/// it was planned with): when the name is already registered, its existing
+/// id is returned and the caller compares.
+pub fn register_as(store: &dyn Store, name: &str, id: &str) -> Result<Registered, NamespaceError> {
     keys::validate_namespace_name(name)?;
-    if let Some(item) = store_get_or_none(store, name)? {
-        return existing(name, &item);
+    if let Some(id) = registered(store, name)? {
+        return Ok(Registered { id, created: false });
     }
-    let id = new_id()?;
+    let id = id.to_string();
     let now = crate::clock::system_stamp();
     let ops = vec![
         WriteOp::Put {
@@ -114,6 +121,16 @@ pub fn register(store: &dyn Store, name: &str) -> Result<Registered, NamespaceEr
             }
         }
         Err(e) => Err(e.into()),
+    }
+}
+
+/// The id of namespace `name`, `None` when it is not registered, or the
+/// refusal [`register`] would give (a deleted or purging namespace): what a
+/// plan needs to say what apply would do.
+pub fn registered(store: &dyn Store, name: &str) -> Result<Option<String>, NamespaceError> {
+    match store_get_or_none(store, name)? {
+        Some(item) => existing(name, &item).map(|r| Some(r.id)),
+        None => Ok(None),
     }
 }
 
@@ -172,6 +189,35 @@ mod tests {
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'));
         }
+    }
+
+    #[test]
+    fn registered_and_register_as_say_what_register_would_do() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = LocalStore::open(&dir.path().join("s.sqlite"), "t").unwrap();
+        assert_eq!(registered(&s, "a").unwrap(), None);
+        let a = register_as(&s, "a", "fixedIdAAAA").unwrap();
+        assert_eq!((a.id.as_str(), a.created), ("fixedIdAAAA", true));
+        assert_eq!(registered(&s, "a").unwrap(), Some(a.id.clone()));
+        // Already registered: its own id, whatever id was asked for.
+        assert_eq!(
+            register_as(&s, "a", "otherIdBBBB").unwrap(),
+            Registered {
+                id: a.id,
+                created: false
+            }
+        );
+        let mut fwd = s.get(&keys::namespace_key("a"), true).unwrap().unwrap();
+        fwd.insert("status".into(), AttrValue::s("deleted"));
+        s.write(WriteOp::Put {
+            item: fwd,
+            condition: None,
+        })
+        .unwrap();
+        assert!(matches!(
+            registered(&s, "a"),
+            Err(NamespaceError::NotActive { .. })
+        ));
     }
 
     #[test]

@@ -28,13 +28,15 @@
 //!   "full": false,
 //!   "resumed": false,
 //!   "warnings": ["…"],
+//!   "register_namespace": false,                 // plan and diff only
 //!   "created": 1, "updated": 0, "deleted": 0,   // apply only
 //!   "errors": ["…"]                              // apply only
 //! }
 //! ```
 //!
 //! `old` is absent for `+`, `new` for `-`; `!` marks a level whose item cannot
-//! be built (its message in `new`). Fields are only ever added within version 1.
+//! be built (its message in `new`). `register_namespace` is true when the
+//! namespace is not registered yet (apply registers it before its changes). Fields are only ever added within version 1.
 
 use serde_json::{json, Value};
 
@@ -56,6 +58,21 @@ impl Command {
             Command::Apply => "apply",
         }
     }
+}
+
+/// What an apply sets up before its changes, as plan and diff find it: they
+/// must say so, since apply does it (docs/plan-apply.md, "A plan before the
+/// first apply").
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Setup {
+    /// The table and the namespace exist.
+    #[default]
+    Ready,
+    /// The namespace is not registered yet: apply registers it.
+    Namespace,
+    /// The local store has no such table (name) yet: apply creates it and
+    /// registers the namespace.
+    Table(String),
 }
 
 /// Counts and errors only an apply has.
@@ -81,6 +98,8 @@ pub struct Report<'a> {
     pub full: bool,
     pub resumed: bool,
     pub warnings: Vec<String>,
+    /// What apply sets up first (plan and diff; apply reports [`Setup::Ready`]).
+    pub setup: Setup,
     /// `Some` for apply.
     pub applied: Option<ApplyCounts>,
 }
@@ -139,6 +158,20 @@ fn note_line(r: &Report<'_>) -> String {
     )
 }
 
+/// Plan's and diff's line on what apply sets up first, if anything.
+fn setup_line(r: &Report<'_>) -> Option<String> {
+    let ns = r.namespace;
+    match &r.setup {
+        Setup::Ready => None,
+        Setup::Namespace => Some(format!(
+            "Note: namespace '{ns}' is not registered yet; apply registers it first.\n"
+        )),
+        Setup::Table(table) => Some(format!(
+            "Note: table '{table}' does not exist in the local store yet; apply creates it and registers namespace '{ns}' first.\n"
+        )),
+    }
+}
+
 fn change_lines(out: &mut String, r: &Report<'_>) {
     for pc in r.changes {
         let c = &pc.change;
@@ -168,6 +201,7 @@ fn change_lines(out: &mut String, r: &Report<'_>) {
 /// After a plan's or diff's summary line: the note on pending fan-outs, then
 /// (unless `quiet`) a blank line and the changes.
 fn note_then_changes(out: &mut String, r: &Report<'_>, quiet: bool) {
+    out.extend(setup_line(r));
     if r.pending > 0 {
         out.push_str(&note_line(r));
     }
@@ -188,7 +222,10 @@ pub fn text(r: &Report<'_>, quiet: bool) -> Rendered {
     match r.command {
         Command::Plan => {
             if n == 0 {
-                if r.pending > 0 {
+                if let Some(line) = setup_line(r) {
+                    // Nothing declared, but apply still writes.
+                    out.push_str(&line);
+                } else if r.pending > 0 {
                     out.push_str(&retried_line(r));
                 } else {
                     out.push_str("No changes. Infrastructure is up-to-date.\n");
@@ -201,6 +238,7 @@ pub fn text(r: &Report<'_>, quiet: bool) -> Rendered {
         Command::Diff => {
             if n == 0 {
                 out.push_str("No drift detected. Live state matches YAML.\n");
+                out.extend(setup_line(r));
                 if r.pending > 0 {
                     out.push_str(&note_line(r));
                 }
@@ -284,6 +322,9 @@ pub fn json(r: &Report<'_>) -> Value {
         "resumed": r.resumed,
         "warnings": r.warnings,
     });
+    if let (Command::Plan | Command::Diff, Some(obj)) = (r.command, doc.as_object_mut()) {
+        obj.insert("register_namespace".into(), json!(r.setup != Setup::Ready));
+    }
     if let (Some(c), Some(obj)) = (&r.applied, doc.as_object_mut()) {
         obj.insert("created".into(), json!(c.created));
         obj.insert("updated".into(), json!(c.updated));
@@ -319,6 +360,7 @@ mod tests {
             full: false,
             resumed: false,
             warnings: vec![],
+            setup: Setup::Ready,
             applied: None,
         }
     }
@@ -348,6 +390,36 @@ mod tests {
             text(&r, false).stdout,
             "Drift detected: 2 difference(s) (1 unchanged)\nNote: 1 bucket fan-out(s) an earlier apply did not finish; the next apply retries them.\n\n  - system: (system defaults)\n  ~ resource: gpt-4\n      rpm.capacity: 500 → 600\n"
         );
+    }
+
+    /// What apply sets up first is said by plan and diff, with or without
+    /// level changes, and in their JSON; apply's JSON has no such field.
+    #[test]
+    fn plan_and_diff_say_what_apply_sets_up() {
+        let changes = [pc(Action::Create, Level::System)];
+        let mut r = report(Command::Plan, &changes);
+        r.setup = Setup::Namespace;
+        let note = "Note: namespace 'd' is not registered yet; apply registers it first.\n";
+        assert_eq!(text(&r, true).stdout, format!("Plan: 1 change(s)\n{note}"));
+        assert_eq!(json(&r)["register_namespace"], true);
+        r.changes = &[];
+        assert_eq!(text(&r, false).stdout, note);
+        r.command = Command::Diff;
+        assert_eq!(
+            text(&r, false).stdout,
+            format!("No drift detected. Live state matches YAML.\n{note}")
+        );
+        r.setup = Setup::Table("t".into());
+        r.changes = &changes;
+        assert_eq!(
+            text(&r, true).stdout,
+            "Drift detected: 1 difference(s)\nNote: table 't' does not exist in the local store yet; apply creates it and registers namespace 'd' first.\n"
+        );
+        assert_eq!(json(&r)["register_namespace"], true);
+        r.setup = Setup::Ready;
+        assert_eq!(json(&r)["register_namespace"], false);
+        r.command = Command::Apply;
+        assert!(json(&r).get("register_namespace").is_none());
     }
 
     #[test]

@@ -47,6 +47,9 @@ pub struct SavedPlan {
     /// The namespace name and the id it resolved to.
     pub namespace: String,
     pub namespace_id: String,
+    /// The namespace was not registered when the plan was made: apply
+    /// registers it under `namespace_id` (the id its items are keyed by).
+    pub register_namespace: bool,
     /// The manifest file it was made from (for people; never read again).
     pub manifest_file: String,
     pub manifest_hash: String,
@@ -69,6 +72,8 @@ struct PlanFile {
     table: String,
     namespace: String,
     namespace_id: String,
+    #[serde(default)]
+    register_namespace: bool,
     manifest_file: String,
     manifest_hash: String,
     record: RecordIdentity,
@@ -136,6 +141,7 @@ impl SavedPlan {
             table: self.table.clone(),
             namespace: self.namespace.clone(),
             namespace_id: self.namespace_id.clone(),
+            register_namespace: self.register_namespace,
             manifest_file: self.manifest_file.clone(),
             manifest_hash: self.manifest_hash.clone(),
             record: p.record.identity.clone(),
@@ -213,6 +219,7 @@ impl SavedPlan {
             table: file.table,
             namespace: file.namespace,
             namespace_id: file.namespace_id,
+            register_namespace: file.register_namespace,
             manifest_file: file.manifest_file,
             manifest_hash: file.manifest_hash,
             manifest: m,
@@ -464,6 +471,7 @@ mod tests {
             table: "t".into(),
             namespace: "default".into(),
             namespace_id: "ns".into(),
+            register_namespace: false,
             manifest_file: "m.yaml".into(),
             manifest_hash: manifest::applied_hash(&m),
             manifest: m.clone(),
