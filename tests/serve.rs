@@ -578,7 +578,43 @@ fn refusals_are_200_and_errors_have_their_status() {
                 .status,
             404
         );
-        assert_eq!(server.get(&agent, "/v1/limits?entity=w").status, 400);
+        // Every other 400 is our JSON too, in our words: a path segment that
+        // is not UTF-8 once decoded, a missing or unknown query parameter.
+        for (method, path, says) in [
+            (
+                "GET",
+                "/v1/cooldowns/%FF%FE",
+                "the {scope} in the path /v1/cooldowns/%FF%FE is not UTF-8",
+            ),
+            (
+                "POST",
+                "/v1/cooldowns/%FF/record",
+                "the {scope} in the path /v1/cooldowns/%FF/record is not UTF-8",
+            ),
+            (
+                "POST",
+                "/v1/reservations/%C3%28/release",
+                "the {id} in the path",
+            ),
+            (
+                "GET",
+                "/v1/limits?entity=w",
+                "missing query parameter `resource` in GET /v1/limits",
+            ),
+            ("GET", "/v1/limits", "missing query parameter `entity`"),
+            (
+                "GET",
+                "/v1/limits?entity=w&resource=batch&resorce=x",
+                "unknown query parameter `resorce`",
+            ),
+        ] {
+            let r = send(&agent, method, &url(path), Some(TOKEN), None).unwrap();
+            assert_eq!(r.status, 400, "{path}: {}", r.text);
+            assert_eq!(r.json["version"], 1, "{path}: {}", r.text);
+            assert_eq!(r.json["error"]["code"], "bad_request", "{path}: {}", r.text);
+            let message = r.json["error"]["message"].as_str().unwrap_or_default();
+            assert!(message.contains(says), "{path}: {}", r.text);
+        }
         assert_eq!(
             server.call(&agent, "DELETE", "/v1/checks", None).status,
             405
