@@ -789,6 +789,47 @@ fn every_json_document_is_versioned() {
     }
 }
 
+/// Every answer that wrote the state reports the version it wrote: the one
+/// a fresh `check` reads next.
+#[test]
+fn answers_report_the_version_they_wrote() {
+    for b in backends("written-version") {
+        let scope = "v/1";
+        let stored = |now: &str| b.json(75, now, &["check", scope])["state"]["version"].clone();
+        for n in 1..=2 {
+            let r = b.json(0, T0, &["record", scope, "--retry-after", "100"]);
+            assert_eq!(r["recorded"]["version"], n, "[{}] {r}", b.label);
+            assert_eq!(stored(T0), n, "[{}]", b.label);
+        }
+        let later = "2026-12-02T10:05:00Z";
+        let p = b.json(
+            0,
+            later,
+            &["probe", scope, "--holder", "w", "--lease", "1m"],
+        );
+        assert_eq!(p["verdict"], "won", "[{}] {p}", b.label);
+        assert_eq!(p["state"]["version"], 3, "[{}] {p}", b.label);
+        assert_eq!(stored(later), 3);
+        let s = b.json(
+            0,
+            later,
+            &settle(scope, "w", "quota", &["--retry-after", "60"]),
+        );
+        assert_eq!(s["result"], "recorded", "[{}] {s}", b.label);
+        assert_eq!(s["state"]["version"], 4, "[{}] {s}", b.label);
+        assert_eq!(stored(later), 4);
+        // A probe, then credentials rejected while it is held: settling it
+        // keeps the cooldown for an operator and lets the probe go.
+        let at = "2026-12-02T10:07:00Z";
+        b.expect(0, at, &["probe", scope, "--holder", "w", "--lease", "1m"]);
+        b.expect(0, at, &["record", scope, "--status", "401"]);
+        let k = b.json(0, at, &settle(scope, "w", "ok", &[]));
+        assert_eq!(k["result"], "operator_kept", "[{}] {k}", b.label);
+        assert_eq!(k["state"]["version"], 7, "[{}] {k}", b.label);
+        assert_eq!(b.json(76, at, &["check", scope])["state"]["version"], 7);
+    }
+}
+
 // ------------------------------------------------ provider headers (issue 22)
 
 impl Backend {

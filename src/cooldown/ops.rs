@@ -111,8 +111,9 @@ pub struct Cooldowns<'a> {
 enum Step<T> {
     /// Nothing to write.
     Keep(T),
-    /// Write this state (its version is set by the loop).
-    Put(CooldownState, T),
+    /// Write this state (its version is set by the loop); the answer is
+    /// made from the state as written, so it reports the version stored.
+    Put(CooldownState, Box<dyn FnOnce(CooldownState) -> T>),
     /// Remove the item.
     Delete(T),
 }
@@ -151,7 +152,7 @@ impl<'a> Cooldowns<'a> {
     ) -> Result<CooldownState, CooldownError> {
         self.change(scope, |cur| {
             let next = apply_refusal(&self.policy, scope, cur, refusal, now)?;
-            Ok(Step::Put(next.clone(), next))
+            Ok(Step::Put(next, Box::new(|written| written)))
         })
     }
 
@@ -198,8 +199,8 @@ impl<'a> Cooldowns<'a> {
             next.probe = Some(lease.clone());
             next.updated_at = now;
             Ok(Step::Put(
-                next.clone(),
-                ProbeResult::Won { lease, state: next },
+                next,
+                Box::new(move |state| ProbeResult::Won { lease, state }),
             ))
         })
     }
@@ -231,7 +232,7 @@ impl<'a> Cooldowns<'a> {
                     let mut next = cur.clone();
                     next.probe = None;
                     next.updated_at = now;
-                    return Ok(Step::Put(next.clone(), SettleResult::OperatorKept(next)));
+                    return Ok(Step::Put(next, Box::new(SettleResult::OperatorKept)));
                 }
                 Settlement::Ok => return Ok(Step::Delete(SettleResult::Cleared)),
                 Settlement::Quota {
@@ -260,7 +261,7 @@ impl<'a> Cooldowns<'a> {
                 }
                 _ => {}
             }
-            Ok(Step::Put(next.clone(), SettleResult::Recorded(next)))
+            Ok(Step::Put(next, Box::new(SettleResult::Recorded)))
         })
     }
 
@@ -311,14 +312,14 @@ impl<'a> Cooldowns<'a> {
             };
             let (op, out) = match decide(current.as_ref())? {
                 Step::Keep(out) => return Ok(out),
-                Step::Put(mut next, out) => {
+                Step::Put(mut next, answer) => {
                     // from_item refuses u64::MAX, so this cannot overflow.
                     next.version = current.as_ref().map_or(1, |c| c.version.saturating_add(1));
                     let op = WriteOp::Put {
                         item: next.to_item(&self.ns),
                         condition: Some(condition),
                     };
-                    (op, out)
+                    (op, answer(next))
                 }
                 Step::Delete(out) => {
                     if current.is_none() {
