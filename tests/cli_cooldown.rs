@@ -359,6 +359,32 @@ fn auth_rejections_and_implausible_resets_need_an_operator() {
         assert_eq!(v["recorded"]["state"], "needs_operator", "{v}");
         assert_eq!(v["recorded"]["not_before_ms"], T0_MS + 3_456_005_000);
         b.expect(76, T0, &["check", "openai/acct-9"]);
+        // A reset past the last instant the tool can represent lies beyond
+        // every ceiling: escalated the same way, in every form, never read as
+        // garbage and answered with the one-minute backoff.
+        for (scope, flag, value) in [
+            ("far/in", "--resets-in-seconds", "99999999999999"),
+            ("far/retry", "--retry-after", "1e40"),
+            ("far/at", "--resets-at", "99999999999999999"),
+            ("far/rfc", "--resets-at", "9999-12-31T23:59:59Z"),
+        ] {
+            let out = b.exits(0, T0, &["record", scope, flag, value, "--format", "json"]);
+            let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+            assert_eq!(
+                v["recorded"]["state"], "needs_operator",
+                "[{}] {flag} {v}",
+                b.label
+            );
+            let reason = v["recorded"]["reason"].as_str().unwrap_or_default();
+            assert!(
+                reason.contains("the last instant the tool can represent"),
+                "{reason}"
+            );
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(!err.contains("backoff"), "[{}] {flag}: {err}", b.label);
+            b.expect(76, "2027-06-01T00:00:00Z", &["check", scope]);
+            b.expect(0, T0, &["clear", scope]);
+        }
         // A configured ceiling accepts it.
         let mut cmd = b.command(
             T0,
@@ -521,11 +547,11 @@ fn a_refusal_is_always_recorded_from_what_is_usable() {
     );
     assert!(err.contains("'garbage'"), "{err}");
     assert_eq!(until("mixed"), T0_MS + 605_000);
-    // A reset past year 9999 is out of range: named, backoff. (10^14 would be
-    // epoch milliseconds, year 5138; 10^17 ms is past 9999.)
+    // A reset past year 9999 (10^14 would be epoch milliseconds, year 5138;
+    // 10^17 ms is past 9999) is not garbage: it needs an operator.
     let err = record("far", &["--resets-at", "99999999999999999"]);
-    assert!(err.contains("out of range"), "{err}");
-    assert_eq!(until("far"), T0_MS + 65_000);
+    assert!(err.is_empty(), "{err}");
+    b.expect(76, T0, &["check", "far"]);
     // An endless body is read only up to its cap.
     let err = record("zero", &["--retry-after", "60", "--response", "/dev/zero"]);
     assert!(err.contains("larger than 1 MiB"), "{err}");

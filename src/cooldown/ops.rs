@@ -12,6 +12,7 @@ use zae_limiter_engine::duration::human_duration;
 use super::scope::Scope;
 use super::state::{self, CooldownState, Lease, Phase};
 use super::CooldownError;
+use crate::clock::rfc3339;
 use crate::items::read::Unreadable;
 use crate::store::backoff;
 use crate::store::{AttrValue, Condition, Index, Item, Key, Store, StoreError, WriteOp};
@@ -415,10 +416,20 @@ pub fn apply_refusal(
             next.reason = words.join("; ");
             if let Some(far) = a.implausible {
                 next.phase = Phase::NeedsOperator;
+                let how_far = if far.beyond_range {
+                    format!(
+                        "past {}, the last instant the tool can represent",
+                        rfc3339(far.deadline)
+                    )
+                } else {
+                    format!(
+                        "{} after the response",
+                        human_duration(far.after_received_ms)
+                    )
+                };
                 next.reason = format!(
-                    "{}; implausible reset {} after the response (ceiling {}): confirm with the provider, then clear or raise ZAEL_COOLDOWN_CEILING",
+                    "{}; implausible reset {how_far} (ceiling {}): confirm with the provider, then clear or raise ZAEL_COOLDOWN_CEILING",
                     next.reason,
-                    human_duration(far.after_received_ms),
                     human_duration(far.ceiling_ms)
                 );
             }
