@@ -545,7 +545,7 @@ fn bad_requests_are_errors_and_never_an_allow() {
 fn unreadable_state_follows_on_unavailable_and_says_so() {
     for b in backends("rt-unavail") {
         let manifest = |policy: &str| {
-            format!("namespace: default\nsystem:\n  on_unavailable: {policy}\nresources:\n  api:\n    limits:\n      rpm: {{capacity: 5, window: minute, rolling: true}}\n")
+            format!("namespace: default\nsystem:\n  on_unavailable: {policy}\nresources:\n  api:\n    limits:\n      rpm: {{capacity: 5, window: minute, rolling: true}}\n      slots: {{concurrency: 2, hold_ttl_seconds: 60}}\n")
         };
         b.apply(&manifest("block"));
         b.acquire(0, 0, "c", "api", &[]);
@@ -576,6 +576,20 @@ fn unreadable_state_follows_on_unavailable_and_says_so() {
         b.apply(&manifest("allow"));
         let out = b.expect(0, 2_000, &["acquire", "c", "-r", "api"]);
         assert_stderr_has(&out, "on_unavailable allows the call unchecked");
+        // A reserve admitted unchecked says why it holds no slot: the state,
+        // not full soft limits.
+        let out = b.expect(
+            0,
+            2_000,
+            &["acquire", "c", "-r", "api", "--mode", "reserve"],
+        );
+        let text = stderr(&out);
+        assert!(
+            text.contains("no reservation: the limits could not be checked")
+                && !text.contains("soft or bypassed"),
+            "[{}] {text}",
+            b.label
+        );
         // Nothing was written over the damaged state.
         assert_eq!(b.state_item("c", "api"), Some(item), "[{}]", b.label);
     }
