@@ -241,6 +241,28 @@ fn extend_keeps_a_slot_past_its_first_ttl() {
         // A heartbeat cannot revive an expired hold; a TTL over an hour is refused.
         let out = b.expect(1, 22_001, &["reservation", "extend", &id, "--ttl", "10s"]);
         assert_stderr_has(&out, "expired");
+        // An expired hold still in the state names its instant in RFC 3339,
+        // as every other message does.
+        let d = b.acquire(
+            0,
+            30_000,
+            "w2",
+            "job",
+            &["--mode", "reserve", "--ttl", "10s"],
+        );
+        let id = d["reservation"]["id"].as_str().expect("an id").to_string();
+        let out = b.expect(1, 40_001, &["reservation", "extend", &id, "--ttl", "10s"]);
+        let when = format!("it expired at {}, so a heartbeat", at(40_000));
+        assert_stderr_has(&out, &when);
+        for verb in ["release", "commit"] {
+            let out = b.expect(1, 40_001, &["reservation", verb, &id]);
+            assert_stderr_has(&out, &format!("it expired at {};", at(40_000)));
+        }
+        let d = b.acquire(0, 50_000, "w3", "job", &["--mode", "reserve"]);
+        let id = d["reservation"]["id"].as_str().expect("an id").to_string();
+        b.expect(0, 51_000, &["reservation", "release", &id]);
+        let out = b.expect(1, 52_000, &["reservation", "extend", &id, "--ttl", "10s"]);
+        assert_stderr_has(&out, &format!("it was released at {}", at(51_000)));
         b.expect(2, 22_001, &["reservation", "extend", &id, "--ttl", "61m"]);
     }
 }
