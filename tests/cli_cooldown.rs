@@ -328,8 +328,47 @@ fn an_undecodable_local_row_is_refused() {
         .expect("corrupt row");
     assert_eq!(n, 1);
     drop(conn);
-    let out = b.cooldown("2027-06-01T00:00:00Z", &["check", scope]);
+    let later = "2027-06-01T00:00:00Z";
+    let out = b.cooldown(later, &["check", scope]);
     assert_eq!(out.status.code(), Some(76), "{}", describe(&out));
+    // A row that is not JSON at all is that one unreadable row, like one
+    // that is JSON but wrong: the list goes on, other scopes are unaffected.
+    b.expect(0, T0, &["record", "other/a", "--retry-after", "60"]);
+    let conn = rusqlite::Connection::open(&path).expect("open sqlite");
+    conn.execute(
+        "UPDATE items SET item = 'not json' WHERE pk LIKE '%/COOLDOWN#openai/%'",
+        [],
+    )
+    .expect("corrupt row");
+    drop(conn);
+    let list = b.json(0, later, &["list"]);
+    let rows = list["cooldowns"].as_array().expect("rows");
+    assert_eq!(rows.len(), 2, "{list}");
+    assert_eq!(rows[0]["scope"], scope, "{list}");
+    assert_eq!(rows[0]["status"], "unreadable", "{list}");
+    assert!(
+        rows[0]["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("cannot be decoded"),
+        "{list}"
+    );
+    assert_eq!(rows[1]["scope"], "other/a", "{list}");
+    assert!(b.expect(0, later, &["list"]).contains("unreadable"));
+    assert_eq!(
+        b.json(76, later, &["check", scope])["verdict"],
+        "unreadable"
+    );
+    // Recording on it refuses as on any unreadable state; elsewhere it works.
+    let err = b.stderr_of(1, later, &["record", scope, "--retry-after", "60"]);
+    assert!(
+        err.contains("is unreadable") && err.contains("cooldown clear"),
+        "{err}"
+    );
+    b.expect(0, later, &["record", "other/b", "--retry-after", "60"]);
+    // The operator's remedy works on it.
+    b.expect(0, later, &["clear", scope]);
+    b.expect(0, later, &["check", scope]);
 }
 
 #[test]

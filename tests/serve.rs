@@ -1356,3 +1356,64 @@ fn healthz_answers_while_the_checks_wait_for_a_lock_another_process_holds() {
     });
     assert_eq!(done.into_inner(), 6);
 }
+
+/// A local row that is not JSON at all is its scope's one unreadable row:
+/// the list still answers, other scopes record as before, that scope answers
+/// as any unreadable state (never permission) and `DELETE` clears it.
+#[test]
+fn an_undecodable_cooldown_row_is_one_unreadable_row() {
+    let b = backends::local();
+    apply(&b, &window_level("search", 10));
+    let server = Server::with_token(&b);
+    let agent = agent();
+    for scope in ["p%2Fa", "p%2Fb"] {
+        server.ok(
+            &agent,
+            &format!("/v1/cooldowns/{scope}/record"),
+            json!({"status": 429, "retryAfter": 120}),
+        );
+    }
+    let db = rusqlite::Connection::open(b.local.as_ref().expect("a local store")).unwrap();
+    let n = db
+        .execute(
+            "UPDATE items SET item = 'not json' WHERE pk LIKE '%/COOLDOWN#p/a'",
+            [],
+        )
+        .unwrap();
+    assert_eq!(n, 1);
+    drop(db);
+    let list = server.get(&agent, "/v1/cooldowns");
+    assert_eq!(list.status, 200, "{}", list.text);
+    let rows = list.json["cooldowns"].as_array().expect("rows");
+    assert_eq!(rows.len(), 2, "{}", list.text);
+    assert_eq!(
+        (&rows[0]["scope"], &rows[0]["status"]),
+        (&json!("p/a"), &json!("unreadable")),
+        "{}",
+        list.text
+    );
+    assert_eq!(rows[1]["status"], "cooling", "{}", list.text);
+    server.ok(
+        &agent,
+        "/v1/cooldowns/p%2Fc/record",
+        json!({"status": 429, "retryAfter": 120}),
+    );
+    let check = server.get(&agent, "/v1/cooldowns/p%2Fa");
+    assert_eq!(check.json["verdict"], "unreadable", "{}", check.text);
+    // Recording on it: the unreadable-state 503, which retrying does not cure.
+    let r = server.call(
+        &agent,
+        "POST",
+        "/v1/cooldowns/p%2Fa/record",
+        Some(json!({"status": 429, "retryAfter": 120})),
+    );
+    assert_eq!(r.status, 503, "{}", r.text);
+    assert_eq!(r.retry_after, None, "{r:?}");
+    let cleared = server.call(&agent, "DELETE", "/v1/cooldowns/p%2Fa", None);
+    assert_eq!(cleared.status, 200, "{}", cleared.text);
+    assert_eq!(cleared.json["cleared"], true, "{}", cleared.text);
+    assert_eq!(
+        server.get(&agent, "/v1/cooldowns/p%2Fa").json["verdict"],
+        "go"
+    );
+}

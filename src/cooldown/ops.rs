@@ -102,6 +102,21 @@ fn read_state(item: &Item, scope: &str) -> Result<CooldownState, Unreadable> {
     Ok(st)
 }
 
+/// A read whose item the store cannot decode at all (a local row that is
+/// not a typed-JSON item) as that item's unreadable state, like one that
+/// decodes but is wrong; any other store failure stays one.
+fn undecodable(
+    read: Result<Option<Item>, StoreError>,
+) -> Result<Result<Option<Item>, Unreadable>, StoreError> {
+    match read {
+        Ok(item) => Ok(Ok(item)),
+        Err(StoreError::Corrupt { reason, .. }) => Ok(Err(Unreadable(format!(
+            "the stored item cannot be decoded: {reason}"
+        )))),
+        Err(e) => Err(e),
+    }
+}
+
 /// Cooldowns of one namespace in one store.
 pub struct Cooldowns<'a> {
     store: &'a dyn Store,
@@ -132,7 +147,13 @@ impl<'a> Cooldowns<'a> {
     /// The scope's state (strongly consistent); `None` when nothing is recorded.
     pub fn load(&self, scope: &Scope) -> Result<Option<CooldownState>, CooldownError> {
         let key = state::key(&self.ns, scope.as_str());
-        let Some(item) = self.store.get(&key, true)? else {
+        let corrupt = |e: Unreadable| CooldownError::Corrupt {
+            scope: scope.to_string(),
+            pk: key.pk.clone(),
+            sk: key.sk.clone(),
+            reason: e.to_string(),
+        };
+        let Some(item) = undecodable(self.store.get(&key, true))?.map_err(corrupt)? else {
             return Ok(None);
         };
         let st = read_state(&item, scope.as_str()).map_err(|e| CooldownError::Corrupt {
@@ -268,11 +289,23 @@ impl<'a> Cooldowns<'a> {
 
     /// Removes the scope's cooldown, readable or not. Returns whether one existed.
     pub fn clear(&self, scope: &Scope) -> Result<bool, CooldownError> {
-        let old = self.store.write(WriteOp::Delete {
+        let delete = || WriteOp::Delete {
             key: state::key(&self.ns, scope.as_str()),
             condition: None,
-        })?;
-        Ok(old.is_some())
+        };
+        match self.store.write(delete()) {
+            Ok(old) => Ok(old.is_some()),
+            // The item exists but the store cannot decode it (so cannot
+            // return it): removed without reading it, as an unconditional
+            // batch delete needs no old image.
+            Err(StoreError::Corrupt { .. }) => {
+                for r in self.store.batch_write(vec![delete()]) {
+                    r?;
+                }
+                Ok(true)
+            }
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// Every cooldown of the namespace, by scope.
@@ -286,11 +319,25 @@ impl<'a> Cooldowns<'a> {
             .collect();
         let mut out = Vec::new();
         for chunk in keys.chunks(BATCH) {
-            let items = self.store.batch_get(chunk, true)?;
+            let items: Vec<Result<Option<Item>, Unreadable>> =
+                match self.store.batch_get(chunk, true) {
+                    Ok(items) => items.into_iter().map(Ok).collect(),
+                    // One item the store cannot decode fails the whole batch:
+                    // read the chunk's keys one by one, so only its row is
+                    // unreadable and the list goes on.
+                    Err(StoreError::Corrupt { .. }) => chunk
+                        .iter()
+                        .map(|k| undecodable(self.store.get(k, true)))
+                        .collect::<Result<_, _>>()?,
+                    Err(e) => return Err(e.into()),
+                };
             for (key, item) in chunk.iter().zip(items) {
-                let Some(item) = item else { continue };
                 let scope = key.pk[prefix.len()..].to_string();
-                let state = read_state(&item, &scope);
+                let state = match item {
+                    Ok(None) => continue,
+                    Ok(Some(item)) => read_state(&item, &scope),
+                    Err(why) => Err(why),
+                };
                 out.push(Listed { scope, state });
             }
         }
