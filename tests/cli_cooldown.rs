@@ -346,8 +346,47 @@ fn an_undecodable_local_row_is_refused() {
         .expect("corrupt row");
     assert_eq!(n, 1);
     drop(conn);
-    let out = b.cooldown("2027-06-01T00:00:00Z", &["check", scope]);
+    let later = "2027-06-01T00:00:00Z";
+    let out = b.cooldown(later, &["check", scope]);
     assert_eq!(out.status.code(), Some(76), "{}", describe(&out));
+    // A row that is not JSON at all is that one unreadable row, like one
+    // that is JSON but wrong: the list goes on, other scopes are unaffected.
+    b.expect(0, T0, &["record", "other/a", "--retry-after", "60"]);
+    let conn = rusqlite::Connection::open(&path).expect("open sqlite");
+    conn.execute(
+        "UPDATE items SET item = 'not json' WHERE pk LIKE '%/COOLDOWN#openai/%'",
+        [],
+    )
+    .expect("corrupt row");
+    drop(conn);
+    let list = b.json(0, later, &["list"]);
+    let rows = list["cooldowns"].as_array().expect("rows");
+    assert_eq!(rows.len(), 2, "{list}");
+    assert_eq!(rows[0]["scope"], scope, "{list}");
+    assert_eq!(rows[0]["status"], "unreadable", "{list}");
+    assert!(
+        rows[0]["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("cannot be decoded"),
+        "{list}"
+    );
+    assert_eq!(rows[1]["scope"], "other/a", "{list}");
+    assert!(b.expect(0, later, &["list"]).contains("unreadable"));
+    assert_eq!(
+        b.json(76, later, &["check", scope])["verdict"],
+        "unreadable"
+    );
+    // Recording on it refuses as on any unreadable state; elsewhere it works.
+    let err = b.stderr_of(1, later, &["record", scope, "--retry-after", "60"]);
+    assert!(
+        err.contains("is unreadable") && err.contains("cooldown clear"),
+        "{err}"
+    );
+    b.expect(0, later, &["record", "other/b", "--retry-after", "60"]);
+    // The operator's remedy works on it.
+    b.expect(0, later, &["clear", scope]);
+    b.expect(0, later, &["check", scope]);
 }
 
 #[test]
@@ -377,6 +416,32 @@ fn auth_rejections_and_implausible_resets_need_an_operator() {
         assert_eq!(v["recorded"]["state"], "needs_operator", "{v}");
         assert_eq!(v["recorded"]["not_before_ms"], T0_MS + 3_456_005_000);
         b.expect(76, T0, &["check", "openai/acct-9"]);
+        // A reset past the last instant the tool can represent lies beyond
+        // every ceiling: escalated the same way, in every form, never read as
+        // garbage and answered with the one-minute backoff.
+        for (scope, flag, value) in [
+            ("far/in", "--resets-in-seconds", "99999999999999"),
+            ("far/retry", "--retry-after", "1e40"),
+            ("far/at", "--resets-at", "99999999999999999"),
+            ("far/rfc", "--resets-at", "9999-12-31T23:59:59Z"),
+        ] {
+            let out = b.exits(0, T0, &["record", scope, flag, value, "--format", "json"]);
+            let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+            assert_eq!(
+                v["recorded"]["state"], "needs_operator",
+                "[{}] {flag} {v}",
+                b.label
+            );
+            let reason = v["recorded"]["reason"].as_str().unwrap_or_default();
+            assert!(
+                reason.contains("the last instant the tool can represent"),
+                "{reason}"
+            );
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(!err.contains("backoff"), "[{}] {flag}: {err}", b.label);
+            b.expect(76, "2027-06-01T00:00:00Z", &["check", scope]);
+            b.expect(0, T0, &["clear", scope]);
+        }
         // A configured ceiling accepts it.
         let mut cmd = b.command(
             T0,
@@ -539,11 +604,11 @@ fn a_refusal_is_always_recorded_from_what_is_usable() {
     );
     assert!(err.contains("'garbage'"), "{err}");
     assert_eq!(until("mixed"), T0_MS + 605_000);
-    // A reset past year 9999 is out of range: named, backoff. (10^14 would be
-    // epoch milliseconds, year 5138; 10^17 ms is past 9999.)
+    // A reset past year 9999 (10^14 would be epoch milliseconds, year 5138;
+    // 10^17 ms is past 9999) is not garbage: it needs an operator.
     let err = record("far", &["--resets-at", "99999999999999999"]);
-    assert!(err.contains("out of range"), "{err}");
-    assert_eq!(until("far"), T0_MS + 65_000);
+    assert!(err.is_empty(), "{err}");
+    b.expect(76, T0, &["check", "far"]);
     // An endless body is read only up to its cap.
     let err = record("zero", &["--retry-after", "60", "--response", "/dev/zero"]);
     assert!(err.contains("larger than 1 MiB"), "{err}");
@@ -804,6 +869,47 @@ fn every_json_document_is_versioned() {
     ];
     for doc in docs {
         assert_eq!(doc["version"], 1, "{doc}");
+    }
+}
+
+/// Every answer that wrote the state reports the version it wrote: the one
+/// a fresh `check` reads next.
+#[test]
+fn answers_report_the_version_they_wrote() {
+    for b in backends("written-version") {
+        let scope = "v/1";
+        let stored = |now: &str| b.json(75, now, &["check", scope])["state"]["version"].clone();
+        for n in 1..=2 {
+            let r = b.json(0, T0, &["record", scope, "--retry-after", "100"]);
+            assert_eq!(r["recorded"]["version"], n, "[{}] {r}", b.label);
+            assert_eq!(stored(T0), n, "[{}]", b.label);
+        }
+        let later = "2026-12-02T10:05:00Z";
+        let p = b.json(
+            0,
+            later,
+            &["probe", scope, "--holder", "w", "--lease", "1m"],
+        );
+        assert_eq!(p["verdict"], "won", "[{}] {p}", b.label);
+        assert_eq!(p["state"]["version"], 3, "[{}] {p}", b.label);
+        assert_eq!(stored(later), 3);
+        let s = b.json(
+            0,
+            later,
+            &settle(scope, "w", "quota", &["--retry-after", "60"]),
+        );
+        assert_eq!(s["result"], "recorded", "[{}] {s}", b.label);
+        assert_eq!(s["state"]["version"], 4, "[{}] {s}", b.label);
+        assert_eq!(stored(later), 4);
+        // A probe, then credentials rejected while it is held: settling it
+        // keeps the cooldown for an operator and lets the probe go.
+        let at = "2026-12-02T10:07:00Z";
+        b.expect(0, at, &["probe", scope, "--holder", "w", "--lease", "1m"]);
+        b.expect(0, at, &["record", scope, "--status", "401"]);
+        let k = b.json(0, at, &settle(scope, "w", "ok", &[]));
+        assert_eq!(k["result"], "operator_kept", "[{}] {k}", b.label);
+        assert_eq!(k["state"]["version"], 7, "[{}] {k}", b.label);
+        assert_eq!(b.json(76, at, &["check", scope])["state"]["version"], 7);
     }
 }
 

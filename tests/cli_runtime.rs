@@ -241,6 +241,28 @@ fn extend_keeps_a_slot_past_its_first_ttl() {
         // A heartbeat cannot revive an expired hold; a TTL over an hour is refused.
         let out = b.expect(1, 22_001, &["reservation", "extend", &id, "--ttl", "10s"]);
         assert_stderr_has(&out, "expired");
+        // An expired hold still in the state names its instant in RFC 3339,
+        // as every other message does.
+        let d = b.acquire(
+            0,
+            30_000,
+            "w2",
+            "job",
+            &["--mode", "reserve", "--ttl", "10s"],
+        );
+        let id = d["reservation"]["id"].as_str().expect("an id").to_string();
+        let out = b.expect(1, 40_001, &["reservation", "extend", &id, "--ttl", "10s"]);
+        let when = format!("it expired at {}, so a heartbeat", at(40_000));
+        assert_stderr_has(&out, &when);
+        for verb in ["release", "commit"] {
+            let out = b.expect(1, 40_001, &["reservation", verb, &id]);
+            assert_stderr_has(&out, &format!("it expired at {};", at(40_000)));
+        }
+        let d = b.acquire(0, 50_000, "w3", "job", &["--mode", "reserve"]);
+        let id = d["reservation"]["id"].as_str().expect("an id").to_string();
+        b.expect(0, 51_000, &["reservation", "release", &id]);
+        let out = b.expect(1, 52_000, &["reservation", "extend", &id, "--ttl", "10s"]);
+        assert_stderr_has(&out, &format!("it was released at {}", at(51_000)));
         b.expect(2, 22_001, &["reservation", "extend", &id, "--ttl", "61m"]);
     }
 }
@@ -545,7 +567,7 @@ fn bad_requests_are_errors_and_never_an_allow() {
 fn unreadable_state_follows_on_unavailable_and_says_so() {
     for b in backends("rt-unavail") {
         let manifest = |policy: &str| {
-            format!("namespace: default\nsystem:\n  on_unavailable: {policy}\nresources:\n  api:\n    limits:\n      rpm: {{capacity: 5, window: minute, rolling: true}}\n")
+            format!("namespace: default\nsystem:\n  on_unavailable: {policy}\nresources:\n  api:\n    limits:\n      rpm: {{capacity: 5, window: minute, rolling: true}}\n      slots: {{concurrency: 2, hold_ttl_seconds: 60}}\n")
         };
         b.apply(&manifest("block"));
         b.acquire(0, 0, "c", "api", &[]);
@@ -576,6 +598,20 @@ fn unreadable_state_follows_on_unavailable_and_says_so() {
         b.apply(&manifest("allow"));
         let out = b.expect(0, 2_000, &["acquire", "c", "-r", "api"]);
         assert_stderr_has(&out, "on_unavailable allows the call unchecked");
+        // A reserve admitted unchecked says why it holds no slot: the state,
+        // not full soft limits.
+        let out = b.expect(
+            0,
+            2_000,
+            &["acquire", "c", "-r", "api", "--mode", "reserve"],
+        );
+        let text = stderr(&out);
+        assert!(
+            text.contains("no reservation: the limits could not be checked")
+                && !text.contains("soft or bypassed"),
+            "[{}] {text}",
+            b.label
+        );
         // Nothing was written over the damaged state.
         assert_eq!(b.state_item("c", "api"), Some(item), "[{}]", b.label);
     }

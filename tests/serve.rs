@@ -578,7 +578,43 @@ fn refusals_are_200_and_errors_have_their_status() {
                 .status,
             404
         );
-        assert_eq!(server.get(&agent, "/v1/limits?entity=w").status, 400);
+        // Every other 400 is our JSON too, in our words: a path segment that
+        // is not UTF-8 once decoded, a missing or unknown query parameter.
+        for (method, path, says) in [
+            (
+                "GET",
+                "/v1/cooldowns/%FF%FE",
+                "the {scope} in the path /v1/cooldowns/%FF%FE is not UTF-8",
+            ),
+            (
+                "POST",
+                "/v1/cooldowns/%FF/record",
+                "the {scope} in the path /v1/cooldowns/%FF/record is not UTF-8",
+            ),
+            (
+                "POST",
+                "/v1/reservations/%C3%28/release",
+                "the {id} in the path",
+            ),
+            (
+                "GET",
+                "/v1/limits?entity=w",
+                "missing query parameter `resource` in GET /v1/limits",
+            ),
+            ("GET", "/v1/limits", "missing query parameter `entity`"),
+            (
+                "GET",
+                "/v1/limits?entity=w&resource=batch&resorce=x",
+                "unknown query parameter `resorce`",
+            ),
+        ] {
+            let r = send(&agent, method, &url(path), Some(TOKEN), None).unwrap();
+            assert_eq!(r.status, 400, "{path}: {}", r.text);
+            assert_eq!(r.json["version"], 1, "{path}: {}", r.text);
+            assert_eq!(r.json["error"]["code"], "bad_request", "{path}: {}", r.text);
+            let message = r.json["error"]["message"].as_str().unwrap_or_default();
+            assert!(message.contains(says), "{path}: {}", r.text);
+        }
         assert_eq!(
             server.call(&agent, "DELETE", "/v1/checks", None).status,
             405
@@ -1319,4 +1355,65 @@ fn healthz_answers_while_the_checks_wait_for_a_lock_another_process_holds() {
         holder.execute_batch("COMMIT").unwrap();
     });
     assert_eq!(done.into_inner(), 6);
+}
+
+/// A local row that is not JSON at all is its scope's one unreadable row:
+/// the list still answers, other scopes record as before, that scope answers
+/// as any unreadable state (never permission) and `DELETE` clears it.
+#[test]
+fn an_undecodable_cooldown_row_is_one_unreadable_row() {
+    let b = backends::local();
+    apply(&b, &window_level("search", 10));
+    let server = Server::with_token(&b);
+    let agent = agent();
+    for scope in ["p%2Fa", "p%2Fb"] {
+        server.ok(
+            &agent,
+            &format!("/v1/cooldowns/{scope}/record"),
+            json!({"status": 429, "retryAfter": 120}),
+        );
+    }
+    let db = rusqlite::Connection::open(b.local.as_ref().expect("a local store")).unwrap();
+    let n = db
+        .execute(
+            "UPDATE items SET item = 'not json' WHERE pk LIKE '%/COOLDOWN#p/a'",
+            [],
+        )
+        .unwrap();
+    assert_eq!(n, 1);
+    drop(db);
+    let list = server.get(&agent, "/v1/cooldowns");
+    assert_eq!(list.status, 200, "{}", list.text);
+    let rows = list.json["cooldowns"].as_array().expect("rows");
+    assert_eq!(rows.len(), 2, "{}", list.text);
+    assert_eq!(
+        (&rows[0]["scope"], &rows[0]["status"]),
+        (&json!("p/a"), &json!("unreadable")),
+        "{}",
+        list.text
+    );
+    assert_eq!(rows[1]["status"], "cooling", "{}", list.text);
+    server.ok(
+        &agent,
+        "/v1/cooldowns/p%2Fc/record",
+        json!({"status": 429, "retryAfter": 120}),
+    );
+    let check = server.get(&agent, "/v1/cooldowns/p%2Fa");
+    assert_eq!(check.json["verdict"], "unreadable", "{}", check.text);
+    // Recording on it: the unreadable-state 503, which retrying does not cure.
+    let r = server.call(
+        &agent,
+        "POST",
+        "/v1/cooldowns/p%2Fa/record",
+        Some(json!({"status": 429, "retryAfter": 120})),
+    );
+    assert_eq!(r.status, 503, "{}", r.text);
+    assert_eq!(r.retry_after, None, "{r:?}");
+    let cleared = server.call(&agent, "DELETE", "/v1/cooldowns/p%2Fa", None);
+    assert_eq!(cleared.status, 200, "{}", cleared.text);
+    assert_eq!(cleared.json["cleared"], true, "{}", cleared.text);
+    assert_eq!(
+        server.get(&agent, "/v1/cooldowns/p%2Fa").json["verdict"],
+        "go"
+    );
 }

@@ -31,7 +31,9 @@
 //!   backoff, never to "call again now".
 //! * A reset farther away than the plausibility ceiling is kept exactly as
 //!   given and flagged for an operator ([`Assessment::implausible`]); it is
-//!   neither slept on silently nor truncated.
+//!   neither slept on silently nor truncated. A reset past the last instant
+//!   we can represent ([`HintError::is_beyond_range`]) lies beyond every
+//!   ceiling: flagged the same way, with that last instant as its deadline.
 
 use chrono::{DateTime, NaiveDate, NaiveTime, Weekday};
 
@@ -238,6 +240,16 @@ impl Hint {
     }
 }
 
+impl HintError {
+    /// Whether the value names a reset past the last instant we can represent
+    /// ([`MAX_DEADLINE_MS`]): a well-formed, absurdly far reset, which
+    /// [`assess`] escalates like any reset beyond the ceiling, never garbage
+    /// that falls back to the backoff.
+    pub fn is_beyond_range(&self) -> bool {
+        matches!(self, HintError::OutOfRange { .. })
+    }
+}
+
 fn unparseable(field: HintField, value: &str) -> HintError {
     HintError::Unparseable {
         field,
@@ -245,15 +257,17 @@ fn unparseable(field: HintField, value: &str) -> HintError {
     }
 }
 
-/// Splits `hints` into those that name a deadline and the errors of those that
-/// do not, so a refusal is recorded from what is usable (never dropped because
-/// one value was garbage).
+/// Splits `hints` into those that name a deadline (or one past the
+/// representable range, which [`assess`] escalates) and the errors of those
+/// that do not, so a refusal is recorded from what is usable (never dropped
+/// because one value was garbage).
 pub fn usable_hints(hints: &[Hint], received_at: EpochMs) -> (Vec<Hint>, Vec<HintError>) {
     let mut usable = Vec::new();
     let mut unusable = Vec::new();
     for h in hints {
         match h.deadline(received_at) {
             Ok(_) => usable.push(h.clone()),
+            Err(e) if e.is_beyond_range() => usable.push(h.clone()),
             Err(e) => unusable.push(e),
         }
     }
@@ -715,12 +729,15 @@ pub enum Basis {
 /// A reset beyond the plausibility ceiling: kept as given, for an operator to judge.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Implausible {
-    /// The provider's deadline, untruncated.
+    /// The provider's deadline, untruncated; [`MAX_DEADLINE_MS`] when it
+    /// lies past it (`beyond_range`).
     pub deadline: EpochMs,
     /// How far after the response it lies.
     pub after_received_ms: i64,
     /// The ceiling it exceeded.
     pub ceiling_ms: i64,
+    /// The reset lies past the last instant we can represent.
+    pub beyond_range: bool,
 }
 
 /// The outcome of one refusal.
@@ -737,7 +754,8 @@ pub struct Assessment {
 ///
 /// `existing` is the recorded not-before (0 when none); `backoff_attempt` the
 /// number of consecutive refusals that named no reset so far. Any invalid hint
-/// rejects the whole refusal (callers keep only [`usable_hints`]). The result
+/// rejects the whole refusal (callers keep only [`usable_hints`]); one past
+/// the representable range is read as [`MAX_DEADLINE_MS`] and flagged. The result
 /// never lies past [`MAX_DEADLINE_MS`]: a margin that would carry it further
 /// stops there (such a deadline is implausible, for an operator anyway).
 pub fn assess(
@@ -747,9 +765,16 @@ pub fn assess(
     backoff_attempt: u32,
     policy: &Policy,
 ) -> Result<Assessment, HintError> {
+    let mut beyond_range = false;
     let deadlines = hints
         .iter()
-        .map(|h| h.deadline(received_at))
+        .map(|h| match h.deadline(received_at) {
+            Err(e) if e.is_beyond_range() => {
+                beyond_range = true;
+                Ok(MAX_DEADLINE_MS)
+            }
+            read => read,
+        })
         .collect::<Result<Vec<_>, _>>()?;
     if deadlines.is_empty() {
         let delay = policy.backoff.delay_ms(backoff_attempt);
@@ -770,11 +795,13 @@ pub fn assess(
     }
     let latest = deadlines.iter().copied().max().unwrap_or(received_at);
     let after_received_ms = latest.saturating_sub(received_at);
-    let implausible = (after_received_ms > policy.ceiling_ms).then_some(Implausible {
-        deadline: latest,
-        after_received_ms,
-        ceiling_ms: policy.ceiling_ms,
-    });
+    let implausible =
+        (beyond_range || after_received_ms > policy.ceiling_ms).then_some(Implausible {
+            deadline: latest,
+            after_received_ms,
+            ceiling_ms: policy.ceiling_ms,
+            beyond_range,
+        });
     Ok(Assessment {
         not_before: next_probe(existing, received_at, &deadlines, policy.margin_ms)
             .min(MAX_DEADLINE_MS.max(existing)),
@@ -1237,13 +1264,48 @@ mod tests {
         let (usable, unusable) = usable_hints(
             &[
                 Hint::retry_after("garbage"),
-                far,
+                far.clone(),
                 Hint::resets_in_seconds("60"),
             ],
             r,
         );
-        assert_eq!(usable, vec![Hint::resets_in_seconds("60")]);
-        assert_eq!(unusable.len(), 2);
+        // Garbage is left out; a reset past the last instant is kept, for
+        // assess to escalate.
+        assert_eq!(usable, vec![far.clone(), Hint::resets_in_seconds("60")]);
+        assert_eq!(unusable.len(), 1);
+        assert!(!unusable[0].is_beyond_range());
+        for hint in [
+            far,
+            Hint::resets_in_seconds("99999999999999"),
+            Hint::retry_after("1e40"),
+            Hint::resets_at("9999-12-31T23:59:59Z"),
+        ] {
+            let a = assess(
+                0,
+                r,
+                &[hint.clone(), Hint::resets_in_seconds("60")],
+                0,
+                &Policy::default(),
+            )
+            .unwrap();
+            assert_eq!(a.not_before, MAX_DEADLINE_MS, "{hint:?}");
+            let flag = a.implausible.expect("escalated");
+            assert!(flag.beyond_range, "{hint:?}");
+            assert_eq!(flag.deadline, MAX_DEADLINE_MS);
+        }
+        assert!(
+            !assess(
+                0,
+                r,
+                &[Hint::resets_in_seconds((40 * 86_400).to_string())],
+                0,
+                &Policy::default()
+            )
+            .unwrap()
+            .implausible
+            .unwrap()
+            .beyond_range
+        );
         // A margin cannot carry a deadline past the last instant.
         let p = Policy {
             margin_ms: MAX_MARGIN_MS,

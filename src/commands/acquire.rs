@@ -136,6 +136,8 @@ fn render_text(d: &Decision, entity: &str, resource: &str) -> String {
             human_duration(r.expires_at_ms - d.now_ms),
             r.slots.join(", ")
         ));
+    } else if d.allowed && d.mode == Mode::Reserve && d.unavailable.is_some() {
+        s.push_str("  no reservation: the limits could not be checked (above), so no slot is held; on_unavailable: allow admits the call without one\n");
     } else if d.allowed && d.mode == Mode::Reserve && !d.is_disabled() {
         s.push_str("  no reservation: every concurrency limit with a free slot is soft or bypassed and was full\n");
     }

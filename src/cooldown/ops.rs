@@ -12,6 +12,7 @@ use zae_limiter_engine::duration::human_duration;
 use super::scope::Scope;
 use super::state::{self, CooldownState, Lease, Phase};
 use super::CooldownError;
+use crate::clock::rfc3339;
 use crate::items::read::Unreadable;
 use crate::store::backoff;
 use crate::store::{AttrValue, Condition, Index, Item, Key, Store, StoreError, WriteOp};
@@ -101,6 +102,21 @@ fn read_state(item: &Item, scope: &str) -> Result<CooldownState, Unreadable> {
     Ok(st)
 }
 
+/// A read whose item the store cannot decode at all (a local row that is
+/// not a typed-JSON item) as that item's unreadable state, like one that
+/// decodes but is wrong; any other store failure stays one.
+fn undecodable(
+    read: Result<Option<Item>, StoreError>,
+) -> Result<Result<Option<Item>, Unreadable>, StoreError> {
+    match read {
+        Ok(item) => Ok(Ok(item)),
+        Err(StoreError::Corrupt { reason, .. }) => Ok(Err(Unreadable(format!(
+            "the stored item cannot be decoded: {reason}"
+        )))),
+        Err(e) => Err(e),
+    }
+}
+
 /// Cooldowns of one namespace in one store.
 pub struct Cooldowns<'a> {
     store: &'a dyn Store,
@@ -111,8 +127,9 @@ pub struct Cooldowns<'a> {
 enum Step<T> {
     /// Nothing to write.
     Keep(T),
-    /// Write this state (its version is set by the loop).
-    Put(CooldownState, T),
+    /// Write this state (its version is set by the loop); the answer is
+    /// made from the state as written, so it reports the version stored.
+    Put(CooldownState, Box<dyn FnOnce(CooldownState) -> T>),
     /// Remove the item.
     Delete(T),
 }
@@ -130,7 +147,13 @@ impl<'a> Cooldowns<'a> {
     /// The scope's state (strongly consistent); `None` when nothing is recorded.
     pub fn load(&self, scope: &Scope) -> Result<Option<CooldownState>, CooldownError> {
         let key = state::key(&self.ns, scope.as_str());
-        let Some(item) = self.store.get(&key, true)? else {
+        let corrupt = |e: Unreadable| CooldownError::Corrupt {
+            scope: scope.to_string(),
+            pk: key.pk.clone(),
+            sk: key.sk.clone(),
+            reason: e.to_string(),
+        };
+        let Some(item) = undecodable(self.store.get(&key, true))?.map_err(corrupt)? else {
             return Ok(None);
         };
         let st = read_state(&item, scope.as_str()).map_err(|e| CooldownError::Corrupt {
@@ -151,7 +174,7 @@ impl<'a> Cooldowns<'a> {
     ) -> Result<CooldownState, CooldownError> {
         self.change(scope, |cur| {
             let next = apply_refusal(&self.policy, scope, cur, refusal, now)?;
-            Ok(Step::Put(next.clone(), next))
+            Ok(Step::Put(next, Box::new(|written| written)))
         })
     }
 
@@ -198,8 +221,8 @@ impl<'a> Cooldowns<'a> {
             next.probe = Some(lease.clone());
             next.updated_at = now;
             Ok(Step::Put(
-                next.clone(),
-                ProbeResult::Won { lease, state: next },
+                next,
+                Box::new(move |state| ProbeResult::Won { lease, state }),
             ))
         })
     }
@@ -231,7 +254,7 @@ impl<'a> Cooldowns<'a> {
                     let mut next = cur.clone();
                     next.probe = None;
                     next.updated_at = now;
-                    return Ok(Step::Put(next.clone(), SettleResult::OperatorKept(next)));
+                    return Ok(Step::Put(next, Box::new(SettleResult::OperatorKept)));
                 }
                 Settlement::Ok => return Ok(Step::Delete(SettleResult::Cleared)),
                 Settlement::Quota {
@@ -260,17 +283,29 @@ impl<'a> Cooldowns<'a> {
                 }
                 _ => {}
             }
-            Ok(Step::Put(next.clone(), SettleResult::Recorded(next)))
+            Ok(Step::Put(next, Box::new(SettleResult::Recorded)))
         })
     }
 
     /// Removes the scope's cooldown, readable or not. Returns whether one existed.
     pub fn clear(&self, scope: &Scope) -> Result<bool, CooldownError> {
-        let old = self.store.write(WriteOp::Delete {
+        let delete = || WriteOp::Delete {
             key: state::key(&self.ns, scope.as_str()),
             condition: None,
-        })?;
-        Ok(old.is_some())
+        };
+        match self.store.write(delete()) {
+            Ok(old) => Ok(old.is_some()),
+            // The item exists but the store cannot decode it (so cannot
+            // return it): removed without reading it, as an unconditional
+            // batch delete needs no old image.
+            Err(StoreError::Corrupt { .. }) => {
+                for r in self.store.batch_write(vec![delete()]) {
+                    r?;
+                }
+                Ok(true)
+            }
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// Every cooldown of the namespace, by scope.
@@ -284,11 +319,25 @@ impl<'a> Cooldowns<'a> {
             .collect();
         let mut out = Vec::new();
         for chunk in keys.chunks(BATCH) {
-            let items = self.store.batch_get(chunk, true)?;
+            let items: Vec<Result<Option<Item>, Unreadable>> =
+                match self.store.batch_get(chunk, true) {
+                    Ok(items) => items.into_iter().map(Ok).collect(),
+                    // One item the store cannot decode fails the whole batch:
+                    // read the chunk's keys one by one, so only its row is
+                    // unreadable and the list goes on.
+                    Err(StoreError::Corrupt { .. }) => chunk
+                        .iter()
+                        .map(|k| undecodable(self.store.get(k, true)))
+                        .collect::<Result<_, _>>()?,
+                    Err(e) => return Err(e.into()),
+                };
             for (key, item) in chunk.iter().zip(items) {
-                let Some(item) = item else { continue };
                 let scope = key.pk[prefix.len()..].to_string();
-                let state = read_state(&item, &scope);
+                let state = match item {
+                    Ok(None) => continue,
+                    Ok(Some(item)) => read_state(&item, &scope),
+                    Err(why) => Err(why),
+                };
                 out.push(Listed { scope, state });
             }
         }
@@ -311,14 +360,14 @@ impl<'a> Cooldowns<'a> {
             };
             let (op, out) = match decide(current.as_ref())? {
                 Step::Keep(out) => return Ok(out),
-                Step::Put(mut next, out) => {
+                Step::Put(mut next, answer) => {
                     // from_item refuses u64::MAX, so this cannot overflow.
                     next.version = current.as_ref().map_or(1, |c| c.version.saturating_add(1));
                     let op = WriteOp::Put {
                         item: next.to_item(&self.ns),
                         condition: Some(condition),
                     };
-                    (op, out)
+                    (op, answer(next))
                 }
                 Step::Delete(out) => {
                     if current.is_none() {
@@ -414,10 +463,20 @@ pub fn apply_refusal(
             next.reason = words.join("; ");
             if let Some(far) = a.implausible {
                 next.phase = Phase::NeedsOperator;
+                let how_far = if far.beyond_range {
+                    format!(
+                        "past {}, the last instant the tool can represent",
+                        rfc3339(far.deadline)
+                    )
+                } else {
+                    format!(
+                        "{} after the response",
+                        human_duration(far.after_received_ms)
+                    )
+                };
                 next.reason = format!(
-                    "{}; implausible reset {} after the response (ceiling {}): confirm with the provider, then clear or raise ZAEL_COOLDOWN_CEILING",
+                    "{}; implausible reset {how_far} (ceiling {}): confirm with the provider, then clear or raise ZAEL_COOLDOWN_CEILING",
                     next.reason,
-                    human_duration(far.after_received_ms),
                     human_duration(far.ceiling_ms)
                 );
             }

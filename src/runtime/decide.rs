@@ -30,6 +30,7 @@ use super::id::ReservationId;
 use super::level::{OnUnavailable, ResolvedLevel};
 use super::state::{Closed, Closing, Counted, Hold, RuntimeState, MAX_CLOSED};
 use super::RuntimeError;
+use crate::clock::rfc3339;
 use crate::items::config::StoredLimit;
 use crate::items::source::Source;
 use crate::manifest::model::{Disabled, LimitKind};
@@ -642,8 +643,8 @@ pub fn close(
             id,
             namespace,
             format!(
-                "it expired at {} ms (epoch); its slot is free again and its work is no longer covered: reserve again",
-                hold.expires_at
+                "it expired at {}; its slot is free again and its work is no longer covered: reserve again",
+                rfc3339(hold.expires_at)
             ),
         ));
     }
@@ -726,8 +727,8 @@ pub fn extend(
                 id,
                 namespace,
                 format!(
-                    "it expired at {} ms (epoch), so a heartbeat cannot revive it: reserve again",
-                    h.expires_at
+                    "it expired at {}, so a heartbeat cannot revive it: reserve again",
+                    rfc3339(h.expires_at)
                 ),
             ))
         }
@@ -736,7 +737,7 @@ pub fn extend(
                 return Err(not_open(
                     id,
                     namespace,
-                    format!("it was {} at {} ms (epoch)", c.how.as_str(), c.at),
+                    format!("it was {} at {}", c.how.as_str(), rfc3339(c.at)),
                 ))
             }
             None => return Err(not_open(

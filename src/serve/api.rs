@@ -8,8 +8,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -19,6 +18,7 @@ use serde_json::{json, Value};
 use super::body::JsonBody;
 use super::error::ApiError;
 use super::path::{FromPath, PathParam};
+use super::query::QueryParams;
 use super::{item_lane, now_ms, App};
 use crate::display::limits::{self, Subject};
 use crate::items::source::Source;
@@ -252,9 +252,8 @@ pub struct LimitsQuery {
 /// applies and the system's `on_unavailable`).
 pub async fn limits(
     State(app): State<Arc<App>>,
-    query: Result<Query<LimitsQuery>, QueryRejection>,
+    QueryParams(q): QueryParams<LimitsQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let Query(q) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
     let doc = app
         .blocking(None, move |app, store| {
             let ns = app.cache.namespace(store)?;

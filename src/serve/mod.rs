@@ -37,6 +37,7 @@ pub mod lanes;
 pub mod metrics;
 pub mod path;
 pub mod pool;
+pub mod query;
 
 use std::future::Future;
 use std::sync::Arc;
