@@ -136,6 +136,34 @@ impl StoreArgs {
             self.endpoint_url.as_deref(),
         )
     }
+
+    /// The local store's files as inputs of the command (for
+    /// [`super::output::refuse_overwriting_inputs`]): the database and the
+    /// journal files SQLite keeps beside it. None for DynamoDB.
+    pub fn input_files(&self) -> Vec<super::output::FileArg<'static>> {
+        let Target::Local(path) = self.target() else {
+            return Vec::new();
+        };
+        // The path came from --local=PATH, else from the environment, else
+        // it is the default place of `--local`.
+        let from_env = std::env::var_os(open::LOCAL_STORE_ENV).is_some_and(|v| !v.is_empty());
+        let flag = match &self.local {
+            Some(p) if !p.as_os_str().is_empty() => "--local=",
+            _ if from_env => "ZAEL_LOCAL_STORE=",
+            _ => "--local=",
+        };
+        let file = super::output::FileArg::new;
+        let journal = |suffix: &str| {
+            let mut p = path.clone().into_os_string();
+            p.push(suffix);
+            super::output::FileArg {
+                path: PathBuf::from(p).into(),
+                ..file(flag, "a journal of the local store", path.clone())
+            }
+        };
+        let (wal, shm) = (journal("-wal"), journal("-shm"));
+        vec![file(flag, "the local store", path), wal, shm]
+    }
 }
 
 /// The table a command works on and the store it lives in: `-n` and the
