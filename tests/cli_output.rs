@@ -432,3 +432,47 @@ fn an_output_file_that_is_an_input_is_refused_and_left_unchanged() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
 }
+
+/// `--help` and `--version` (the tool's, a command's, `help`) go through the
+/// same output path: a full disk is exit 1 with a message, a closed pipe a
+/// quiet 0.
+#[test]
+fn help_and_version_fail_on_a_full_disk_like_any_output() {
+    for args in [
+        vec!["--help"],
+        vec!["-V"],
+        vec!["--version"],
+        vec!["limits", "plan", "--help"],
+        vec!["cooldown", "check", "-h"],
+        vec!["help", "limits"],
+        vec!["limits", "--version"],
+    ] {
+        let full = File::options().write(true).open("/dev/full").unwrap();
+        let out = zae_limiter()
+            .args(&args)
+            .stdout(Stdio::from(full))
+            .output()
+            .unwrap();
+        common::assert_exit(&out, 1, format_args!("{args:?} > /dev/full"));
+        common::assert_stderr_has(&out, "cannot write to standard output: No space left");
+
+        let mut child = zae_limiter()
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        common::assert_exit(&out, 0, format_args!("{args:?} | (closed)"));
+        assert!(out.stderr.is_empty(), "{}", describe(&out));
+
+        let out = zae_limiter().args(&args).output().unwrap();
+        common::assert_exit(&out, 0, format_args!("{args:?}"));
+        assert!(
+            !out.stdout.is_empty() && out.stderr.is_empty(),
+            "{}",
+            describe(&out)
+        );
+    }
+}

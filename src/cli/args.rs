@@ -1245,6 +1245,35 @@ pub fn command() -> clap::Command {
     super::help::verbatim_examples(<Cli as clap::CommandFactory>::command())
 }
 
+/// Parses a command line (through [`command`], the tree whose help prints
+/// examples verbatim), or says with which exit code to stop: `--help` and
+/// `--version` (any command's, and `help`) are printed through
+/// [`super::output`], so a failed write is exit 1 as for every other output,
+/// where clap's own printing would ignore it; clap prints the other errors
+/// (usage, exit 2) on standard error.
+pub fn parse(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<Cli, i32> {
+    use clap::FromArgMatches;
+    let matches = command().try_get_matches_from(args).map_err(clap_exit)?;
+    Cli::from_arg_matches(&matches).map_err(clap_exit)
+}
+
+/// Prints what a clap "error" carries and returns the exit code.
+fn clap_exit(e: clap::Error) -> i32 {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            match super::output::print(e.render().to_string()) {
+                Ok(()) => crate::exit_codes::OK,
+                Err(failed) => failed.report(),
+            }
+        }
+        _ => {
+            let _ = e.print();
+            e.exit_code()
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
