@@ -276,6 +276,11 @@ Examples:
   zae-limiter limits validate manifests/*.yaml --format json \\
       | jq '.files[].valid'
   zae-limiter limits validate limits.yaml --deny-warnings
+  sed 's/capacity: 500/capacity: 600/' limits.yaml \\
+      | zae-limiter limits validate -
+
+`-` (as FILE or -f -) reads a manifest from standard input, named `<stdin>` in the
+diagnostics; every command that takes -f MANIFEST accepts it.
 
 Exit status: 0 valid (warnings alone keep 0), 1 invalid (or any warning with
 --deny-warnings), 2 usage error.")]
@@ -473,7 +478,7 @@ pub struct ExplainArgs {
     /// Resource the requests are for
     #[arg(short = 'r', long, value_name = "NAME")]
     pub resource: String,
-    /// Read the limits from this manifest instead of the store
+    /// Read the limits from this manifest instead of the store (`-` reads standard input)
     #[arg(short = 'f', long = "file", value_name = "FILE", conflicts_with_all = ["local", "region"])]
     pub file: Option<PathBuf>,
     /// The instant to explain (RFC 3339; default: now)
@@ -510,7 +515,7 @@ pub enum TraceFormatArg {
 
 #[derive(Debug, Args)]
 pub struct SimulateArgs {
-    /// Limits manifest (YAML)
+    /// Limits manifest (YAML; `-` reads standard input)
     #[arg(short = 'f', long = "file", value_name = "FILE")]
     pub file: PathBuf,
     /// Entity whose limits are simulated
@@ -590,7 +595,7 @@ pub struct GenTraceArgs {
 
 #[derive(Debug, Args)]
 pub struct ValidateArgs {
-    /// Manifest files to check
+    /// Manifest files to check (`-` reads standard input)
     #[arg(value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// Manifest file to check (repeatable; same as a positional FILE)
@@ -609,7 +614,7 @@ pub struct PlanArgs {
     /// Table (stack) name
     #[arg(short = 'n', long, value_name = "NAME", env = "ZAEL_STACK")]
     pub name: String,
-    /// Limits manifest (YAML)
+    /// Limits manifest (YAML; `-` reads standard input)
     #[arg(short = 'f', long = "file", value_name = "FILE", required = true)]
     pub file: Option<PathBuf>,
     /// Print only the summary line, not the changes
@@ -725,7 +730,7 @@ pub struct CfnTemplateArgs {
     /// Stack name whose provisioner applies the template
     #[arg(short = 'n', long, value_name = "NAME", env = "ZAEL_STACK")]
     pub name: String,
-    /// Limits manifest (YAML)
+    /// Limits manifest (YAML; `-` reads standard input)
     #[arg(short = 'f', long = "file", value_name = "FILE")]
     pub file: PathBuf,
     /// Ask the provisioner to rewrite every declared level (FullApply: true)

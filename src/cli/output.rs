@@ -14,7 +14,8 @@
 //!   replaced.
 //! * An output file that is one of the command's inputs (`-o` naming the
 //!   manifest `-f` reads, `--svg` naming the trace, `-o` naming the local
-//!   store) is refused before any work: [`refuse_overwriting_inputs`].
+//!   store) is refused before any work: [`refuse_overwriting_inputs`]; so is
+//!   standard input (`-`) named as two inputs: [`one_stdin`].
 
 use std::borrow::Cow;
 use std::io::{self, BufWriter, Write};
@@ -149,6 +150,32 @@ pub fn refuse_overwriting_inputs(
         }
     }
     Ok(())
+}
+
+/// Refuses (a usage error) a command line that names standard input (`-`)
+/// as more than one of its inputs: it can be read once.
+pub fn one_stdin(inputs: &[FileArg<'_>]) -> Result<(), CliError> {
+    let stdin: Vec<&FileArg<'_>> = inputs
+        .iter()
+        .filter(|i| i.path.as_os_str() == "-")
+        .collect();
+    match stdin.as_slice() {
+        [] | [_] => Ok(()),
+        [first, ..] if stdin.iter().all(|i| i.flag == first.flag) => Err(CliError::Usage(format!(
+            "standard input (-) is given {} times as {}, and it can be read only once: pass one -, the others as files",
+            stdin.len(),
+            first.what
+        ))),
+        _ => Err(CliError::Usage(format!(
+            "{} all name standard input, and it can be read only once: pass one of them as -, the others as files",
+            stdin
+                .iter()
+                .map(|i| i.flag)
+                .collect::<Vec<_>>()
+                .join(" -, ")
+                + " -"
+        ))),
+    }
 }
 
 /// Which file a path names, for [`refuse_overwriting_inputs`]; `None` for
@@ -360,6 +387,29 @@ mod tests {
         let null = [arg("-f", "the manifest", Path::new("/dev/null"))];
         assert!(
             refuse_overwriting_inputs(&[arg("-o", "x", Path::new("/dev/null"))], &null).is_ok()
+        );
+    }
+
+    #[test]
+    fn standard_input_is_one_input_at_most() {
+        let arg = FileArg::new;
+        let (dash, file) = (Path::new("-"), Path::new("a.yaml"));
+        assert!(one_stdin(&[arg("-f/--file", "m", dash), arg("--trace", "t", file)]).is_ok());
+        let err = one_stdin(&[arg("-f/--file", "m", dash), arg("--trace", "t", dash)]).unwrap_err();
+        assert!(matches!(err, CliError::Usage(_)), "{err:?}");
+        let msg = err.to_string();
+        assert!(
+            msg.starts_with("-f/--file -, --trace - all name standard input"),
+            "{msg}"
+        );
+        let twice = [
+            arg("FILE", "a manifest", dash),
+            arg("FILE", "a manifest", dash),
+        ];
+        let err = one_stdin(&twice).unwrap_err().to_string();
+        assert!(
+            err.starts_with("standard input (-) is given 2 times as a manifest"),
+            "{err}"
         );
     }
 

@@ -31,6 +31,10 @@ const CHART_BUCKETS: usize = 720;
 const PROGRESS_EVERY: u64 = 16_384;
 
 pub fn run(args: SimulateArgs) -> Result<i32, CliError> {
+    output::one_stdin(&[
+        FileArg::new("-f/--file", "the manifest", args.file.as_path()),
+        FileArg::new("--trace", "the trace", args.trace.as_path()),
+    ])?;
     if let Some(svg) = &args.svg {
         output::refuse_overwriting_inputs(
             &[FileArg::new("--svg", "the chart", svg.as_path())],
