@@ -100,6 +100,30 @@ fn local_may_stand_anywhere_and_never_swallows_an_argument() {
     assert!(!d.join("user-premium").exists());
 }
 
+/// `--local=` with nothing after it (`--local=$STORE`, STORE unset) is a
+/// usage error, never the default store: a write must not land there.
+#[test]
+fn an_empty_local_path_is_refused() {
+    let dir = quickstart_dir("a.yaml");
+    let d = dir.path();
+    for line in [
+        "limits apply -n demo -f a.yaml --local=",
+        "table create -n demo --local=",
+        "namespace list -n demo --local=",
+    ] {
+        let (code, out, err) = run_in(d, &words(line), &[]);
+        assert_eq!((code, out.as_str()), (2, ""), "{line}: {err}");
+        assert!(
+            err.contains("--local= needs a path; write --local alone for the default"),
+            "{line}: {err}"
+        );
+    }
+    assert!(
+        !d.join(".zae-limiter").exists(),
+        "the default store was created"
+    );
+}
+
 /// A store in a directory this process may not write: every read-only
 /// command still reads it (SQLite opens it read-only, immutable when it cannot
 /// create its -shm file), and nothing is written there. As root, whom

@@ -115,13 +115,14 @@ pub struct StoreArgs {
     /// $ZAEL_LOCAL_STORE, else .zae-limiter/local.sqlite; --local=PATH for another file
     ///
     /// The path must be attached with `=`: in `--local NAME` the NAME is the
-    /// command's next argument, never the store path.
+    /// command's next argument, never the store path. An empty path
+    /// (`--local=`, e.g. `--local=$STORE` with STORE unset) is refused.
     #[arg(
         long,
         value_name = "PATH",
         num_args = 0..=1,
         require_equals = true,
-        default_missing_value = "",
+        default_missing_value = LOCAL_DEFAULT,
         value_parser = local_path
     )]
     pub local: Option<PathBuf>,
@@ -220,12 +221,22 @@ impl NamespacedArgs {
     }
 }
 
+/// What `--local` alone stands for: a value no command line can hold (an
+/// argument cannot contain NUL), so that it is told apart from `--local=`.
+const LOCAL_DEFAULT: &str = "\0";
+
 /// `--local` alone yields an empty path, which [`Target::resolve`] reads as
 /// "the default location"; clap's own path parser would reject the empty value.
+/// `--local=` (an empty value, e.g. from an unset variable in
+/// `--local=$STORE`) is refused rather than read as the default.
 /// The value must be attached (`--local=PATH`): an optional value that could be
 /// separate would swallow a positional argument (`--local user-1`).
-fn local_path(s: &str) -> Result<PathBuf, std::convert::Infallible> {
-    Ok(PathBuf::from(s))
+fn local_path(s: &str) -> Result<PathBuf, String> {
+    match s {
+        LOCAL_DEFAULT => Ok(PathBuf::new()),
+        "" => Err("--local= needs a path; write --local alone for the default store".into()),
+        _ => Ok(PathBuf::from(s)),
+    }
 }
 
 /// Namespace selection shared by every command that reads or writes limits.
