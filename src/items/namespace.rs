@@ -121,7 +121,7 @@ pub fn register(store: &dyn Store, name: &str) -> Result<Registered, NamespaceEr
 /// first write creates the local table).
 fn store_get_or_none(store: &dyn Store, name: &str) -> Result<Option<Item>, StoreError> {
     match store.get(&keys::namespace_key(name), true) {
-        Err(StoreError::TableNotFound { .. }) => Ok(None),
+        Err(StoreError::TableNotFound { .. } | StoreError::LocalStoreMissing { .. }) => Ok(None),
         other => other,
     }
 }
