@@ -100,6 +100,30 @@ fn local_may_stand_anywhere_and_never_swallows_an_argument() {
     assert!(!d.join("user-premium").exists());
 }
 
+/// `--local=` with nothing after it (`--local=$STORE`, STORE unset) is a
+/// usage error, never the default store: a write must not land there.
+#[test]
+fn an_empty_local_path_is_refused() {
+    let dir = quickstart_dir("a.yaml");
+    let d = dir.path();
+    for line in [
+        "limits apply -n demo -f a.yaml --local=",
+        "table create -n demo --local=",
+        "namespace list -n demo --local=",
+    ] {
+        let (code, out, err) = run_in(d, &words(line), &[]);
+        assert_eq!((code, out.as_str()), (2, ""), "{line}: {err}");
+        assert!(
+            err.contains("--local= needs a path; write --local alone for the default"),
+            "{line}: {err}"
+        );
+    }
+    assert!(
+        !d.join(".zae-limiter").exists(),
+        "the default store was created"
+    );
+}
+
 /// A store in a directory this process may not write: every read-only
 /// command still reads it (SQLite opens it read-only, immutable when it cannot
 /// create its -shm file), and nothing is written there. As root, whom
@@ -458,4 +482,44 @@ fn suggested_commands_run_as_printed_reach_the_same_store() {
     let (code, out, err) = run_in(d, &with(&["namespace", "list"]), &[]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("team") && out.contains("jobs2"), "{out}");
+
+/// A store path that is a directory, or a file that does not exist, is
+/// named as such (not "disk I/O error", not "table not found"), and nothing
+/// is created.
+#[test]
+fn store_path_errors_say_what_is_wrong_with_the_path() {
+    let dir = quickstart_dir("a.yaml");
+    let d = dir.path();
+    std::fs::create_dir(d.join("adir")).unwrap();
+    let env_dir: &[(&str, &str)] = &[("ZAEL_LOCAL_STORE", "adir")];
+    for (line, env) in [
+        ("namespace list -n demo --local=adir", &[][..]),
+        ("namespace list -n demo --local", env_dir),
+        ("entity get-limits x -n demo --local=adir", &[]),
+        ("table create -n demo --local=adir", &[]),
+        ("limits apply -n demo -f a.yaml --local=adir", &[]),
+    ] {
+        let (code, out, err) = run_in(d, &words(line), env);
+        assert_eq!((code, out.as_str()), (1, ""), "{line}: {err}");
+        assert_eq!(
+            err,
+            "Error: local store adir is a directory, not a store file; name a file, e.g. adir/local.sqlite\n",
+            "{line} {env:?}"
+        );
+    }
+    assert_eq!(std::fs::read_dir(d.join("adir")).unwrap().count(), 0);
+
+    for line in [
+        "entity get-limits x -n demo --local=nodir/x.sqlite",
+        "namespace list -n demo --local=nodir/x.sqlite",
+        "limits export -n demo --local=nodir/x.sqlite",
+    ] {
+        let (code, _, err) = run_in(d, &words(line), &[]);
+        assert_eq!(code, 1, "{line}: {err}");
+        assert!(
+            err.starts_with("Error: local store nodir/x.sqlite does not exist (no such file), so it has no table 'demo'. Check the path"),
+            "{line}: {err}"
+        );
+    }
+    assert!(!d.join("nodir").exists());
 }

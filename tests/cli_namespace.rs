@@ -80,7 +80,8 @@ fn bad_names_and_missing_stores_are_errors() {
     assert!(!path.exists(), "nothing written for an invalid name");
     let (code, _, err) = run(&path, &["namespace", "list"]);
     assert_eq!(code, 1);
-    assert!(err.starts_with("Error: table 'demo' not found"), "{err}");
+    let want = format!("Error: local store {} does not exist", path.display());
+    assert!(err.starts_with(&want), "{err}");
 }
 
 #[test]

@@ -324,3 +324,155 @@ fn output_files_are_written_through_to_what_is_not_a_regular_file() {
         assert!(err.contains("directory"), "{err}");
     }
 }
+
+/// An output file that is one of the command's inputs is refused before any
+/// work (exit 2, both flags and the path named), and the input is unchanged.
+#[test]
+fn an_output_file_that_is_an_input_is_refused_and_left_unchanged() {
+    let env = Env::new();
+    let dir = env.dir.path();
+    let manifest = dir.join("q.yaml");
+    std::fs::copy(root("fixtures/manifests/valid/quickstart.yaml"), &manifest).unwrap();
+    let sim = dir.join("sim.yaml");
+    std::fs::copy(root("fixtures/simulate/every-kind.yaml"), &sim).unwrap();
+    let trace = dir.join("trace.csv");
+    std::fs::copy(root("fixtures/simulate/every-kind.csv"), &trace).unwrap();
+    std::os::unix::fs::symlink("q.yaml", dir.join("link.yaml")).unwrap();
+    let store_path = env.store();
+    let store = store_path.display().to_string();
+    let cases: Vec<(Vec<&str>, &Path, &str, &str)> = vec![
+        (
+            vec!["limits", "plan", "-f", "q.yaml", "-o", "q.yaml", "-q"],
+            &manifest,
+            "-o/--out q.yaml",
+            "(-f/--file q.yaml)",
+        ),
+        (
+            vec!["limits", "plan", "-f", "q.yaml", "-o", &store, "-q"],
+            &store_path,
+            "-o/--out",
+            "the local store (ZAEL_LOCAL_STORE=",
+        ),
+        (
+            vec![
+                "limits", "explain", "-f", "q.yaml", "-e", "a", "-r", "gpt-4", "--svg", "q.yaml",
+            ],
+            &manifest,
+            "--svg q.yaml",
+            "(-f/--file q.yaml)",
+        ),
+        (
+            // Through a symlink.
+            vec![
+                "limits",
+                "explain",
+                "-f",
+                "q.yaml",
+                "-e",
+                "a",
+                "-r",
+                "gpt-4",
+                "--svg",
+                "link.yaml",
+            ],
+            &manifest,
+            "--svg link.yaml",
+            "(-f/--file q.yaml)",
+        ),
+        (
+            vec![
+                "limits",
+                "simulate",
+                "-f",
+                "sim.yaml",
+                "-e",
+                "u1",
+                "-r",
+                "gpt-4",
+                "--trace",
+                "trace.csv",
+                "--svg",
+                "./trace.csv",
+            ],
+            &trace,
+            "--svg ./trace.csv",
+            "the trace (--trace trace.csv)",
+        ),
+        (
+            vec!["limits", "export", "-o", &store],
+            &store_path,
+            "-o/--output",
+            "the local store (ZAEL_LOCAL_STORE=",
+        ),
+    ];
+    for (args, input, out_flag, in_flag) in cases {
+        let before = std::fs::read(input).unwrap();
+        let (code, stdout, err) = outcome(env.cmd(&args).output().unwrap());
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert_eq!(stdout, "", "{args:?}");
+        assert!(
+            err.starts_with("Error: ") && err.contains(out_flag),
+            "{args:?}: {err}"
+        );
+        assert!(err.contains(in_flag), "{args:?}: {err}");
+        assert!(
+            err.contains("another path; nothing was written"),
+            "{args:?}: {err}"
+        );
+        assert_eq!(
+            std::fs::read(input).unwrap(),
+            before,
+            "{args:?} changed {input:?}"
+        );
+    }
+    // The same commands with another output path work.
+    let out = env
+        .cmd(&["limits", "plan", "-f", "q.yaml", "-o", "q.plan", "-q"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+}
+
+/// `--help` and `--version` (the tool's, a command's, `help`) go through the
+/// same output path: a full disk is exit 1 with a message, a closed pipe a
+/// quiet 0.
+#[test]
+fn help_and_version_fail_on_a_full_disk_like_any_output() {
+    for args in [
+        vec!["--help"],
+        vec!["-V"],
+        vec!["--version"],
+        vec!["limits", "plan", "--help"],
+        vec!["cooldown", "check", "-h"],
+        vec!["help", "limits"],
+        vec!["limits", "--version"],
+    ] {
+        let full = File::options().write(true).open("/dev/full").unwrap();
+        let out = zae_limiter()
+            .args(&args)
+            .stdout(Stdio::from(full))
+            .output()
+            .unwrap();
+        common::assert_exit(&out, 1, format_args!("{args:?} > /dev/full"));
+        common::assert_stderr_has(&out, "cannot write to standard output: No space left");
+
+        let mut child = zae_limiter()
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        common::assert_exit(&out, 0, format_args!("{args:?} | (closed)"));
+        assert!(out.stderr.is_empty(), "{}", describe(&out));
+
+        let out = zae_limiter().args(&args).output().unwrap();
+        common::assert_exit(&out, 0, format_args!("{args:?}"));
+        assert!(
+            !out.stdout.is_empty() && out.stderr.is_empty(),
+            "{}",
+            describe(&out)
+        );
+    }
+}

@@ -771,11 +771,34 @@ fn plan_and_diff_on_a_new_namespace_show_what_apply_does() {
 #[test]
 fn read_only_commands_refuse_missing_tables_and_namespaces() {
     let env = Env::new("refuse");
-    for args in [
+    let reads = [
         &["entity", "get-limits", "user-1"][..],
         &["namespace", "list"],
         &["cooldown", "list"],
-    ] {
+    ];
+    // No store file at all: the file is what is missing, not the table.
+    for args in reads {
+        let out = env.run(args, &[]);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let err = text(&out.stderr);
+        let want = format!(
+            "Error: local store {} does not exist (no such file), so it has no table 'mystack'. Check the path",
+            env.store_path().display()
+        );
+        assert!(err.starts_with(&want), "{args:?}: {err}");
+    }
+    let out = env.run(&["cooldown", "check", "p/a"], &[]);
+    assert_failed(&out, 76, "does not exist (no such file)");
+    assert!(
+        !env.store_path().exists(),
+        "reads must not create the store"
+    );
+    // A store file holding another table.
+    LocalStore::open(&env.store_path(), "other")
+        .unwrap()
+        .create_table()
+        .unwrap();
+    for args in reads {
         let out = env.run(args, &[]);
         assert_eq!(out.status.code(), Some(1), "{args:?}");
         let err = text(&out.stderr);
@@ -794,10 +817,6 @@ fn read_only_commands_refuse_missing_tables_and_namespaces() {
         &out,
         76,
         "Create it with 'zae-limiter table create -n mystack",
-    );
-    assert!(
-        !env.store_path().exists(),
-        "reads must not create the store"
     );
 
     let s = env.store();

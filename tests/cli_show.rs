@@ -394,7 +394,7 @@ fn read_only_refusals() {
     let path = dir.path().join("missing/local.sqlite");
     common::assert_refused(
         run(&path, &["entity", "get-limits", "user-1"]),
-        "Error: table 'demo' not found",
+        &format!("Error: local store {} does not exist", path.display()),
     );
     assert!(!path.exists(), "a read never creates the store");
 

@@ -572,3 +572,89 @@ print(json.dumps({n: [e.message for e in v.iter_errors(d)] for n, d in data["doc
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
+
+/// `zae-limiter ARGS` with `stdin` on standard input: (code, stdout, stderr).
+fn with_stdin(args: &[&str], stdin: &[u8]) -> (i32, String, String) {
+    use std::io::Write;
+    let mut child = Command::new(bin())
+        .env_remove("ZAEL_LOCAL_STORE")
+        .env_remove("ZAEL_STACK")
+        .current_dir(root())
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    // A command that refuses before reading closes its end: ignore the error.
+    let _ = child.stdin.take().expect("stdin").write_all(stdin);
+    let out = child.wait_with_output().expect("wait");
+    (
+        out.status.code().unwrap_or(-1),
+        stdout(&out),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `-` (as FILE or `-f -`) reads the manifest from standard input, named
+/// `<stdin>` in every format; the commands that take `-f` read it too; `-`
+/// twice is a usage error.
+#[test]
+fn a_manifest_is_read_from_standard_input() {
+    let bad = b"namespace: default\nsystem:\n  limits:\n    rpm: {capacity: x}\n";
+    for args in [
+        &["limits", "validate", "-"][..],
+        &["limits", "validate", "-f", "-"],
+    ] {
+        let (code, out, err) = with_stdin(args, bad);
+        assert_eq!(code, 1, "{args:?}: {out}{err}");
+        assert!(out.starts_with("<stdin>:4:21: error: "), "{args:?}: {out}");
+    }
+    let (code, out, _) = with_stdin(&["limits", "validate", "--format", "json", "-"], bad);
+    assert_eq!(code, 1);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(v["files"][0]["path"], "<stdin>");
+    let (_, out, _) = with_stdin(&["limits", "validate", "--format", "github", "-"], bad);
+    assert!(out.starts_with("::error file=<stdin>,line=4,"), "{out}");
+
+    let quickstart =
+        std::fs::read(root().join("fixtures/manifests/valid/quickstart.yaml")).unwrap();
+    let (code, out, err) = with_stdin(&["limits", "validate", "-"], &quickstart);
+    assert_eq!((code, out.as_str()), (0, ""), "{err}");
+    let (code, out, err) = with_stdin(
+        &["limits", "cfn-template", "-n", "demo", "-f", "-"],
+        &quickstart,
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("AWSTemplateFormatVersion"), "{out}");
+    let (code, out, err) = with_stdin(
+        &[
+            "limits",
+            "explain",
+            "-f",
+            "-",
+            "-e",
+            "user-premium",
+            "-r",
+            "gpt-4",
+            "--at",
+            "2026-12-07T13:00:00Z",
+        ],
+        &quickstart,
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("user-premium on gpt-4"), "{out}");
+
+    // Standard input is read once.
+    for args in [
+        &["limits", "validate", "-", "-"][..],
+        &["limits", "validate", "-f", "-", "-"],
+        &[
+            "limits", "simulate", "-f", "-", "--trace", "-", "-e", "a", "-r", "b",
+        ],
+    ] {
+        let (code, out, err) = with_stdin(args, &quickstart);
+        assert_eq!((code, out.as_str()), (2, ""), "{args:?}: {err}");
+        assert!(err.contains("can be read only once"), "{args:?}: {err}");
+    }
+}

@@ -116,13 +116,14 @@ pub struct StoreArgs {
     /// $ZAEL_LOCAL_STORE, else .zae-limiter/local.sqlite; --local=PATH for another file
     ///
     /// The path must be attached with `=`: in `--local NAME` the NAME is the
-    /// command's next argument, never the store path.
+    /// command's next argument, never the store path. An empty path
+    /// (`--local=`, e.g. `--local=$STORE` with STORE unset) is refused.
     #[arg(
         long,
         value_name = "PATH",
         num_args = 0..=1,
         require_equals = true,
-        default_missing_value = "",
+        default_missing_value = LOCAL_DEFAULT,
         value_parser = local_path
     )]
     pub local: Option<PathBuf>,
@@ -141,6 +142,34 @@ impl StoreArgs {
     /// [`store_flags`] of [`StoreArgs::target`].
     pub fn flags(&self) -> String {
         store_flags(&self.target())
+    }
+
+    /// The local store's files as inputs of the command (for
+    /// [`super::output::refuse_overwriting_inputs`]): the database and the
+    /// journal files SQLite keeps beside it. None for DynamoDB.
+    pub fn input_files(&self) -> Vec<super::output::FileArg<'static>> {
+        let Target::Local(path) = self.target() else {
+            return Vec::new();
+        };
+        // The path came from --local=PATH, else from the environment, else
+        // it is the default place of `--local`.
+        let from_env = std::env::var_os(open::LOCAL_STORE_ENV).is_some_and(|v| !v.is_empty());
+        let flag = match &self.local {
+            Some(p) if !p.as_os_str().is_empty() => "--local=",
+            _ if from_env => "ZAEL_LOCAL_STORE=",
+            _ => "--local=",
+        };
+        let file = super::output::FileArg::new;
+        let journal = |suffix: &str| {
+            let mut p = path.clone().into_os_string();
+            p.push(suffix);
+            super::output::FileArg {
+                path: PathBuf::from(p).into(),
+                ..file(flag, "a journal of the local store", path.clone())
+            }
+        };
+        let (wal, shm) = (journal("-wal"), journal("-shm"));
+        vec![file(flag, "the local store", path), wal, shm]
     }
 }
 
@@ -236,12 +265,22 @@ impl NamespacedArgs {
     }
 }
 
+/// What `--local` alone stands for: a value no command line can hold (an
+/// argument cannot contain NUL), so that it is told apart from `--local=`.
+const LOCAL_DEFAULT: &str = "\0";
+
 /// `--local` alone yields an empty path, which [`Target::resolve`] reads as
 /// "the default location"; clap's own path parser would reject the empty value.
+/// `--local=` (an empty value, e.g. from an unset variable in
+/// `--local=$STORE`) is refused rather than read as the default.
 /// The value must be attached (`--local=PATH`): an optional value that could be
 /// separate would swallow a positional argument (`--local user-1`).
-fn local_path(s: &str) -> Result<PathBuf, std::convert::Infallible> {
-    Ok(PathBuf::from(s))
+fn local_path(s: &str) -> Result<PathBuf, String> {
+    match s {
+        LOCAL_DEFAULT => Ok(PathBuf::new()),
+        "" => Err("--local= needs a path; write --local alone for the default store".into()),
+        _ => Ok(PathBuf::from(s)),
+    }
 }
 
 /// Namespace selection shared by every command that reads or writes limits.
@@ -292,6 +331,11 @@ Examples:
   zae-limiter limits validate manifests/*.yaml --format json \\
       | jq '.files[].valid'
   zae-limiter limits validate limits.yaml --deny-warnings
+  sed 's/capacity: 500/capacity: 600/' limits.yaml \\
+      | zae-limiter limits validate -
+
+`-` (as FILE or -f -) reads a manifest from standard input, named `<stdin>` in the
+diagnostics; every command that takes -f MANIFEST accepts it.
 
 Exit status: 0 valid (warnings alone keep 0), 1 invalid (or any warning with
 --deny-warnings), 2 usage error.")]
@@ -490,7 +534,7 @@ pub struct ExplainArgs {
     /// Resource the requests are for
     #[arg(short = 'r', long, value_name = "NAME")]
     pub resource: String,
-    /// Read the limits from this manifest instead of the store
+    /// Read the limits from this manifest instead of the store (`-` reads standard input)
     #[arg(short = 'f', long = "file", value_name = "FILE", conflicts_with_all = ["local", "region"])]
     pub file: Option<PathBuf>,
     /// The instant to explain (RFC 3339; default: now)
@@ -527,7 +571,7 @@ pub enum TraceFormatArg {
 
 #[derive(Debug, Args)]
 pub struct SimulateArgs {
-    /// Limits manifest (YAML)
+    /// Limits manifest (YAML; `-` reads standard input)
     #[arg(short = 'f', long = "file", value_name = "FILE")]
     pub file: PathBuf,
     /// Entity whose limits are simulated
@@ -607,7 +651,7 @@ pub struct GenTraceArgs {
 
 #[derive(Debug, Args)]
 pub struct ValidateArgs {
-    /// Manifest files to check
+    /// Manifest files to check (`-` reads standard input)
     #[arg(value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// Manifest file to check (repeatable; same as a positional FILE)
@@ -626,7 +670,7 @@ pub struct PlanArgs {
     /// Table (stack) name
     #[arg(short = 'n', long, value_name = "NAME", env = "ZAEL_STACK")]
     pub name: String,
-    /// Limits manifest (YAML)
+    /// Limits manifest (YAML; `-` reads standard input)
     #[arg(short = 'f', long = "file", value_name = "FILE", required = true)]
     pub file: Option<PathBuf>,
     /// Print only the summary line, not the changes
@@ -749,7 +793,7 @@ pub struct CfnTemplateArgs {
     /// Stack name whose provisioner applies the template
     #[arg(short = 'n', long, value_name = "NAME", env = "ZAEL_STACK")]
     pub name: String,
-    /// Limits manifest (YAML)
+    /// Limits manifest (YAML; `-` reads standard input)
     #[arg(short = 'f', long = "file", value_name = "FILE")]
     pub file: PathBuf,
     /// Ask the provisioner to rewrite every declared level (FullApply: true)
@@ -1267,6 +1311,35 @@ pub struct ServeArgs {
 /// derived tree with every command's examples made verbatim ([`super::help`]).
 pub fn command() -> clap::Command {
     super::help::verbatim_examples(<Cli as clap::CommandFactory>::command())
+}
+
+/// Parses a command line (through [`command`], the tree whose help prints
+/// examples verbatim), or says with which exit code to stop: `--help` and
+/// `--version` (any command's, and `help`) are printed through
+/// [`super::output`], so a failed write is exit 1 as for every other output,
+/// where clap's own printing would ignore it; clap prints the other errors
+/// (usage, exit 2) on standard error.
+pub fn parse(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<Cli, i32> {
+    use clap::FromArgMatches;
+    let matches = command().try_get_matches_from(args).map_err(clap_exit)?;
+    Cli::from_arg_matches(&matches).map_err(clap_exit)
+}
+
+/// Prints what a clap "error" carries and returns the exit code.
+fn clap_exit(e: clap::Error) -> i32 {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            match super::output::print(e.render().to_string()) {
+                Ok(()) => crate::exit_codes::OK,
+                Err(failed) => failed.report(),
+            }
+        }
+        _ => {
+            let _ = e.print();
+            e.exit_code()
+        }
+    }
 }
 
 #[cfg(test)]

@@ -12,7 +12,12 @@
 //!   symlink is followed to its target; anything that is not a regular file
 //!   (a FIFO, `/dev/null`, a terminal) is written through in place, never
 //!   replaced.
+//! * An output file that is one of the command's inputs (`-o` naming the
+//!   manifest `-f` reads, `--svg` naming the trace, `-o` naming the local
+//!   store) is refused before any work: [`refuse_overwriting_inputs`]; so is
+//!   standard input (`-`) named as two inputs: [`one_stdin`].
 
+use std::borrow::Cow;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
@@ -83,6 +88,127 @@ pub fn eprint(text: impl AsRef<str>) {
 /// [`eprint`] with a newline.
 pub fn eprintln(text: impl AsRef<str>) {
     let _ = writeln!(io::stderr().lock(), "{}", text.as_ref());
+}
+
+/// A file a command names on its command line, for [`refuse_overwriting_inputs`]:
+/// the flag that names it (`-f/--file`; one ending in `=` takes its value
+/// attached, `--local=`), what it holds (`the manifest`), the file and the
+/// path the flag was given (the same, except for files kept beside it, such
+/// as the local store's journals).
+#[derive(Debug, Clone)]
+pub struct FileArg<'a> {
+    pub flag: &'a str,
+    pub what: &'a str,
+    pub path: Cow<'a, Path>,
+    pub given: Cow<'a, Path>,
+}
+
+impl<'a> FileArg<'a> {
+    pub fn new(flag: &'a str, what: &'a str, path: impl Into<Cow<'a, Path>>) -> Self {
+        let path = path.into();
+        FileArg {
+            flag,
+            what,
+            given: path.clone(),
+            path,
+        }
+    }
+
+    /// The flag with its value, as it was written: `-f/--file q.yaml`, `--local=a.sqlite`.
+    fn shown(&self) -> String {
+        let sep = if self.flag.ends_with('=') { "" } else { " " };
+        format!("{}{sep}{}", self.flag, self.given.display())
+    }
+}
+
+/// Refuses (a usage error, before anything is read or written) an output
+/// file that is the same file as one of the command's inputs: writing it
+/// would replace the manifest, trace or store the command reads. "Same"
+/// means the same device and inode when both exist (hard links and symlinks
+/// included), else the same place once the directory and symlinks are
+/// resolved. Standard input (`-`) is nobody's output; a FIFO or device is
+/// written through in place, never replaced, so it is let through.
+pub fn refuse_overwriting_inputs(
+    outputs: &[FileArg<'_>],
+    inputs: &[FileArg<'_>],
+) -> Result<(), CliError> {
+    for out in outputs {
+        let Some(out_id) = file_id(&out.path) else {
+            continue;
+        };
+        for input in inputs.iter().filter(|i| i.path.as_os_str() != "-") {
+            if file_id(&input.path).as_ref() == Some(&out_id) {
+                return Err(CliError::Usage(format!(
+                    "{} is {} ({}): writing {} there would overwrite it. Give {} another path; nothing was written",
+                    out.shown(),
+                    input.what,
+                    input.shown(),
+                    out.what,
+                    out.flag,
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Refuses (a usage error) a command line that names standard input (`-`)
+/// as more than one of its inputs: it can be read once.
+pub fn one_stdin(inputs: &[FileArg<'_>]) -> Result<(), CliError> {
+    let stdin: Vec<&FileArg<'_>> = inputs
+        .iter()
+        .filter(|i| i.path.as_os_str() == "-")
+        .collect();
+    match stdin.as_slice() {
+        [] | [_] => Ok(()),
+        [first, ..] if stdin.iter().all(|i| i.flag == first.flag) => Err(CliError::Usage(format!(
+            "standard input (-) is given {} times as {}, and it can be read only once: pass one -, the others as files",
+            stdin.len(),
+            first.what
+        ))),
+        _ => Err(CliError::Usage(format!(
+            "{} all name standard input, and it can be read only once: pass one of them as -, the others as files",
+            stdin
+                .iter()
+                .map(|i| i.flag)
+                .collect::<Vec<_>>()
+                .join(" -, ")
+                + " -"
+        ))),
+    }
+}
+
+/// Which file a path names, for [`refuse_overwriting_inputs`]; `None` for
+/// what a write never replaces (a FIFO, a device, a directory) or a path that
+/// cannot be resolved (the write or read then fails with its own message).
+#[derive(Debug, PartialEq, Eq)]
+enum FileId {
+    /// An existing regular file.
+    Inode { dev: u64, ino: u64 },
+    /// A file that does not exist yet: its would-be directory, resolved, and name.
+    Missing(PathBuf),
+}
+
+fn file_id(path: &Path) -> Option<FileId> {
+    use std::os::unix::fs::MetadataExt;
+    let target = follow_symlinks(path).ok()?;
+    match std::fs::metadata(&target) {
+        Ok(meta) if meta.is_file() => Some(FileId::Inode {
+            dev: meta.dev(),
+            ino: meta.ino(),
+        }),
+        Ok(_) => None,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            let name = target.file_name()?;
+            let dir = match target.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d,
+                _ => Path::new("."),
+            };
+            let dir = std::fs::canonicalize(dir).or_else(|_| std::path::absolute(dir));
+            Some(FileId::Missing(dir.ok()?.join(name)))
+        }
+        Err(_) => None,
+    }
 }
 
 /// How many symlinks are followed before a path is given up on (as the kernel does).
@@ -216,6 +342,75 @@ mod tests {
         std::os::unix::fs::symlink(&b, &a).unwrap();
         std::os::unix::fs::symlink(&a, &b).unwrap();
         assert!(write_text(&a, "x").is_err());
+    }
+
+    #[test]
+    fn an_output_that_is_an_input_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("in.yaml");
+        std::fs::write(&input, "x").unwrap();
+        let arg = FileArg::new;
+        let inputs = [arg("-f/--file", "the manifest", input.as_path())];
+        let refused = |out: &Path| {
+            let outputs = [FileArg::new("-o/--out", "the plan", out.to_path_buf())];
+            refuse_overwriting_inputs(&outputs, &inputs).err()
+        };
+        // The same path, another spelling of it, a hard link, a symlink.
+        let err = refused(&input).unwrap();
+        assert!(matches!(err, CliError::Usage(_)), "{err:?}");
+        let msg = err.to_string();
+        assert!(
+            msg.contains("-o/--out") && msg.contains("-f/--file"),
+            "{msg}"
+        );
+        assert!(
+            msg.contains("in.yaml") && msg.contains("nothing was written"),
+            "{msg}"
+        );
+        assert!(refused(&dir.path().join(".").join("in.yaml")).is_some());
+        std::fs::hard_link(&input, dir.path().join("hard.yaml")).unwrap();
+        assert!(refused(&dir.path().join("hard.yaml")).is_some());
+        std::os::unix::fs::symlink("in.yaml", dir.path().join("link.yaml")).unwrap();
+        assert!(refused(&dir.path().join("link.yaml")).is_some());
+        // Another file, a file not there yet, standard input: let through.
+        std::fs::write(dir.path().join("other.yaml"), "y").unwrap();
+        assert!(refused(&dir.path().join("other.yaml")).is_none());
+        assert!(refused(&dir.path().join("new.json")).is_none());
+        let stdin = [arg("-f/--file", "the manifest", Path::new("-"))];
+        assert!(refuse_overwriting_inputs(&[arg("-o", "x", Path::new("-"))], &stdin).is_ok());
+        // An input that does not exist yet (a local store) and an output on it.
+        let store = dir.path().join("new.sqlite");
+        let inputs = [arg("--local", "the local store", store.as_path())];
+        let outputs = [arg("-o/--output", "the manifest", store.as_path())];
+        assert!(refuse_overwriting_inputs(&outputs, &inputs).is_err());
+        // A device is written through in place, never replaced.
+        let null = [arg("-f", "the manifest", Path::new("/dev/null"))];
+        assert!(
+            refuse_overwriting_inputs(&[arg("-o", "x", Path::new("/dev/null"))], &null).is_ok()
+        );
+    }
+
+    #[test]
+    fn standard_input_is_one_input_at_most() {
+        let arg = FileArg::new;
+        let (dash, file) = (Path::new("-"), Path::new("a.yaml"));
+        assert!(one_stdin(&[arg("-f/--file", "m", dash), arg("--trace", "t", file)]).is_ok());
+        let err = one_stdin(&[arg("-f/--file", "m", dash), arg("--trace", "t", dash)]).unwrap_err();
+        assert!(matches!(err, CliError::Usage(_)), "{err:?}");
+        let msg = err.to_string();
+        assert!(
+            msg.starts_with("-f/--file -, --trace - all name standard input"),
+            "{msg}"
+        );
+        let twice = [
+            arg("FILE", "a manifest", dash),
+            arg("FILE", "a manifest", dash),
+        ];
+        let err = one_stdin(&twice).unwrap_err().to_string();
+        assert!(
+            err.starts_with("standard input (-) is given 2 times as a manifest"),
+            "{err}"
+        );
     }
 
     #[test]

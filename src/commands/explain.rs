@@ -7,6 +7,7 @@
 use chrono_tz::Tz;
 
 use crate::cli::args::ExplainArgs;
+use crate::cli::output::FileArg;
 use crate::cli::{output, CliError};
 use crate::exit_codes;
 use crate::explain::report::{render_json, render_text};
@@ -18,6 +19,16 @@ use crate::simulate::chart::{render_capacity_svg, CapacityPanel};
 const MAX_HORIZON_MS: i64 = 366 * 86_400_000;
 
 pub fn run(args: ExplainArgs) -> Result<i32, CliError> {
+    if let Some(svg) = &args.svg {
+        let inputs = match &args.file {
+            Some(f) => vec![FileArg::new("-f/--file", "the manifest", f.as_path())],
+            None => args.store.table.store.input_files(),
+        };
+        output::refuse_overwriting_inputs(
+            &[FileArg::new("--svg", "the chart", svg.as_path())],
+            &inputs,
+        )?;
+    }
     let usage = |e: String| CliError::Usage(e);
     let at_ms = match &args.at {
         Some(t) => crate::clock::parse_instant(t, "--at")?,

@@ -5,6 +5,7 @@
 //! code is 1.
 
 use crate::cli::args::ExportArgs;
+use crate::cli::output::FileArg;
 use crate::cli::{output, CliError};
 use crate::exit_codes;
 use crate::export::{self, Origin};
@@ -12,6 +13,12 @@ use crate::store::open::Target;
 
 pub fn run(args: ExportArgs) -> Result<i32, CliError> {
     let a = &args.store;
+    if let Some(path) = &args.output {
+        output::refuse_overwriting_inputs(
+            &[FileArg::new("-o/--output", "the manifest", path.as_path())],
+            &a.table.store.input_files(),
+        )?;
+    }
     let store = a.open_read_only()?;
     let ns = super::read_only::resolve_namespace(store.as_ref(), &a.namespace, &a.table.flags())?;
     let name = &a.table.name;

@@ -24,6 +24,7 @@ use std::path::Path;
 use crate::apply::{counts, fault, pending, record, run};
 use crate::cli::args::{ApplyArgs, PlanArgs, PlanCmdArgs, RefreshArg, TextOrJson};
 use crate::cli::interrupt::Interrupt;
+use crate::cli::output::FileArg;
 use crate::cli::{progress, CliError};
 use crate::exit_codes;
 use crate::items::namespace;
@@ -38,6 +39,19 @@ use crate::store::empty::EmptyStore;
 use crate::store::{open, Store};
 
 pub fn plan(args: PlanCmdArgs) -> Result<i32, CliError> {
+    if let Some(out) = &args.out {
+        let mut inputs = args.plan.store.input_files();
+        inputs.extend(
+            args.plan
+                .file
+                .as_deref()
+                .map(|f| FileArg::new("-f/--file", "the manifest", f)),
+        );
+        crate::cli::output::refuse_overwriting_inputs(
+            &[FileArg::new("-o/--out", "the plan", out.as_path())],
+            &inputs,
+        )?;
+    }
     let out = args.out.clone();
     read_only(
         args.plan,

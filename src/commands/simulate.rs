@@ -14,6 +14,7 @@ use std::path::Path;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::cli::args::{SimulateArgs, TraceFormatArg};
+use crate::cli::output::FileArg;
 use crate::cli::{output, CliError};
 use crate::exit_codes;
 use crate::manifest::{self, model::Disabled};
@@ -30,6 +31,19 @@ const CHART_BUCKETS: usize = 720;
 const PROGRESS_EVERY: u64 = 16_384;
 
 pub fn run(args: SimulateArgs) -> Result<i32, CliError> {
+    output::one_stdin(&[
+        FileArg::new("-f/--file", "the manifest", args.file.as_path()),
+        FileArg::new("--trace", "the trace", args.trace.as_path()),
+    ])?;
+    if let Some(svg) = &args.svg {
+        output::refuse_overwriting_inputs(
+            &[FileArg::new("--svg", "the chart", svg.as_path())],
+            &[
+                FileArg::new("-f/--file", "the manifest", args.file.as_path()),
+                FileArg::new("--trace", "the trace", args.trace.as_path()),
+            ],
+        )?;
+    }
     let tz = zae_limiter_engine::zone::zone(&args.tz)
         .map_err(|e| CliError::Usage(format!("--tz {:?}: {e}", args.tz)))?;
     let manifest = match manifest::load_file(&args.file) {

@@ -8,14 +8,20 @@
 //! too ([`crate::manifest::lint`]).
 
 use crate::cli::args::{ValidateArgs, ValidateFormat};
+use crate::cli::output::FileArg;
 use crate::cli::{output, CliError};
 use crate::exit_codes;
 use crate::manifest::render::{render_github, render_json, FileResult};
-use crate::manifest::{check_file, render_text, Diagnostic, Severity};
+use crate::manifest::{self, check_file, render_text, Diagnostic, Severity};
 
 pub fn run(args: ValidateArgs) -> Result<i32, CliError> {
     let mut files = args.file_flags;
     files.extend(args.files);
+    let named: Vec<FileArg<'_>> = files
+        .iter()
+        .map(|f| FileArg::new("FILE", "a manifest", f.as_path()))
+        .collect();
+    output::one_stdin(&named)?;
     if files.is_empty() {
         return Err(CliError::Usage(
             "no manifest given: pass one or more files, e.g. `zae-limiter limits validate limits.yaml`"
@@ -26,7 +32,7 @@ pub fn run(args: ValidateArgs) -> Result<i32, CliError> {
     let results: Vec<(String, Vec<Diagnostic>)> = files
         .iter()
         .map(|path| {
-            let label = path.display().to_string();
+            let label = manifest::label(path);
             let diags = match check_file(path) {
                 Ok(loaded) => loaded.warnings,
                 Err(diags) => diags,

@@ -138,7 +138,7 @@ pub fn registered(store: &dyn Store, name: &str) -> Result<Option<String>, Names
 /// first write creates the local table).
 fn store_get_or_none(store: &dyn Store, name: &str) -> Result<Option<Item>, StoreError> {
     match store.get(&keys::namespace_key(name), true) {
-        Err(StoreError::TableNotFound { .. }) => Ok(None),
+        Err(StoreError::TableNotFound { .. } | StoreError::LocalStoreMissing { .. }) => Ok(None),
         other => other,
     }
 }

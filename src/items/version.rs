@@ -105,7 +105,10 @@ mod tests {
     fn initialisation_is_idempotent_and_keeps_a_ratcheted_minimum() {
         let dir = tempfile::tempdir().unwrap();
         let s = LocalStore::open(&dir.path().join("s.sqlite"), "t").unwrap();
-        assert!(matches!(read(&s), Err(StoreError::TableNotFound { .. })));
+        assert!(matches!(
+            read(&s),
+            Err(StoreError::LocalStoreMissing { .. })
+        ));
         let first = ensure_initialized(&s).unwrap();
         assert!(first.version_created && first.default_namespace.created);
         let rec = read(&s).unwrap().unwrap();

@@ -19,8 +19,21 @@ pub fn check_file(path: &Path) -> Result<Loaded, Vec<Diagnostic>> {
     read_file(path, true)
 }
 
+/// The path that names standard input (`-f -`, `limits validate -`).
+pub const STDIN_PATH: &str = "-";
+
+/// How diagnostics name the manifest at `path`: the path, or `<stdin>` for
+/// [`STDIN_PATH`].
+pub fn label(path: &Path) -> String {
+    if path.as_os_str() == STDIN_PATH {
+        "<stdin>".to_string()
+    } else {
+        path.display().to_string()
+    }
+}
+
 fn read_file(path: &Path, lints: bool) -> Result<Loaded, Vec<Diagnostic>> {
-    let label = path.display().to_string();
+    let label = label(path);
     let text = read_bounded(path).map_err(|(message, help)| {
         vec![Diagnostic {
             severity: Severity::Error,
@@ -39,39 +52,47 @@ fn read_file(path: &Path, lints: bool) -> Result<Loaded, Vec<Diagnostic>> {
 }
 
 fn read_bounded(path: &Path) -> Result<String, (String, Option<String>)> {
+    let stdin = path.as_os_str() == STDIN_PATH;
+    let what = if stdin { "standard input" } else { "the file" };
     let too_big = || {
         (
             format!(
-                "the file is larger than {}; manifests that large are refused",
+                "{what} is larger than {}; manifests that large are refused",
                 crate::input::bytes(MAX_FILE_BYTES)
             ),
             Some("split the manifest or check that this is the right file".to_string()),
         )
     };
-    let file =
-        std::fs::File::open(path).map_err(|e| (format!("cannot read the file: {e}"), None))?;
-    let mut bytes = Vec::new();
-    if let Ok(meta) = file.metadata() {
-        if meta.is_dir() {
-            return Err((
-                "this is a directory, not a manifest file".to_string(),
-                Some("pass the YAML files inside it, e.g. `dir/*.yaml`".to_string()),
-            ));
-        }
-        if meta.len() > MAX_FILE_BYTES {
-            return Err(too_big());
-        }
-        // One allocation for the usual file whose size does not change while read.
-        bytes.reserve_exact(usize::try_from(meta.len()).unwrap_or(0).saturating_add(1));
-    }
-    crate::input::read_to_end(file, MAX_FILE_BYTES, &mut bytes).map_err(|e| match e {
+    let bounded = |e| match e {
         crate::input::BoundedError::TooLarge { .. } => too_big(),
-        crate::input::BoundedError::Io(e) => (format!("cannot read the file: {e}"), None),
-    })?;
+        crate::input::BoundedError::Io(e) => (format!("cannot read {what}: {e}"), None),
+    };
+    let bytes = if stdin {
+        crate::input::read_path(path, MAX_FILE_BYTES).map_err(bounded)?
+    } else {
+        let file =
+            std::fs::File::open(path).map_err(|e| (format!("cannot read the file: {e}"), None))?;
+        let mut bytes = Vec::new();
+        if let Ok(meta) = file.metadata() {
+            if meta.is_dir() {
+                return Err((
+                    "this is a directory, not a manifest file".to_string(),
+                    Some("pass the YAML files inside it, e.g. `dir/*.yaml`".to_string()),
+                ));
+            }
+            if meta.len() > MAX_FILE_BYTES {
+                return Err(too_big());
+            }
+            // One allocation for the usual file whose size does not change while read.
+            bytes.reserve_exact(usize::try_from(meta.len()).unwrap_or(0).saturating_add(1));
+        }
+        crate::input::read_to_end(file, MAX_FILE_BYTES, &mut bytes).map_err(bounded)?;
+        bytes
+    };
     String::from_utf8(bytes).map_err(|e| {
         (
             format!(
-                "the file is not UTF-8 text (invalid byte at offset {})",
+                "{what} is not UTF-8 text (invalid byte at offset {})",
                 e.utf8_error().valid_up_to()
             ),
             Some("save the manifest as UTF-8".to_string()),

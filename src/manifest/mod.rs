@@ -33,7 +33,7 @@ pub mod yaml;
 pub use convert::DEFAULT_REFILL_PERIOD;
 pub use diagnostic::{Diagnostic, Severity};
 pub use kinds::MAX_SLOTS;
-pub use load::{check_file, check_str, load_file, load_str};
+pub use load::{check_file, check_str, label, load_file, load_str, STDIN_PATH};
 pub use model::Manifest;
 pub use normalize::{applied_hash, normalised_json};
 pub use render::render_text;

@@ -191,6 +191,17 @@ impl std::fmt::Debug for LocalStore {
     }
 }
 
+/// Refuses a store path that names a directory (SQLite would say "unable to
+/// open database file" or "disk I/O error").
+fn not_a_directory(path: &Path) -> Result<(), StoreError> {
+    if path.is_dir() {
+        return Err(StoreError::LocalStoreIsDirectory {
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(())
+}
+
 /// Why opening a store file failed: SQLite said so (maybe busy, worth a
 /// retry), or the file is not one this build can use.
 enum Setup {
@@ -219,6 +230,7 @@ impl LocalStore {
     ) -> Result<Self, StoreError> {
         let mut store = Self::unopened(path, table, false);
         store.checkpoints = checkpoints;
+        not_a_directory(path)?;
         if path.exists() {
             let conn = store.connect(false)?;
             *store.lock()? = Some(conn);
@@ -232,6 +244,7 @@ impl LocalStore {
     /// every write is refused.
     pub fn open_read_only(path: &Path, table: &str) -> Result<Self, StoreError> {
         let store = Self::unopened(path, table, true);
+        not_a_directory(path)?;
         if path.exists() {
             let conn = store.connect_read_only()?;
             *store.lock()? = conn;
@@ -466,7 +479,15 @@ impl LocalStore {
         f(conn)
     }
 
+    /// The table is missing: the whole file when it does not exist (a
+    /// mistyped path should not read as "create the table").
     fn table_not_found(&self) -> StoreError {
+        if !self.path.exists() {
+            return StoreError::LocalStoreMissing {
+                path: self.path.clone(),
+                table: self.table.clone(),
+            };
+        }
         StoreError::TableNotFound {
             table: self.table.clone(),
             hint: format!(
@@ -1062,6 +1083,21 @@ mod tests {
     }
 
     #[test]
+    fn a_directory_is_not_a_store() {
+        let dir = tempfile::tempdir().unwrap();
+        for err in [
+            LocalStore::open(dir.path(), "t").unwrap_err(),
+            LocalStore::open_read_only(dir.path(), "t").unwrap_err(),
+        ] {
+            assert!(
+                matches!(&err, StoreError::LocalStoreIsDirectory { path } if path == dir.path()),
+                "{err}"
+            );
+        }
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
     fn a_checkpoint_of_a_file_not_created_yet_does_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("none.sqlite");
@@ -1077,7 +1113,11 @@ mod tests {
         let path = dir.path().join("nested/local.sqlite");
         let s = LocalStore::open(&path, "t").unwrap();
         let err = s.get(&Key::new("a", "b"), true).unwrap_err();
-        assert!(matches!(err, StoreError::TableNotFound { .. }), "{err}");
+        // No file yet: the file is what is missing (its path named).
+        assert!(
+            matches!(&err, StoreError::LocalStoreMissing { path: p, table } if *p == path && table == "t"),
+            "{err}"
+        );
         assert!(!path.exists());
         assert!(!s.table_exists().unwrap());
         put(&s, item("a", "b", &[]));
@@ -1272,7 +1312,7 @@ mod tests {
         let key = Key::new("a", "b");
         let s = LocalStore::open(&path, "t").unwrap();
         let err = increment(&s, &key).unwrap_err();
-        assert!(matches!(err, StoreError::TableNotFound { .. }), "{err}");
+        assert!(matches!(err, StoreError::LocalStoreMissing { .. }), "{err}");
         assert!(!path.exists());
         // A file with another table: this one is still missing, and stays so.
         LocalStore::open(&path, "other")

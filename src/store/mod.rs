@@ -42,6 +42,16 @@ pub enum StoreError {
     /// The table does not exist.
     #[error("table '{table}' not found{hint}")]
     TableNotFound { table: String, hint: String },
+    /// The local store file does not exist (a command that only reads never
+    /// creates it; one that writes creates it on its first write).
+    #[error("local store {} does not exist (no such file), so it has no table '{table}'. Check the path; a command that writes (table create, limits apply) creates the file there", path.display())]
+    LocalStoreMissing {
+        path: std::path::PathBuf,
+        table: String,
+    },
+    /// The local store path names a directory.
+    #[error("local store {} is a directory, not a store file; name a file, e.g. {}", path.display(), path.join("local.sqlite").display())]
+    LocalStoreIsDirectory { path: std::path::PathBuf },
     /// The caller may not perform `action` on `table`.
     #[error("access denied: {action} on table '{table}'. Grant the caller dynamodb:{action} on the table and its indexes.")]
     AccessDenied { action: String, table: String },
