@@ -482,6 +482,7 @@ fn suggested_commands_run_as_printed_reach_the_same_store() {
     let (code, out, err) = run_in(d, &with(&["namespace", "list"]), &[]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("team") && out.contains("jobs2"), "{out}");
+}
 
 /// A store path that is a directory, or a file that does not exist, is
 /// named as such (not "disk I/O error", not "table not found"), and nothing
