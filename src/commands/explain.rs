@@ -56,11 +56,7 @@ pub fn run(args: ExplainArgs) -> Result<i32, CliError> {
         }
         None => {
             let store = args.store.open_read_only()?;
-            let ns = super::read_only::resolve_namespace(
-                store.as_ref(),
-                &args.store.namespace,
-                &args.store.table.flags(),
-            )?;
+            let ns = super::read_only::resolve_namespace(store.as_ref(), &args.store)?;
             explain::levels_from_store(store.as_ref(), &ns, &args.entity, &args.resource)
         }
     }?;

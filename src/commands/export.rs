@@ -20,7 +20,7 @@ pub fn run(args: ExportArgs) -> Result<i32, CliError> {
         )?;
     }
     let store = a.open_read_only()?;
-    let ns = super::read_only::resolve_namespace(store.as_ref(), &a.namespace, &a.table.flags())?;
+    let ns = super::read_only::resolve_namespace(store.as_ref(), a)?;
     let name = &a.table.name;
     let table = match a.table.store.target() {
         Target::Local(path) => format!("table '{name}' (local store {})", path.display()),

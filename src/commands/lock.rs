@@ -207,11 +207,7 @@ impl Pause {
 pub fn force_unlock(args: ForceUnlockArgs) -> Result<i32, CliError> {
     let read = &args.read;
     let store = read.target.open()?;
-    let ns = super::read_only::resolve_namespace(
-        store.as_ref(),
-        &read.target.namespace,
-        &read.target.table.flags(),
-    )?;
+    let ns = super::read_only::resolve_namespace(store.as_ref(), &read.target)?;
     let name = &read.target.namespace;
     match lock::force_unlock(store.as_ref(), &ns, &args.lock_id) {
         Ok(info) => {

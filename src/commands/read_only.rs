@@ -2,24 +2,25 @@
 //! and apply output"): no table, no usable version record, a client below
 //! `client_min_version`, an unregistered namespace. Nothing here writes.
 
+use crate::cli::args::NamespacedArgs;
 use crate::cli::shell::quote;
 use crate::cli::CliError;
 use crate::items::namespace;
 use crate::plan::version;
 use crate::store::Store;
 
-/// Checks the table's version record and resolves namespace `name` to its id.
-/// `flags`: how this command reached the table ([`TableArgs::flags`]), so the
-/// suggested `namespace register` reaches it too.
-///
-/// [`TableArgs::flags`]: crate::cli::args::TableArgs::flags
-pub fn resolve_namespace(store: &dyn Store, name: &str, flags: &str) -> Result<String, CliError> {
+/// Checks the table's version record and resolves the namespace `args` name
+/// to its id; one that is not registered is refused with the command that
+/// registers it on the same table ([`NamespacedArgs::flags`]).
+pub fn resolve_namespace(store: &dyn Store, args: &NamespacedArgs) -> Result<String, CliError> {
     let rec = version::read(store)?;
     version::check_usable(rec.as_ref(), store.table_name())?;
+    let name = &args.namespace;
     namespace::resolve(store, name)?.ok_or_else(|| {
         CliError::Failed(format!(
-            "Namespace '{name}' not found. Register it with `zae-limiter namespace register {}{flags}`.",
-            quote(name)
+            "Namespace '{name}' not found. Register it with `zae-limiter namespace register {}{}`.",
+            quote(name),
+            args.table.flags()
         ))
     })
 }

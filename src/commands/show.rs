@@ -19,11 +19,7 @@ use crate::store::{Key, Store};
 /// read-only `connect()`.
 fn connect(read: &ReadArgs) -> Result<(Box<dyn Store>, String), CliError> {
     let store = read.target.open_read_only()?;
-    let id = super::read_only::resolve_namespace(
-        store.as_ref(),
-        &read.target.namespace,
-        &read.target.table.flags(),
-    )?;
+    let id = super::read_only::resolve_namespace(store.as_ref(), &read.target)?;
     Ok((store, id))
 }
 
