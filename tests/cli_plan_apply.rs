@@ -749,7 +749,7 @@ fn plan_and_diff_on_a_new_namespace_show_what_apply_does() {
     let out = env.ok(&["limits", "apply", saved, "-q"]);
     assert_eq!(
         text(&out.stdout),
-        "Applied: 2 created, 0 updated, 0 deleted.\n"
+        "Applied: 2 created, 0 updated, 0 deleted.\nRegistered namespace 'prod'.\n"
     );
     assert_eq!(env.ns_id("prod"), planned["namespace_id"]);
     let out = env.run(&["limits", "plan", "-f", "sched.yaml", de], &[]);
@@ -759,7 +759,14 @@ fn plan_and_diff_on_a_new_namespace_show_what_apply_does() {
     let other = Env::new("new-ns-race");
     other.ok(&["limits", "apply", "-f", "m1.yaml", "-q"]);
     other.ok(&["limits", "plan", "-f", "sched.yaml", "-o", saved, "-q"]);
-    other.ok(&["limits", "apply", "-f", "sched.yaml", "-q"]);
+    // A manifest's apply says it registered the namespace, once.
+    let registered = |out: &std::process::Output| -> serde_json::Value {
+        serde_json::from_str::<serde_json::Value>(&text(&out.stdout)).unwrap()["register_namespace"]
+            .clone()
+    };
+    let json = ["limits", "apply", "-f", "sched.yaml", "--format", "json"];
+    assert_eq!(registered(&other.ok(&json)), true);
+    assert_eq!(registered(&other.ok(&json)), false);
     let out = other.run(&["limits", "apply", saved], &[]);
     assert_failed(
         &out,

@@ -278,9 +278,9 @@ pub fn apply(args: ApplyArgs) -> Result<i32, CliError> {
     })?;
     let rec = version::read(store)?;
     version::check_usable(rec.as_ref(), store.table_name())?;
-    let ns = namespace::register(store, &name)
-        .map_err(|e| CliError::Failed(format!("registering namespace '{name}': {e}")))?
-        .id;
+    let registered = namespace::register(store, &name)
+        .map_err(|e| CliError::Failed(format!("registering namespace '{name}': {e}")))?;
+    let ns = registered.id;
     let build = builder(&ns, &m);
     let hash = manifest::applied_hash(&m);
     let operation = format!("limits apply -f {}", manifest_path(&args.plan)?.display());
@@ -288,6 +288,7 @@ pub fn apply(args: ApplyArgs) -> Result<i32, CliError> {
         name: &name,
         ns: &ns,
         operation,
+        registered: registered.created,
     };
     let what = What {
         manifest: &m,
@@ -306,6 +307,8 @@ pub(super) struct Target<'a> {
     pub name: &'a str,
     pub ns: &'a str,
     pub operation: String,
+    /// This apply registered the namespace (the report says so).
+    pub registered: bool,
 }
 
 /// What an apply carries out: a manifest, or a saved plan (with its manifest).
@@ -383,7 +386,11 @@ pub(super) fn carry_out(
         full: done.full,
         resumed: done.resumed,
         warnings,
-        setup: Setup::Ready,
+        setup: if target.registered {
+            Setup::Namespace
+        } else {
+            Setup::Ready
+        },
         applied: Some(ApplyCounts {
             created: done.created,
             updated: done.updated,

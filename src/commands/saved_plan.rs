@@ -127,16 +127,15 @@ pub fn apply(args: ApplyArgs, path: &Path) -> Result<i32, CliError> {
             path.display()
         ))
     })?;
-    let ns = match namespace::resolve(store, &plan.namespace)? {
-        Some(ns) => ns,
+    let (ns, registered) = match namespace::resolve(store, &plan.namespace)? {
+        Some(ns) => (ns, false),
         // Planned before the namespace existed: register it, under the id
         // the plan's items are keyed by, as a manifest's apply would.
         None if plan.register_namespace => {
-            namespace::register_as(store, &plan.namespace, &plan.namespace_id)
-                .map_err(|e| {
-                    CliError::Failed(format!("registering namespace '{}': {e}", plan.namespace))
-                })?
-                .id
+            let r = namespace::register_as(store, &plan.namespace, &plan.namespace_id).map_err(
+                |e| CliError::Failed(format!("registering namespace '{}': {e}", plan.namespace)),
+            )?;
+            (r.id, r.created)
         }
         None => {
             return Err(Stale(format!(
@@ -151,6 +150,7 @@ pub fn apply(args: ApplyArgs, path: &Path) -> Result<i32, CliError> {
         name: &plan.namespace,
         ns: &ns,
         operation: format!("limits apply {}", path.display()),
+        registered,
     };
     let what = What {
         manifest: &plan.manifest,

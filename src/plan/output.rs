@@ -98,7 +98,8 @@ pub struct Report<'a> {
     pub full: bool,
     pub resumed: bool,
     pub warnings: Vec<String>,
-    /// What apply sets up first (plan and diff; apply reports [`Setup::Ready`]).
+    /// What apply sets up first (plan and diff), or set up (apply: at most
+    /// [`Setup::Namespace`], when it registered the namespace).
     pub setup: Setup,
     /// `Some` for apply.
     pub applied: Option<ApplyCounts>,
@@ -158,11 +159,15 @@ fn note_line(r: &Report<'_>) -> String {
     )
 }
 
-/// Plan's and diff's line on what apply sets up first, if anything.
+/// Plan's and diff's line on what apply sets up first, if anything; apply's
+/// on what it set up.
 fn setup_line(r: &Report<'_>) -> Option<String> {
     let ns = r.namespace;
     match &r.setup {
         Setup::Ready => None,
+        Setup::Namespace if r.command == Command::Apply => {
+            Some(format!("Registered namespace '{ns}'.\n"))
+        }
         Setup::Namespace => Some(format!(
             "Note: namespace '{ns}' is not registered yet; apply registers it first.\n"
         )),
@@ -278,6 +283,7 @@ pub fn text(r: &Report<'_>, quiet: bool) -> Rendered {
                     out.push_str(&note_line(r));
                 }
             }
+            out.extend(setup_line(r));
             if r.resumed {
                 out.push_str("Note: resumed the fan-outs an earlier full apply did not finish, instead of starting over.\n");
             }
@@ -322,7 +328,7 @@ pub fn json(r: &Report<'_>) -> Value {
         "resumed": r.resumed,
         "warnings": r.warnings,
     });
-    if let (Command::Plan | Command::Diff, Some(obj)) = (r.command, doc.as_object_mut()) {
+    if let Some(obj) = doc.as_object_mut() {
         obj.insert("register_namespace".into(), json!(r.setup != Setup::Ready));
     }
     if let (Some(c), Some(obj)) = (&r.applied, doc.as_object_mut()) {
