@@ -399,12 +399,19 @@ fn between<'a>(text: &'a str, from: &str, until: char) -> &'a str {
     &rest[..rest.find(until).unwrap_or(rest.len())]
 }
 
-/// Runs a suggested command line as printed (its words after `zae-limiter`),
-/// in `dir` and without any store variable: it must reach the store by itself.
+/// Runs a suggested command line as printed, through `sh` (its quoting must
+/// be the shell's), in `dir` and without any store variable: it must reach
+/// the store by itself.
 fn run_suggested(dir: &Path, line: &str) -> (i32, String, String) {
-    let w = words(line);
-    assert_eq!(w[0], "zae-limiter", "{line}");
-    run_in(dir, &w[1..], &[])
+    let rest = line
+        .strip_prefix("zae-limiter ")
+        .unwrap_or_else(|| panic!("not a zae-limiter command: {line}"));
+    let mut sh = common::isolated(Command::new("sh"));
+    sh.current_dir(dir)
+        .arg("-c")
+        .arg(format!("\"$ZAEL_BIN\" {rest}"))
+        .env("ZAEL_BIN", env!("CARGO_BIN_EXE_zae-limiter"));
+    outcome(sh.output().unwrap())
 }
 
 /// A command, its exit code, the text around its suggestion, the suggestion.
@@ -433,7 +440,9 @@ fn suggested_commands_run_as_printed_reach_the_same_store() {
     );
     let (code, _, err) = run_in(
         d,
-        &with(&["cooldown", "record", "p/x", "--status", "401", "-N", "jobs"]),
+        &with(&[
+            "cooldown", "record", "p $x/a b", "--status", "401", "-N", "jobs",
+        ]),
         &[],
     );
     assert_eq!(code, 0, "{err}");
@@ -441,10 +450,11 @@ fn suggested_commands_run_as_printed_reach_the_same_store() {
     let cases: [Suggests; 4] = [
         // A saved plan's "carry out" line.
         (
-            &["limits", "plan", "-f", "q2.yaml", "-o", "p.plan"],
+            // A plan file whose name starts with `-` is not read as an option.
+            &["limits", "plan", "-f", "q2.yaml", "-o=-p.plan"],
             0,
             ("To carry out exactly these changes: ", '\n'),
-            "zae-limiter limits apply -n demo --local=s.sqlite p.plan",
+            "zae-limiter limits apply -n demo --local=s.sqlite ./-p.plan",
         ),
         // Reading a namespace that is not registered.
         (
@@ -462,10 +472,10 @@ fn suggested_commands_run_as_printed_reach_the_same_store() {
         ),
         // A cooldown that needs an operator (in another namespace: -N).
         (
-            &["cooldown", "check", "p/x", "-N", "jobs"],
+            &["cooldown", "check", "p $x/a b", "-N", "jobs"],
             76,
             ("after fixing it: ", ')'),
-            "zae-limiter cooldown clear p/x -n demo --local=s.sqlite -N jobs",
+            "zae-limiter cooldown clear 'p $x/a b' -n demo --local=s.sqlite -N jobs",
         ),
     ];
     for (args, exit, (from, until), want) in cases {
@@ -477,7 +487,11 @@ fn suggested_commands_run_as_printed_reach_the_same_store() {
         assert_eq!(code, 0, "{line}: {out}{err}");
     }
     // The suggestions did what they say.
-    let (code, out, _) = run_in(d, &with(&["cooldown", "check", "p/x", "-N", "jobs"]), &[]);
+    let (code, out, _) = run_in(
+        d,
+        &with(&["cooldown", "check", "p $x/a b", "-N", "jobs"]),
+        &[],
+    );
     assert_eq!(code, 0, "cleared: {out}");
     let (code, out, err) = run_in(d, &with(&["namespace", "list"]), &[]);
     assert_eq!(code, 0, "{err}");

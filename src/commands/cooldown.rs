@@ -374,8 +374,9 @@ fn print_check(
             probe_holder: Some(h),
         } => output::println(probe_held(&h, scope, until, now))?,
         Verdict::NeedsOperator => output::eprintln(format!(
-            "Error: {scope} needs an operator: {} (after fixing it: zae-limiter cooldown clear {scope}{flags})",
-            st.reason
+            "Error: {scope} needs an operator: {} (after fixing it: zae-limiter cooldown clear {}{flags})",
+            st.reason,
+            quote(&scope.to_string())
         )),
     }
     Ok(code)
@@ -448,9 +449,10 @@ fn probe(a: CooldownProbeArgs) -> Result<i32, CliError> {
             "go: no cooldown recorded for {scope}; no probe is needed"
         ))?,
         ProbeResult::Won { lease, .. } => output::println(format!(
-            "won: {holder} holds the recovery probe of {scope} until {} (lease {}); make one call, then `zae-limiter cooldown settle {scope} --holder {} --outcome ok|quota|auth{}`",
+            "won: {holder} holds the recovery probe of {scope} until {} (lease {}); make one call, then `zae-limiter cooldown settle {} --holder {} --outcome ok|quota|auth{}`",
             rfc3339(lease.expires_at),
             human_duration(lease.expires_at.saturating_sub(now)),
+            quote(&scope.to_string()),
             quote(holder),
             a.store.flags()
         ))?,

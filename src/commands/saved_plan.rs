@@ -35,10 +35,21 @@ pub fn saved_note(path: &Path, args: &PlanArgs) -> Result<(), CliError> {
             "\nSaved the plan to {}. To carry out exactly these changes: zae-limiter limits apply{} {}",
             path.display(),
             args.flags(),
-            quote(&path.to_string_lossy()),
+            quote(&plan_word(path)),
         ))?;
     }
     Ok(())
+}
+
+/// `path` as the plan-file argument of a command line: one that starts with
+/// `-` would read as an option, so it is written `./-…`.
+fn plan_word(path: &Path) -> String {
+    let text = path.to_string_lossy();
+    if text.starts_with('-') {
+        format!("./{text}")
+    } else {
+        text.into_owned()
+    }
 }
 
 /// Reads and checks a plan file.
