@@ -141,7 +141,9 @@ pub struct OneValueStep<'a> {
 /// This grammar reads them as cronsim 2.8 does, stepping from the value to
 /// the field's end (`5-5/10` is `5/10`); cronsim 2.9 and later read the value
 /// alone, so Python limiters disagree by the cronsim they run on
-/// (docs/semantics.md, "One-value ranges with a step"). For a lint.
+/// (docs/semantics.md, "One-value ranges with a step"). For a lint. A part
+/// whose step leaves the field at once (`59-59/4`, `SAT-6/2`) is the value
+/// alone either way, and is not listed.
 pub fn one_value_steps(expr: &str) -> Vec<OneValueStep<'_>> {
     let mut out = Vec::new();
     for ((span, raw), field) in python_split(expr).into_iter().zip(CronField::ALL) {
@@ -152,7 +154,8 @@ pub fn one_value_steps(expr: &str) -> Vec<OneValueStep<'_>> {
                 .split_once('/')
                 .and_then(|(range, step)| Some((range.split_once('-')?, step)));
             if let Some(((a, b), step)) = parsed {
-                if matches!((value(a), value(b)), (Some(x), Some(y)) if x == y) {
+                let one_value = matches!((value(a), value(b)), (Some(x), Some(y)) if x == y);
+                if one_value && read_two_ways(expr, at..at + part.len(), field, (a, step)) {
                     out.push(OneValueStep {
                         field,
                         span: at..at + part.len(),
@@ -165,6 +168,26 @@ pub fn one_value_steps(expr: &str) -> Vec<OneValueStep<'_>> {
         }
     }
     out
+}
+
+/// Whether the part at `span` of `expr`, a one-value range `a-a/step`, means
+/// other values read as `a/step` (cronsim 2.8, this grammar) than as `a`
+/// alone (cronsim 2.9): not when the step leaves the field at once.
+fn read_two_ways(
+    expr: &str,
+    span: Range<usize>,
+    field: CronField,
+    (a, step): (&str, &str),
+) -> bool {
+    let values = |part: &str| {
+        let mut e = expr.to_string();
+        e.replace_range(span.clone(), part);
+        let index = CronField::ALL.iter().position(|f| *f == field)?;
+        CronSpec::parse(&e)
+            .ok()
+            .map(|s| s.field_values()[index].clone())
+    };
+    values(&format!("{a}/{step}")) != values(a)
 }
 
 /// Lowest set bit of `mask` at or above `from`, if any (`from` ≥ 64 gives None).
@@ -659,17 +682,31 @@ mod tests {
         assert_eq!((parts[0].value, parts[0].step), ("9", "4"));
         assert_eq!(found("5-5/10 * * * *"), [(CronField::Minute, "5-5/10")]);
         assert_eq!(
-            found("0,05-5/10 3-3/1 * 5-MAY/2 THU-4/5"),
+            found("0,05-5/10 3-3/1 * 5-MAY/2 MON-1/2"),
             [
                 (CronField::Minute, "05-5/10"),
                 (CronField::Hour, "3-3/1"),
                 (CronField::Month, "5-MAY/2"),
-                (CronField::DayOfWeek, "THU-4/5"),
+                (CronField::DayOfWeek, "MON-1/2"),
             ]
         );
         // A real range, a range without a step, a plain step: as every
         // cronsim reads them.
         assert!(found("5-6/10 5-5 */5 1/2 *").is_empty());
+        // A step that leaves the field at once: the value alone either way.
+        for e in [
+            "59-59/4 * * * *",
+            "* 23-23/2 * * *",
+            "* * 31-31/2 * *",
+            "* * * * SAT-6/2",
+            "* * * * 7-7/2",
+        ] {
+            assert!(found(e).is_empty(), "{e}");
+        }
+        assert_eq!(
+            found("* * * * FRI-5/2"),
+            [(CronField::DayOfWeek, "FRI-5/2")]
+        );
         // The grammar reads it as a step from the value to the field's end.
         assert_eq!(sets("5-5/10 * * * *")[0], [5, 15, 25, 35, 45, 55]);
     }
