@@ -425,9 +425,29 @@ fn an_output_file_that_is_an_input_is_refused_and_left_unchanged() {
             "{args:?} changed {input:?}"
         );
     }
+    // The manifest read from standard input, redirected from the output.
+    let before = std::fs::read(&manifest).unwrap();
+    let out = env
+        .cmd(&["limits", "plan", "-f", "-", "-o", "q.yaml", "-q"])
+        .stdin(File::open(&manifest).unwrap())
+        .output()
+        .unwrap();
+    let (code, _, err) = outcome(out);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("-o/--out q.yaml is the manifest (-f/--file -, standard input)"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&manifest).unwrap(), before);
     // The same commands with another output path work.
     let out = env
         .cmd(&["limits", "plan", "-f", "q.yaml", "-o", "q.plan", "-q"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let out = env
+        .cmd(&["limits", "plan", "-f", "-", "-o", "q2.plan", "-q"])
+        .stdin(File::open(&manifest).unwrap())
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", describe(&out));

@@ -117,7 +117,12 @@ impl<'a> FileArg<'a> {
     /// The flag with its value, as it was written: `-f/--file q.yaml`, `--local=a.sqlite`.
     fn shown(&self) -> String {
         let sep = if self.flag.ends_with('=') { "" } else { " " };
-        format!("{}{sep}{}", self.flag, self.given.display())
+        let stdin = if self.given.as_os_str() == "-" {
+            ", standard input"
+        } else {
+            ""
+        };
+        format!("{}{sep}{}{stdin}", self.flag, self.given.display())
     }
 }
 
@@ -126,8 +131,9 @@ impl<'a> FileArg<'a> {
 /// would replace the manifest, trace or store the command reads. "Same"
 /// means the same device and inode when both exist (hard links and symlinks
 /// included), else the same place once the directory and symlinks are
-/// resolved. Standard input (`-`) is nobody's output; a FIFO or device is
-/// written through in place, never replaced, so it is let through.
+/// resolved. Standard input (`-`) counts as the file it was redirected from
+/// (`-f - -o m.yaml < m.yaml`); a FIFO or device is written through in
+/// place, never replaced, so it is let through.
 pub fn refuse_overwriting_inputs(
     outputs: &[FileArg<'_>],
     inputs: &[FileArg<'_>],
@@ -136,8 +142,8 @@ pub fn refuse_overwriting_inputs(
         let Some(out_id) = file_id(&out.path) else {
             continue;
         };
-        for input in inputs.iter().filter(|i| i.path.as_os_str() != "-") {
-            if file_id(&input.path).as_ref() == Some(&out_id) {
+        for input in inputs {
+            if input_id(&input.path).as_ref() == Some(&out_id) {
                 return Err(CliError::Usage(format!(
                     "{} is {} ({}): writing {} there would overwrite it. Give {} another path; nothing was written",
                     out.shown(),
@@ -187,6 +193,22 @@ enum FileId {
     Inode { dev: u64, ino: u64 },
     /// A file that does not exist yet: its would-be directory, resolved, and name.
     Missing(PathBuf),
+}
+
+/// [`file_id`] of an input; `-` is standard input, a regular file when the
+/// shell redirected one.
+fn input_id(path: &Path) -> Option<FileId> {
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::MetadataExt;
+    if path.as_os_str() != "-" {
+        return file_id(path);
+    }
+    let stdin = std::io::stdin().as_fd().try_clone_to_owned().ok()?;
+    let meta = std::fs::File::from(stdin).metadata().ok()?;
+    meta.is_file().then(|| FileId::Inode {
+        dev: meta.dev(),
+        ino: meta.ino(),
+    })
 }
 
 fn file_id(path: &Path) -> Option<FileId> {

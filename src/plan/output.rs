@@ -424,8 +424,11 @@ mod tests {
         assert_eq!(json(&r)["register_namespace"], true);
         r.setup = Setup::Ready;
         assert_eq!(json(&r)["register_namespace"], false);
+        // Apply: whether it registered the namespace.
         r.command = Command::Apply;
-        assert!(json(&r).get("register_namespace").is_none());
+        assert_eq!(json(&r)["register_namespace"], false);
+        r.setup = Setup::Namespace;
+        assert_eq!(json(&r)["register_namespace"], true);
     }
 
     #[test]
