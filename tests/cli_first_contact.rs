@@ -447,7 +447,7 @@ fn suggested_commands_run_as_printed_reach_the_same_store() {
     );
     assert_eq!(code, 0, "{err}");
 
-    let cases: [Suggests; 4] = [
+    let cases: [Suggests; 5] = [
         // A saved plan's "carry out" line.
         (
             // A plan file whose name starts with `-` is not read as an option.
@@ -469,6 +469,13 @@ fn suggested_commands_run_as_printed_reach_the_same_store() {
             1,
             ("register it with `", '`'),
             "zae-limiter namespace register jobs2 -n demo --local=s.sqlite",
+        ),
+        // serve refuses to start on a namespace that is not registered.
+        (
+            &["serve", "-N", "nope9", "--listen", "127.0.0.1:0"],
+            1,
+            ("register it with `", '`'),
+            "zae-limiter namespace register nope9 -n demo --local=s.sqlite",
         ),
         // A cooldown that needs an operator (in another namespace: -N).
         (
@@ -495,7 +502,10 @@ fn suggested_commands_run_as_printed_reach_the_same_store() {
     assert_eq!(code, 0, "cleared: {out}");
     let (code, out, err) = run_in(d, &with(&["namespace", "list"]), &[]);
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains("team") && out.contains("jobs2"), "{out}");
+    assert!(
+        ["team", "jobs2", "nope9"].iter().all(|n| out.contains(n)),
+        "{out}"
+    );
 }
 
 /// A store path that is a directory, or a file that does not exist, is

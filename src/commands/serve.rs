@@ -86,7 +86,7 @@ pub fn run(a: ServeArgs) -> Result<i32, CliError> {
     // The table and the namespace, before listening: a server that cannot
     // answer anything should say why and stop, not answer 503 forever.
     let first = opener()?;
-    crate::runtime::namespace_id(first.as_ref(), &a.store.namespace)?;
+    super::acquire::namespace(first.as_ref(), &a.store)?;
     let app = Arc::new(App::new(
         settings,
         StorePool::new(opener, size, Some(first)),
