@@ -733,6 +733,43 @@ fn plan_and_diff_on_a_new_namespace_show_what_apply_does() {
         "plan and diff write nothing"
     );
 
+    // A manifest without levels: no level changes, but apply registers the
+    // namespace, so every summary line says so (exit 2 counts it).
+    let empty = env.dir.join("empty.yaml");
+    std::fs::write(&empty, "namespace: empty6\n").unwrap();
+    let empty = empty.to_str().unwrap();
+    for (cmd, says) in [
+        (
+            "plan",
+            "Plan: no level changes; apply registers namespace 'empty6'.\n",
+        ),
+        (
+            "diff",
+            "Drift detected: namespace 'empty6' is not registered yet (apply registers it).\n",
+        ),
+    ] {
+        let out = env.run(&["limits", cmd, "-f", empty, de], &[]);
+        assert_eq!(out.status.code(), Some(2), "{cmd}: {}", text(&out.stderr));
+        assert_eq!(text(&out.stdout), says, "{cmd}");
+    }
+    let out = env.ok(&["limits", "apply", "-f", empty]);
+    assert_eq!(
+        text(&out.stdout),
+        "Registered namespace 'empty6'; no level changes.\n"
+    );
+    assert!(namespace::resolve(&env.store(), "empty6")
+        .unwrap()
+        .is_some());
+    let out = env.ok(&["limits", "apply", "-f", empty]);
+    assert_eq!(
+        text(&out.stdout),
+        "No changes. Infrastructure is up-to-date.\n"
+    );
+    for cmd in ["plan", "diff"] {
+        let out = env.run(&["limits", cmd, "-f", empty, de], &[]);
+        assert_eq!(out.status.code(), Some(0), "{cmd}: {}", text(&out.stdout));
+    }
+
     // A saved plan registers the namespace and applies exactly its creates.
     let saved = env.dir.join("prod.plan");
     let saved = saved.to_str().unwrap();

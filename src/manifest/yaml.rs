@@ -258,24 +258,35 @@ fn parse_full(text: &str) -> Result<Document, YamlProblem> {
     })
 }
 
-/// A flow collection (`[1, 2`, `{a: 1`) the file ends inside: the parser
-/// reports the end of the file, after the last line, where no line can be
-/// shown; the opening bracket is what to fix.
+/// A flow collection (`[1, 2`, `{a: 1`, `key: [`) the file ends inside:
+/// the parser reports the end of the file, after the last line, where no line
+/// can be shown, and its message depends on what it expected next (`while
+/// parsing a flow ...`, `did not find expected node content`, ...). The
+/// innermost bracket still open is what to fix. Events do not say whether a
+/// collection was written in flow style, so the character it starts at
+/// decides (a block mapping whose first key is `[a]` starts at a `[` too, but
+/// is a mapping, so the kind must match the bracket as well).
 fn unclosed(e: &ScanError, text: &str, b: &Builder) -> Option<YamlProblem> {
-    let at_end = e.marker().index() >= text.chars().count();
-    let open = b.stack.last()?;
-    if !at_end || !e.info().starts_with("while parsing a flow") {
+    if e.marker().index() < text.chars().count() {
         return None;
     }
-    let (bracket, close) = match open.collection {
-        Collection::Seq => ('[', ']'),
-        Collection::Map => ('{', '}'),
-    };
+    let (start, bracket, close) = b.stack.iter().rev().find_map(|open| {
+        let c = text
+            .split('\n')
+            .nth(open.start.line.checked_sub(1)?)?
+            .chars()
+            .nth(open.start.col.checked_sub(1)?)?;
+        match (c, open.collection) {
+            ('[', Collection::Seq) => Some((open.start, '[', ']')),
+            ('{', Collection::Map) => Some((open.start, '{', '}')),
+            _ => None,
+        }
+    })?;
     Some(YamlProblem {
-        start: open.start,
+        start,
         end: Pos {
-            line: open.start.line,
-            col: open.start.col + 1,
+            line: start.line,
+            col: start.col + 1,
         },
         message: format!(
             "YAML syntax error: this `{bracket}` is never closed: the file ends inside it"
@@ -954,6 +965,50 @@ mod tests {
         let bad = "entities:\n  a: 1\n  b: {c: 1,\n    d: 2}\n";
         let split = block_scan::entities_split(bad, 0).unwrap();
         assert!(parse_in_two(bad, &split).is_none());
+    }
+
+    #[test]
+    fn a_flow_collection_the_file_ends_inside_is_reported_at_its_bracket() {
+        // (text, line, column of the innermost open bracket, the bracket)
+        let cases = [
+            ("namespace: d\nsystem: [\n", 2, 9, '['),
+            ("namespace: d\nsystem: {\n", 2, 9, '{'),
+            ("namespace: d\nsystem: {limits: \n", 2, 9, '{'),
+            ("[a,\n", 1, 1, '['),
+            ("[a, b", 1, 1, '['),
+            (
+                "system:\n  limits:\n    tpd: {\n     capacity: 200,\n",
+                3,
+                10,
+                '{',
+            ),
+            ("tpd: {capacity: 200, refill_amount: \n", 1, 6, '{'),
+            ("s: [a, {b: [c, d], e: 1\n", 1, 8, '{'),
+            // An implicit mapping inside a list starts at its key, not a bracket.
+            ("s: [a: 1,\n", 1, 4, '['),
+            ("s: [\r\n  a,\r\n", 1, 4, '['),
+        ];
+        for (text, line, col, bracket) in cases {
+            let err = parse(text).unwrap_err();
+            assert_eq!(err.start, Pos { line, col }, "{text:?}: {err:?}");
+            assert_eq!(err.end, Pos { line, col: col + 1 }, "{text:?}");
+            assert!(
+                err.message
+                    .contains(&format!("this `{bracket}` is never closed")),
+                "{text:?}: {err:?}"
+            );
+            assert!(err.help.is_some(), "{text:?}");
+        }
+        // Errors elsewhere, or with no flow collection open, keep saphyr's report.
+        for text in [
+            "s: [\"abc\n",
+            "a: [1]\nb: c: d\n",
+            "a:\n  - b\n c\n",
+            "[a]: 1\nb: &\n",
+        ] {
+            let err = parse(text).unwrap_err();
+            assert!(!err.message.contains("never closed"), "{text:?}: {err:?}");
+        }
     }
 
     #[test]

@@ -28,7 +28,7 @@
 //!   "full": false,
 //!   "resumed": false,
 //!   "warnings": ["…"],
-//!   "register_namespace": false,                 // plan and diff only
+//!   "register_namespace": false,
 //!   "created": 1, "updated": 0, "deleted": 0,   // apply only
 //!   "errors": ["…"]                              // apply only
 //! }
@@ -36,7 +36,8 @@
 //!
 //! `old` is absent for `+`, `new` for `-`; `!` marks a level whose item cannot
 //! be built (its message in `new`). `register_namespace` is true when the
-//! namespace is not registered yet (apply registers it before its changes). Fields are only ever added within version 1.
+//! namespace is not registered yet (plan and diff: apply registers it before
+//! its changes; apply: this apply registered it). Fields are only ever added within version 1.
 
 use serde_json::{json, Value};
 
@@ -177,6 +178,29 @@ fn setup_line(r: &Report<'_>) -> Option<String> {
     }
 }
 
+/// Plan's and diff's summary line when no level changes but apply still
+/// sets something up: the exit code (2 with `--detailed-exitcode`) counts it
+/// as a change, so the summary must not say there is none.
+fn setup_only_line(r: &Report<'_>) -> Option<String> {
+    let ns = r.namespace;
+    let line = match (&r.setup, r.command) {
+        (Setup::Ready, _) | (_, Command::Apply) => return None,
+        (Setup::Namespace, Command::Plan) => {
+            format!("Plan: no level changes; apply registers namespace '{ns}'.\n")
+        }
+        (Setup::Namespace, Command::Diff) => format!(
+            "Drift detected: namespace '{ns}' is not registered yet (apply registers it).\n"
+        ),
+        (Setup::Table(table), Command::Plan) => format!(
+            "Plan: no level changes; apply creates table '{table}' in the local store and registers namespace '{ns}'.\n"
+        ),
+        (Setup::Table(table), Command::Diff) => format!(
+            "Drift detected: table '{table}' does not exist in the local store yet (apply creates it and registers namespace '{ns}').\n"
+        ),
+    };
+    Some(line)
+}
+
 fn change_lines(out: &mut String, r: &Report<'_>) {
     for pc in r.changes {
         let c = &pc.change;
@@ -227,9 +251,12 @@ pub fn text(r: &Report<'_>, quiet: bool) -> Rendered {
     match r.command {
         Command::Plan => {
             if n == 0 {
-                if let Some(line) = setup_line(r) {
-                    // Nothing declared, but apply still writes.
+                if let Some(line) = setup_only_line(r) {
+                    // No level changes, but apply still writes.
                     out.push_str(&line);
+                    if r.pending > 0 {
+                        out.push_str(&note_line(r));
+                    }
                 } else if r.pending > 0 {
                     out.push_str(&retried_line(r));
                 } else {
@@ -242,8 +269,10 @@ pub fn text(r: &Report<'_>, quiet: bool) -> Rendered {
         }
         Command::Diff => {
             if n == 0 {
-                out.push_str("No drift detected. Live state matches YAML.\n");
-                out.extend(setup_line(r));
+                out.push_str(
+                    &setup_only_line(r)
+                        .unwrap_or_else(|| "No drift detected. Live state matches YAML.\n".into()),
+                );
                 if r.pending > 0 {
                     out.push_str(&note_line(r));
                 }
@@ -257,6 +286,8 @@ pub fn text(r: &Report<'_>, quiet: bool) -> Rendered {
         }
         Command::Apply => {
             let counts = r.applied.clone().unwrap_or_default();
+            // What this apply set up, unless its summary line says it.
+            let mut setup = setup_line(r);
             if n == 0 {
                 if !counts.errors.is_empty() {
                     out.push_str(
@@ -264,6 +295,12 @@ pub fn text(r: &Report<'_>, quiet: bool) -> Rendered {
                     );
                 } else if r.pending > 0 {
                     out.push_str(&retried_line(r));
+                } else if r.setup == Setup::Namespace {
+                    setup = None;
+                    out.push_str(&format!(
+                        "Registered namespace '{}'; no level changes.\n",
+                        r.namespace
+                    ));
                 } else {
                     out.push_str("No changes. Infrastructure is up-to-date.\n");
                 }
@@ -283,7 +320,7 @@ pub fn text(r: &Report<'_>, quiet: bool) -> Rendered {
                     out.push_str(&note_line(r));
                 }
             }
-            out.extend(setup_line(r));
+            out.extend(setup);
             if r.resumed {
                 out.push_str("Note: resumed the fan-outs an earlier full apply did not finish, instead of starting over.\n");
             }
@@ -408,14 +445,29 @@ mod tests {
         let note = "Note: namespace 'd' is not registered yet; apply registers it first.\n";
         assert_eq!(text(&r, true).stdout, format!("Plan: 1 change(s)\n{note}"));
         assert_eq!(json(&r)["register_namespace"], true);
+        // No level changes: the summary line still says what apply does,
+        // as the exit code (2 with --detailed-exitcode) counts it.
         r.changes = &[];
-        assert_eq!(text(&r, false).stdout, note);
+        assert_eq!(
+            text(&r, false).stdout,
+            "Plan: no level changes; apply registers namespace 'd'.\n"
+        );
         r.command = Command::Diff;
         assert_eq!(
             text(&r, false).stdout,
-            format!("No drift detected. Live state matches YAML.\n{note}")
+            "Drift detected: namespace 'd' is not registered yet (apply registers it).\n"
         );
         r.setup = Setup::Table("t".into());
+        assert_eq!(
+            text(&r, false).stdout,
+            "Drift detected: table 't' does not exist in the local store yet (apply creates it and registers namespace 'd').\n"
+        );
+        r.command = Command::Plan;
+        assert_eq!(
+            text(&r, true).stdout,
+            "Plan: no level changes; apply creates table 't' in the local store and registers namespace 'd'.\n"
+        );
+        r.command = Command::Diff;
         r.changes = &changes;
         assert_eq!(
             text(&r, true).stdout,
@@ -424,11 +476,36 @@ mod tests {
         assert_eq!(json(&r)["register_namespace"], true);
         r.setup = Setup::Ready;
         assert_eq!(json(&r)["register_namespace"], false);
-        // Apply: whether it registered the namespace.
-        r.command = Command::Apply;
-        assert_eq!(json(&r)["register_namespace"], false);
+    }
+
+    /// Apply says it registered the namespace: after its summary line, or
+    /// as its summary line when no level changed (not "No changes").
+    #[test]
+    fn apply_says_it_registered_the_namespace() {
+        let changes = [pc(Action::Create, Level::System)];
+        let mut r = report(Command::Apply, &changes);
         r.setup = Setup::Namespace;
+        r.applied = Some(ApplyCounts {
+            created: 1,
+            ..Default::default()
+        });
+        assert_eq!(
+            text(&r, true).stdout,
+            "Applied: 1 created, 0 updated, 0 deleted.\nRegistered namespace 'd'.\n"
+        );
         assert_eq!(json(&r)["register_namespace"], true);
+        r.changes = &[];
+        r.applied = Some(ApplyCounts::default());
+        assert_eq!(
+            text(&r, false).stdout,
+            "Registered namespace 'd'; no level changes.\n"
+        );
+        r.setup = Setup::Ready;
+        assert_eq!(
+            text(&r, false).stdout,
+            "No changes. Infrastructure is up-to-date.\n"
+        );
+        assert_eq!(json(&r)["register_namespace"], false);
     }
 
     #[test]
