@@ -609,6 +609,39 @@ fn a_refusal_is_always_recorded_from_what_is_usable() {
     let err = record("far", &["--resets-at", "99999999999999999"]);
     assert!(err.is_empty(), "{err}");
     b.expect(76, T0, &["check", "far"]);
+    // So is a well-formed date past 9999, in every form a reset takes (a
+    // five-digit or `+` year; a far date's weekday is not checked), and a
+    // body's number too large for any float: never a 1-minute backoff.
+    let headers = dir.join("far.h");
+    std::fs::write(
+        &headers,
+        "HTTP/1.1 429\r\nRetry-After: Sat, 01 Jan 10000 00:00:00 GMT\r\n",
+    )
+    .expect("write headers");
+    let at_body = dir.join("far-at.json");
+    std::fs::write(&at_body, r#"{"resets_at":"10000-01-01T00:00:00Z"}"#).expect("write body");
+    let huge_body = dir.join("far-huge.json");
+    std::fs::write(&huge_body, r#"{"error":{"resets_in_seconds":1e400}}"#).expect("write body");
+    for (scope, extra) in [
+        (
+            "far-imf",
+            ["--retry-after", "Fri, 01 Jan 10000 00:00:00 GMT"],
+        ),
+        ("far-5y", ["--resets-at", "10000-01-01T00:00:00Z"]),
+        ("far-plus", ["--resets-at", "+10000-01-01T00:00:00Z"]),
+        ("far-body", ["--response", at_body.to_str().unwrap()]),
+        ("far-huge", ["--response", huge_body.to_str().unwrap()]),
+        ("far-hdr", ["--headers", headers.to_str().unwrap()]),
+    ] {
+        let err = record(scope, &extra);
+        assert!(err.is_empty(), "{extra:?}: {err}");
+        let err = b.stderr_of(76, T0, &["check", scope]);
+        assert!(err.contains("needs an operator"), "{extra:?}: {err}");
+    }
+    // Garbage with a far year stays garbage: the backoff.
+    let err = record("far-bad", &["--resets-at", "10000-13-01T00:00:00Z"]);
+    assert!(err.contains("recording with the backoff"), "{err}");
+    assert_eq!(until("far-bad"), T0_MS + 65_000);
     // An endless body is read only up to its cap.
     let err = record("zero", &["--retry-after", "60", "--response", "/dev/zero"]);
     assert!(err.contains("larger than 1 MiB"), "{err}");
