@@ -109,11 +109,20 @@ fn object(raw: &RawValue) -> Option<Fields<'_>> {
 /// A field's value as text: a string's contents, or a number exactly as
 /// written (so one too large for a float is kept, for the engine to read).
 fn scalar_text(v: Option<&RawValue>, path: &str) -> Result<Option<String>, ResponseError> {
-    let wrong = |found| ResponseError::WrongType {
-        path: path.to_string(),
-        found,
-    };
-    let Some(raw) = v else { return Ok(None) };
+    match v {
+        None => Ok(None),
+        Some(raw) => scalar(raw).map_err(|found| ResponseError::WrongType {
+            path: path.to_string(),
+            found,
+        }),
+    }
+}
+
+/// A raw JSON value as a hint's text: a string's contents, or a number
+/// exactly as written (so one too large for a float is kept, for the engine
+/// to find out of range); `None` for `null`; otherwise what it is instead
+/// ("a boolean"). `serve` reads its hints and headers with it too.
+pub fn scalar(raw: &RawValue) -> Result<Option<String>, &'static str> {
     let text = raw.get();
     match text.as_bytes().first() {
         Some(b'-' | b'0'..=b'9') => {
@@ -126,11 +135,11 @@ fn scalar_text(v: Option<&RawValue>, path: &str) -> Result<Option<String>, Respo
         }
         Some(b'"') => serde_json::from_str::<String>(text)
             .map(Some)
-            .map_err(|_| wrong("a string that cannot be read")),
+            .map_err(|_| "a string that cannot be decoded"),
         Some(b'n') => Ok(None),
-        Some(b't' | b'f') => Err(wrong("a boolean")),
-        Some(b'[') => Err(wrong("an array")),
-        _ => Err(wrong("an object")),
+        Some(b't' | b'f') => Err("a boolean"),
+        Some(b'[') => Err("an array"),
+        _ => Err("an object"),
     }
 }
 
