@@ -389,6 +389,57 @@ fn an_undecodable_local_row_is_refused() {
     b.expect(0, later, &["check", scope]);
 }
 
+/// The message of an unreadable state names the command that clears it: the
+/// scope shell-quoted, the table's flags and the namespace, so the line
+/// copied into a shell clears that very row.
+#[test]
+fn an_unreadable_state_names_the_clear_command_that_works() {
+    let b = local();
+    let scope = "p/acct 42's";
+    b.expect(
+        0,
+        T0,
+        &["record", scope, "--retry-after", "60", "-N", "team"],
+    );
+    let path = b.local.clone().expect("local store");
+    let conn = rusqlite::Connection::open(&path).expect("open sqlite");
+    let n = conn
+        .execute(
+            "UPDATE items SET item = 'not json' WHERE pk LIKE '%/COOLDOWN#p/%'",
+            [],
+        )
+        .expect("corrupt row");
+    assert_eq!(n, 1);
+    drop(conn);
+    let hint = |err: &str| {
+        let start = err
+            .find("(`")
+            .unwrap_or_else(|| panic!("no command in {err}"))
+            + 2;
+        err[start..start + err[start..].find("`)").expect("closed")].to_string()
+    };
+    let want = format!(
+        "zae-limiter cooldown clear 'p/acct 42'\\''s' -n zae-limiter {} -N team",
+        b.flags.join(" ")
+    );
+    for args in [
+        vec!["record", scope, "--retry-after", "60"],
+        vec!["check", scope],
+        vec!["probe", scope, "--holder", "w"],
+        vec!["settle", scope, "--holder", "w", "--outcome", "ok"],
+    ] {
+        let mut args = args.clone();
+        args.extend(["-N", "team"]);
+        let out = b.cooldown(T0, &args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(hint(&err), want, "{args:?}: {err}");
+    }
+    let line = want.replacen("zae-limiter", "\"$ZL\"", 1);
+    let out = b.shell(T0, &line).output().expect("run the hint");
+    common::assert_exit(&out, 0, format_args!("{line}"));
+    b.expect(0, T0, &["check", scope, "-N", "team"]);
+}
+
 #[test]
 fn auth_rejections_and_implausible_resets_need_an_operator() {
     for b in backends("auth") {
