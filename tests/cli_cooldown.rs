@@ -389,6 +389,57 @@ fn an_undecodable_local_row_is_refused() {
     b.expect(0, later, &["check", scope]);
 }
 
+/// The message of an unreadable state names the command that clears it: the
+/// scope shell-quoted, the table's flags and the namespace, so the line
+/// copied into a shell clears that very row.
+#[test]
+fn an_unreadable_state_names_the_clear_command_that_works() {
+    let b = local();
+    let scope = "p/acct 42's";
+    b.expect(
+        0,
+        T0,
+        &["record", scope, "--retry-after", "60", "-N", "team"],
+    );
+    let path = b.local.clone().expect("local store");
+    let conn = rusqlite::Connection::open(&path).expect("open sqlite");
+    let n = conn
+        .execute(
+            "UPDATE items SET item = 'not json' WHERE pk LIKE '%/COOLDOWN#p/%'",
+            [],
+        )
+        .expect("corrupt row");
+    assert_eq!(n, 1);
+    drop(conn);
+    let hint = |err: &str| {
+        let start = err
+            .find("(`")
+            .unwrap_or_else(|| panic!("no command in {err}"))
+            + 2;
+        err[start..start + err[start..].find("`)").expect("closed")].to_string()
+    };
+    let want = format!(
+        "zae-limiter cooldown clear 'p/acct 42'\\''s' -n zae-limiter {} -N team",
+        b.flags.join(" ")
+    );
+    for args in [
+        vec!["record", scope, "--retry-after", "60"],
+        vec!["check", scope],
+        vec!["probe", scope, "--holder", "w"],
+        vec!["settle", scope, "--holder", "w", "--outcome", "ok"],
+    ] {
+        let mut args = args.clone();
+        args.extend(["-N", "team"]);
+        let out = b.cooldown(T0, &args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(hint(&err), want, "{args:?}: {err}");
+    }
+    let line = want.replacen("zae-limiter", "\"$ZL\"", 1);
+    let out = b.shell(T0, &line).output().expect("run the hint");
+    common::assert_exit(&out, 0, format_args!("{line}"));
+    b.expect(0, T0, &["check", scope, "-N", "team"]);
+}
+
 #[test]
 fn auth_rejections_and_implausible_resets_need_an_operator() {
     for b in backends("auth") {
@@ -609,6 +660,39 @@ fn a_refusal_is_always_recorded_from_what_is_usable() {
     let err = record("far", &["--resets-at", "99999999999999999"]);
     assert!(err.is_empty(), "{err}");
     b.expect(76, T0, &["check", "far"]);
+    // So is a well-formed date past 9999, in every form a reset takes (a
+    // five-digit or `+` year; a far date's weekday is not checked), and a
+    // body's number too large for any float: never a 1-minute backoff.
+    let headers = dir.join("far.h");
+    std::fs::write(
+        &headers,
+        "HTTP/1.1 429\r\nRetry-After: Sat, 01 Jan 10000 00:00:00 GMT\r\n",
+    )
+    .expect("write headers");
+    let at_body = dir.join("far-at.json");
+    std::fs::write(&at_body, r#"{"resets_at":"10000-01-01T00:00:00Z"}"#).expect("write body");
+    let huge_body = dir.join("far-huge.json");
+    std::fs::write(&huge_body, r#"{"error":{"resets_in_seconds":1e400}}"#).expect("write body");
+    for (scope, extra) in [
+        (
+            "far-imf",
+            ["--retry-after", "Fri, 01 Jan 10000 00:00:00 GMT"],
+        ),
+        ("far-5y", ["--resets-at", "10000-01-01T00:00:00Z"]),
+        ("far-plus", ["--resets-at", "+10000-01-01T00:00:00Z"]),
+        ("far-body", ["--response", at_body.to_str().unwrap()]),
+        ("far-huge", ["--response", huge_body.to_str().unwrap()]),
+        ("far-hdr", ["--headers", headers.to_str().unwrap()]),
+    ] {
+        let err = record(scope, &extra);
+        assert!(err.is_empty(), "{extra:?}: {err}");
+        let err = b.stderr_of(76, T0, &["check", scope]);
+        assert!(err.contains("needs an operator"), "{extra:?}: {err}");
+    }
+    // Garbage with a far year stays garbage: the backoff.
+    let err = record("far-bad", &["--resets-at", "10000-13-01T00:00:00Z"]);
+    assert!(err.contains("recording with the backoff"), "{err}");
+    assert_eq!(until("far-bad"), T0_MS + 65_000);
     // An endless body is read only up to its cap.
     let err = record("zero", &["--retry-after", "60", "--response", "/dev/zero"]);
     assert!(err.contains("larger than 1 MiB"), "{err}");

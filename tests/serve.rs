@@ -1417,3 +1417,84 @@ fn an_undecodable_cooldown_row_is_one_unreadable_row() {
         "go"
     );
 }
+
+/// A reset past 9999 over HTTP needs an operator, in every form: a number
+/// too large even for a float (which serde_json would refuse, with a 400 that
+/// recorded nothing), a date with a five-digit or `+` year, in the body, the
+/// headers or the hint fields. Garbage still records the backoff.
+#[test]
+fn a_reset_past_9999_over_http_needs_an_operator() {
+    let b = backends::local();
+    apply(&b, &window_level("search", 10));
+    let server = Server::with_token(&b);
+    let agent = agent();
+    let url = |p: &str| format!("{}{p}", server.url);
+    for (scope, body) in [
+        (
+            "big1",
+            r#"{"status":429,"body":{"error":{"resets_in_seconds":1e400}}}"#,
+        ),
+        ("big2", r#"{"status":429,"resetsInSeconds":1e400}"#),
+        (
+            "big3",
+            r#"{"status":429,"headers":{"retry-after":[1e400]}}"#,
+        ),
+        (
+            "big4",
+            r#"{"status":429,"body":"{\"resets_at\":\"10000-01-01T00:00:00Z\"}"}"#,
+        ),
+        (
+            "big5",
+            r#"{"status":429,"resetsAt":"+10000-01-01T00:00:00Z"}"#,
+        ),
+        (
+            "big6",
+            r#"{"status":429,"headers":{"Retry-After":"Sat, 01 Jan 10000 00:00:00 GMT"}}"#,
+        ),
+        (
+            "big7",
+            r#"{"status":429,"retryAfter":"Fri, 01 Jan 10000 00:00:00 GMT"}"#,
+        ),
+    ] {
+        let path = format!("/v1/cooldowns/{scope}/record");
+        let r = send(&agent, "POST", &url(&path), Some(TOKEN), Some(body)).unwrap();
+        assert_eq!(r.status, 200, "{body}: {}", r.text);
+        assert_eq!(r.json["warnings"], json!([]), "{body}: {}", r.text);
+        let check = server.get(&agent, &format!("/v1/cooldowns/{scope}"));
+        assert_eq!(
+            check.json["verdict"], "needs_operator",
+            "{body}: {}",
+            check.text
+        );
+    }
+    // Garbage with a far year is not a date: a warning, and the backoff.
+    let r = server.call(
+        &agent,
+        "POST",
+        "/v1/cooldowns/bad/record",
+        Some(json!({"status": 429, "resetsAt": "10000-13-01T00:00:00Z"})),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert!(r.text.contains("cannot be read"), "{}", r.text);
+    assert_eq!(
+        server.get(&agent, "/v1/cooldowns/bad").json["verdict"],
+        "wait"
+    );
+    // A hint of the wrong type is still a 400 that names the field.
+    let r = server.call(
+        &agent,
+        "POST",
+        "/v1/cooldowns/bad2/record",
+        Some(json!({"status": 429, "resetsAt": true})),
+    );
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert!(
+        r.text.contains("resetsAt") && r.text.contains("a boolean"),
+        "{}",
+        r.text
+    );
+    assert_eq!(
+        server.get(&agent, "/v1/cooldowns/bad2").json["verdict"],
+        "go"
+    );
+}

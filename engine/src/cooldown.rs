@@ -32,8 +32,10 @@
 //! * A reset farther away than the plausibility ceiling is kept exactly as
 //!   given and flagged for an operator ([`Assessment::implausible`]); it is
 //!   neither slept on silently nor truncated. A reset past the last instant
-//!   we can represent ([`HintError::is_beyond_range`]) lies beyond every
-//!   ceiling: flagged the same way, with that last instant as its deadline.
+//!   we can represent ([`HintError::is_beyond_range`]: a number too large, or
+//!   a well-formed date past 9999, with a five-digit or `+` year) lies beyond
+//!   every ceiling: flagged the same way, with that last instant as its
+//!   deadline. Text that is no date at all is unusable, whatever its year.
 
 use chrono::{DateTime, NaiveDate, NaiveTime, Weekday};
 
@@ -205,9 +207,7 @@ impl Hint {
             Unit::DeltaSecondsOrHttpDate if looks_numeric(text) => {
                 add(received_at, seconds_to_ms(text).map_err(bad)?, field, value)
             }
-            Unit::DeltaSecondsOrHttpDate => {
-                parse_http_date(text, received_at).ok_or_else(|| unparseable(field, value))
-            }
+            Unit::DeltaSecondsOrHttpDate => http_date(text, received_at).read(field, value),
             Unit::SecondsAfter => add(received_at, seconds_to_ms(text).map_err(bad)?, field, value),
             Unit::MillisecondsAfter => add(
                 received_at,
@@ -221,14 +221,11 @@ impl Hint {
                 field,
                 value,
             ),
-            Unit::EpochOrRfc3339 => match DateTime::parse_from_rfc3339(text) {
-                Ok(t) => Ok(t.timestamp_millis()),
-                Err(_) if looks_numeric(text) => epoch_to_ms(text).map_err(bad),
-                Err(_) => Err(unparseable(field, value)),
+            Unit::EpochOrRfc3339 => match rfc3339(text) {
+                DateRead::Invalid if looks_numeric(text) => epoch_to_ms(text).map_err(bad),
+                read => read.read(field, value),
             },
-            Unit::Rfc3339 => DateTime::parse_from_rfc3339(text)
-                .map(|t| t.timestamp_millis())
-                .map_err(|_| unparseable(field, value)),
+            Unit::Rfc3339 => rfc3339(text).read(field, value),
         }?;
         if d > MAX_DEADLINE_MS {
             return Err(HintError::OutOfRange {
@@ -497,6 +494,74 @@ fn go_duration_ms(text: &str) -> Result<i64, NumError> {
     i64::try_from(ms).map_err(|_| NumError::TooLarge)
 }
 
+/// What a date said: an instant, one past every year we represent, or nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DateRead {
+    At(EpochMs),
+    /// Well-formed, but its year is past 9999 (a 5+ digit year, or an
+    /// expanded `+YYYYY` one): out of range, escalated, never garbage.
+    BeyondRange,
+    Invalid,
+}
+
+impl DateRead {
+    fn read(self, field: HintField, value: &str) -> Result<EpochMs, HintError> {
+        match self {
+            DateRead::At(ms) => Ok(ms),
+            DateRead::BeyondRange => Err(HintError::OutOfRange {
+                field,
+                value: value.to_string(),
+            }),
+            DateRead::Invalid => Err(unparseable(field, value)),
+        }
+    }
+}
+
+/// A year written with more digits than four: `Some(true)` when its value is
+/// past 9999, `Some(false)` when it is not (`02026`), `None` when it is not
+/// all digits.
+fn long_year(digits: &str) -> Option<bool> {
+    all_digits(digits)?;
+    let significant = digits.trim_start_matches('0');
+    Some(significant.len() > 4)
+}
+
+/// An RFC 3339 time; also ISO 8601's expanded years (`+10000-01-01T…`,
+/// `+2026-…`) and five-digit years (`10000-01-01T…`), which chrono refuses:
+/// one past 9999 is [`DateRead::BeyondRange`], the rest read as written.
+fn rfc3339(text: &str) -> DateRead {
+    if let Ok(t) = DateTime::parse_from_rfc3339(text) {
+        return DateRead::At(t.timestamp_millis());
+    }
+    let (plus, rest) = match text.strip_prefix('+') {
+        Some(r) => (true, r),
+        None => (false, text),
+    };
+    let Some(dash) = rest.find('-') else {
+        return DateRead::Invalid;
+    };
+    let (year, tail) = rest.split_at(dash);
+    if year.len() < 4 || (!plus && year.len() == 4) {
+        return DateRead::Invalid;
+    }
+    let Some(beyond) = long_year(year) else {
+        return DateRead::Invalid;
+    };
+    if beyond {
+        // The rest must be well-formed: checked in a leap year, so that
+        // 29 February of a far leap year is not refused.
+        return match DateTime::parse_from_rfc3339(&format!("2000{tail}")) {
+            Ok(_) => DateRead::BeyondRange,
+            Err(_) => DateRead::Invalid,
+        };
+    }
+    let year = year.trim_start_matches('0');
+    match DateTime::parse_from_rfc3339(&format!("{year:0>4}{tail}")) {
+        Ok(t) => DateRead::At(t.timestamp_millis()),
+        Err(_) => DateRead::Invalid,
+    }
+}
+
 /// An HTTP-date in any of the three forms HTTP (RFC 9110 §5.6.7) allows:
 ///
 /// * IMF-fixdate: `Sun, 06 Nov 1994 08:49:37 GMT`
@@ -506,8 +571,52 @@ fn go_duration_ms(text: &str) -> Result<i64, NumError> {
 /// An RFC 850 two-digit year is placed within 50 years of `reference` (the
 /// rule HTTP gives recipients). The weekday must agree with the date.
 pub fn parse_http_date(text: &str, reference: EpochMs) -> Option<EpochMs> {
+    match http_date(text, reference) {
+        DateRead::At(ms) => Some(ms),
+        DateRead::BeyondRange | DateRead::Invalid => None,
+    }
+}
+
+/// [`parse_http_date`], telling a well-formed date past 9999 (a five-digit
+/// year in an IMF-fixdate or asctime date) from garbage. Such a year's
+/// weekday is not checked: the date is escalated to an operator anyway, and a
+/// cooldown must not fail open over a weekday.
+fn http_date(text: &str, reference: EpochMs) -> DateRead {
     let tokens: Vec<&str> = text.split_whitespace().collect();
-    let (weekday, date, time) = match tokens.as_slice() {
+    let far = match tokens.as_slice() {
+        [wd, day, month, year, time, "GMT"] if year.len() > 4 && day.len() == 2 => wd
+            .strip_suffix(',')
+            .and_then(short_weekday)
+            .and(far_date(year, month, day, time)),
+        [wd, month, day, time, year] if year.len() > 4 => {
+            short_weekday(wd).and(far_date(year, month, day, time))
+        }
+        _ => None,
+    };
+    match far {
+        Some(true) => DateRead::BeyondRange,
+        Some(false) | None => match http_date_in_range(&tokens, reference) {
+            Some(ms) => DateRead::At(ms),
+            None => DateRead::Invalid,
+        },
+    }
+}
+
+/// For a date whose year has more than four digits: `Some(true)` when it is
+/// well-formed and past 9999, `Some(false)` when its year is not past 9999
+/// (read by the four-digit rules, so refused), `None` when malformed. Day
+/// and month are checked in a leap year.
+fn far_date(year: &str, month: &str, day: &str, time: &str) -> Option<bool> {
+    if day.is_empty() || day.len() > 2 {
+        return None;
+    }
+    ymd(2000, month_number(month)?, all_digits(day)?.parse().ok()?)?;
+    hms(time)?;
+    long_year(year)
+}
+
+fn http_date_in_range(tokens: &[&str], reference: EpochMs) -> Option<EpochMs> {
+    let (weekday, date, time) = match tokens {
         // IMF-fixdate
         [wd, day, month, year, time, "GMT"] => {
             let wd = wd.strip_suffix(',')?;
@@ -1313,6 +1422,73 @@ mod tests {
         };
         let a = assess(0, r, &[Hint::resets_at("253402214399")], 0, &p).unwrap();
         assert_eq!(a.not_before, MAX_DEADLINE_MS);
+    }
+
+    #[test]
+    fn dates_past_9999_are_out_of_range_and_garbage_is_not() {
+        let r = utc("2026-12-02T00:00:00Z");
+        let out = |h: Hint| matches!(h.deadline(r), Err(HintError::OutOfRange { .. }));
+        let garbage = |h: Hint| matches!(h.deadline(r), Err(HintError::Unparseable { .. }));
+        for far in [
+            // 1 Jan 10000 is a Saturday; a far date's weekday is not checked.
+            "Sat, 01 Jan 10000 00:00:00 GMT",
+            "Fri, 01 Jan 10000 00:00:00 GMT",
+            "Sat Jan  1 00:00:00 10000",
+            "Tue, 29 Feb 12024 00:00:00 GMT",
+        ] {
+            assert!(out(Hint::retry_after(far)), "{far}");
+        }
+        for far in [
+            "10000-01-01T00:00:00Z",
+            "+10000-01-01T00:00:00Z",
+            "+123456-06-30T12:00:00.5+02:00",
+            // The last day of 9999 is past the last instant too.
+            "9999-12-31T12:00:00Z",
+        ] {
+            assert!(out(Hint::resets_at(far)), "{far}");
+            assert!(out(Hint::new(HintField::new("x", Unit::Rfc3339), far)));
+        }
+        // An expanded year that is not past 9999 reads as written.
+        assert_eq!(
+            resets_at_deadline("+2026-12-04T18:20:25Z"),
+            Ok(utc("2026-12-04T18:20:25Z"))
+        );
+        assert_eq!(
+            resets_at_deadline("02026-12-04T18:20:25Z"),
+            Ok(utc("2026-12-04T18:20:25Z"))
+        );
+        // Malformed text stays garbage, whatever its year.
+        for bad in [
+            "Sat, 32 Jan 10000 00:00:00 GMT",
+            "Sat, 01 Foo 10000 00:00:00 GMT",
+            "Sat, 01 Jan 10000 25:00:00 GMT",
+            "Sat, 01 Jan 1000x 00:00:00 GMT",
+            "Xyz, 01 Jan 10000 00:00:00 GMT",
+            "Sat, 1 Jan 10000 00:00:00 GMT",
+            "Sat, 01 Jan 01999 00:00:00 GMT",
+        ] {
+            assert!(garbage(Hint::retry_after(bad)), "{bad}");
+        }
+        for bad in [
+            "10000-13-01T00:00:00Z",
+            "+10000-01-01",
+            "+1000x-01-01T00:00:00Z",
+            "+-10000-01-01T00:00:00Z",
+            "+999-01-01T00:00:00Z",
+        ] {
+            assert!(garbage(Hint::resets_at(bad)), "{bad}");
+        }
+        // And escalates like the numbers do.
+        let a = assess(
+            0,
+            r,
+            &[Hint::retry_after("Fri, 01 Jan 10000 00:00:00 GMT")],
+            0,
+            &Policy::default(),
+        )
+        .unwrap();
+        assert_eq!(a.basis, Basis::Provider);
+        assert!(a.implausible.unwrap().beyond_range);
     }
 
     proptest! {

@@ -103,7 +103,12 @@ fn record(a: CooldownRecordArgs) -> Result<i32, CliError> {
     let ns = init_namespace(store.as_ref(), &a.store.namespace)?;
     let st = Cooldowns::new(store.as_ref(), ns, policy)
         .record(&scope, &refusal, now)
-        .map_err(|e| CliError::Failed(format!("{e}; nothing was recorded")))?;
+        .map_err(|e| {
+            CliError::Failed(format!(
+                "{}; nothing was recorded",
+                cooldown_failure(e, &a.store)
+            ))
+        })?;
     match a.format {
         TextOrJson::Json => print_json(&answer::record_json(&st, now))?,
         TextOrJson::Text => output::println(recorded_line(&scope, &st, now, "recorded"))?,
@@ -249,7 +254,7 @@ fn check(a: CooldownCheckArgs) -> Result<i32, CliError> {
     loop {
         let st = match cooldowns.load(&scope) {
             Ok(st) => st,
-            Err(e) => return unreadable(a.format, &scope, &e.to_string(), now),
+            Err(e) => return unreadable(a.format, &scope, &cooldown_failure(e, &a.store), now),
         };
         // Within --wait-up-to: sleep until this worker may call, then look again
         // (another worker may have recorded a new refusal meanwhile).
@@ -400,6 +405,19 @@ fn when(at: EpochMs, now: EpochMs) -> String {
     format!("{} (in {})", rfc3339(at), human_duration(at - now))
 }
 
+/// A cooldown failure in words; an unreadable state also names the command
+/// that clears it, for this scope (shell-quoted) on this table.
+fn cooldown_failure(e: CooldownError, store: &NamespacedArgs) -> String {
+    match &e {
+        CooldownError::Corrupt { scope, .. } => format!(
+            "{e} (`zae-limiter cooldown clear {}{}`)",
+            quote(scope),
+            store.flags()
+        ),
+        _ => e.to_string(),
+    }
+}
+
 /// The state cannot be read: say so and refuse (76), never permit.
 fn unreadable(format: TextOrJson, scope: &Scope, why: &str, now: EpochMs) -> Result<i32, CliError> {
     let code = exit_codes::NEEDS_OPERATOR;
@@ -426,7 +444,7 @@ fn probe(a: CooldownProbeArgs) -> Result<i32, CliError> {
             .probe(&scope, holder, lease_ms, now)
             .map_err(|e| match e {
                 CooldownError::Contended { .. } => CliError::Reported(exit_codes::TEMPFAIL),
-                other => other.into(),
+                other => CliError::Failed(cooldown_failure(other, &a.store)),
             })
     });
     let outcome = match outcome {
@@ -506,8 +524,9 @@ fn settle(a: CooldownSettleArgs) -> Result<i32, CliError> {
     let policy = policy(margin_ms(a.refusal.margin), Strictness::Warn)?;
     let store = a.store.open()?;
     let ns = registered_namespace(store.as_ref(), &a.store)?;
-    let result =
-        Cooldowns::new(store.as_ref(), ns, policy).settle(&scope, holder, &settlement, now)?;
+    let result = Cooldowns::new(store.as_ref(), ns, policy)
+        .settle(&scope, holder, &settlement, now)
+        .map_err(|e| CliError::Failed(cooldown_failure(e, &a.store)))?;
     if a.format == TextOrJson::Json {
         print_json(&answer::settle_json(&scope, &result, now))?;
         return Ok(exit_codes::OK);

@@ -65,7 +65,9 @@ pub enum CooldownError {
     #[error(transparent)]
     Hint(#[from] HintError),
     /// The stored item exists but cannot be read: never treated as "no cooldown".
-    #[error("the cooldown state of '{scope}' is unreadable ({pk} / {sk}): {reason}; inspect it, then `zae-limiter cooldown clear` it")]
+    /// The command that clears it is the CLI's to name (with the table's
+    /// flags); `serve` has its own remedy (`DELETE`).
+    #[error("the cooldown state of '{scope}' is unreadable ({pk} / {sk}): {reason}; an operator must inspect it, then clear it")]
     Corrupt {
         scope: String,
         pk: String,

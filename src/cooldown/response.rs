@@ -5,8 +5,10 @@
 //! Nothing here stops a refusal from being recorded: what cannot be read is
 //! reported so the caller can warn and record from what can.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
+use serde_json::value::RawValue;
 use serde_json::Value;
 use zae_limiter_engine::cooldown::{Hint, HintField};
 
@@ -65,43 +67,79 @@ pub fn read_response(body: &str) -> Result<ResponseHints, ResponseError> {
     if body.trim().is_empty() {
         return Ok(ResponseHints::default());
     }
-    let v: Value = serde_json::from_str(body).map_err(|e| ResponseError::NotJson(e.to_string()))?;
-    let Value::Object(top) = &v else {
-        return Err(ResponseError::NotObject);
-    };
+    // Read as raw values, not as a `Value`: serde_json refuses a number past
+    // every float (`1e400`) for the whole document, and such a number under
+    // `resets_in_seconds` is a reset past every year we represent, to be
+    // escalated, not a reason to ignore the body and back off for a minute.
+    let raw: &RawValue =
+        serde_json::from_str(body).map_err(|e| ResponseError::NotJson(e.to_string()))?;
+    let top = object(raw).ok_or(ResponseError::NotObject)?;
     let mut out = ResponseHints::default();
-    let mut scan = |obj: &serde_json::Map<String, Value>, prefix: &str| {
+    let mut scan = |obj: &Fields, prefix: &str| {
         for field in [HintField::RESETS_IN_SECONDS, HintField::RESETS_AT] {
             let name = field.name();
-            match scalar_text(obj.get(name), &format!("{prefix}{name}")) {
+            match scalar_text(obj.get(name).copied(), &format!("{prefix}{name}")) {
                 Ok(Some(text)) => out.hints.push(Hint::new(field, text)),
                 Ok(None) => {}
                 Err(e) => out.problems.push(e),
             }
         }
     };
-    scan(top, "");
-    if let Some(Value::Object(err)) = top.get("error") {
-        scan(err, "error.");
-        out.label = ["type", "code"]
-            .iter()
-            .find_map(|k| err.get(*k).and_then(Value::as_str).map(str::to_string));
+    scan(&top, "");
+    if let Some(err) = top.get("error").and_then(|e| object(e)) {
+        scan(&err, "error.");
+        out.label = ["type", "code"].iter().find_map(|k| {
+            let v = serde_json::from_str::<Value>(err.get(*k)?.get()).ok()?;
+            v.as_str().map(str::to_string)
+        });
     }
     Ok(out)
 }
 
-fn scalar_text(v: Option<&Value>, path: &str) -> Result<Option<String>, ResponseError> {
-    let wrong = |found| ResponseError::WrongType {
-        path: path.to_string(),
-        found,
-    };
+/// An object's members, unparsed (a repeated key: the last one, as `Value`).
+type Fields<'a> = BTreeMap<String, &'a RawValue>;
+
+fn object(raw: &RawValue) -> Option<Fields<'_>> {
+    raw.get()
+        .starts_with('{')
+        .then(|| serde_json::from_str(raw.get()).ok())
+        .flatten()
+}
+
+/// A field's value as text: a string's contents, or a number exactly as
+/// written (so one too large for a float is kept, for the engine to read).
+fn scalar_text(v: Option<&RawValue>, path: &str) -> Result<Option<String>, ResponseError> {
     match v {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Number(n)) => Ok(Some(n.to_string())),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(Value::Bool(_)) => Err(wrong("a boolean")),
-        Some(Value::Array(_)) => Err(wrong("an array")),
-        Some(Value::Object(_)) => Err(wrong("an object")),
+        None => Ok(None),
+        Some(raw) => scalar(raw).map_err(|found| ResponseError::WrongType {
+            path: path.to_string(),
+            found,
+        }),
+    }
+}
+
+/// A raw JSON value as a hint's text: a string's contents, or a number
+/// exactly as written (so one too large for a float is kept, for the engine
+/// to find out of range); `None` for `null`; otherwise what it is instead
+/// ("a boolean"). `serve` reads its hints and headers with it too.
+pub fn scalar(raw: &RawValue) -> Result<Option<String>, &'static str> {
+    let text = raw.get();
+    match text.as_bytes().first() {
+        Some(b'-' | b'0'..=b'9') => {
+            // The usual rendering (`1.5e2` → `150.0`) when it fits a float,
+            // the text as written when it does not.
+            Ok(Some(match serde_json::from_str::<Value>(text) {
+                Ok(Value::Number(n)) => n.to_string(),
+                _ => text.to_string(),
+            }))
+        }
+        Some(b'"') => serde_json::from_str::<String>(text)
+            .map(Some)
+            .map_err(|_| "a string that cannot be decoded"),
+        Some(b'n') => Ok(None),
+        Some(b't' | b'f') => Err("a boolean"),
+        Some(b'[') => Err("an array"),
+        _ => Err("an object"),
     }
 }
 
@@ -151,6 +189,35 @@ mod tests {
             r.problems[0].to_string(),
             "field 'error.resets_in_seconds' is a boolean; expected a number or a string"
         );
+    }
+
+    #[test]
+    fn a_number_past_every_float_is_kept_as_written() {
+        // serde_json refuses 1e400 as a value; the body is still read, the
+        // number kept for the engine (which finds it out of range).
+        let r = read_response(
+            r#"{"tokens": 1e400, "error":{"type":"rate_limit","resets_in_seconds":1e400,"resets_at":-1E+400}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            r.hints,
+            vec![Hint::resets_in_seconds("1e400"), Hint::resets_at("-1E+400")]
+        );
+        assert_eq!(r.label.as_deref(), Some("rate_limit"));
+        assert!(r.problems.is_empty());
+        // A huge number inside an array is still the wrong type.
+        let r = read_response(r#"{"resets_at": [1e400]}"#).unwrap();
+        assert_eq!(
+            r.problems[0].to_string(),
+            "field 'resets_at' is an array; expected a number or a string"
+        );
+        // Repeated keys: the last one counts, as before.
+        let r = read_response(r#"{"resets_at": 1, "resets_at": "x"}"#).unwrap();
+        assert_eq!(r.hints, vec![Hint::resets_at("x")]);
+        assert!(matches!(
+            read_response(r#"{"resets_at": 1e400"#),
+            Err(ResponseError::NotJson(_))
+        ));
     }
 
     #[test]

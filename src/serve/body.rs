@@ -4,6 +4,8 @@
 //! that names the field (`cost.rpm: invalid type: floating point `1.5`,
 //! expected u64`); unknown fields are refused, so a misspelt one never passes
 //! silently. Bodies over the limit (the `DefaultBodyLimit` layer) are a 413.
+//! A number too large for a float (`1e400`) is a 400 unless the field reads
+//! it raw (a cooldown's hints and provider body do: it is a far reset).
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};

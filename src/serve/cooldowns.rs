@@ -18,6 +18,7 @@
 //! body (the text, or the JSON already parsed) and `receivedAt`. What cannot
 //! be used is named in `warnings` and never loses the refusal.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::extract::State;
@@ -25,7 +26,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
-use serde_json::{json, Map, Value};
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
 use zae_limiter_engine::cooldown::{EpochMs, Hint, Policy, MAX_LEASE_MS, MAX_MARGIN_MS, SECOND_MS};
 use zae_limiter_engine::duration::human_duration;
 
@@ -36,26 +38,34 @@ use super::{now_ms, App};
 use crate::clock::parse_instant;
 use crate::cooldown::answer::{self, versioned};
 use crate::cooldown::evidence::Evidence;
-use crate::cooldown::response::read_response;
+use crate::cooldown::response::{read_response, scalar};
 use crate::cooldown::scope::is_holder;
 use crate::cooldown::{Cooldowns, Scope, Settlement};
 use crate::runtime::answer::camel_case;
 use crate::store::Store;
 
-/// A header value or hint given as a string or a number.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
-pub enum Text {
-    Str(String),
-    Num(serde_json::Number),
+/// A hint given as a string or a number. A number is kept as written, so
+/// one too large for a float (`1e400`) is a reset past every year we
+/// represent (escalated), not a request serde_json refuses whole.
+#[derive(Debug, Clone)]
+pub struct Text(String);
+
+impl<'de> Deserialize<'de> for Text {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = Box::<RawValue>::deserialize(d)?;
+        match scalar(&raw) {
+            Ok(Some(text)) => Ok(Text(text)),
+            Ok(None) => Err(serde::de::Error::custom("expected a string or a number")),
+            Err(found) => Err(serde::de::Error::custom(format!(
+                "{found}; expected a string or a number"
+            ))),
+        }
+    }
 }
 
 impl Text {
     fn text(&self) -> String {
-        match self {
-            Text::Str(s) => s.clone(),
-            Text::Num(n) => n.to_string(),
-        }
+        self.0.clone()
     }
 }
 
@@ -70,11 +80,13 @@ pub struct ResponseParts {
     pub holder: Option<String>,
     /// `settle`: what the probe found.
     pub outcome: Option<Outcome>,
-    /// Header name → value (a string or number, or a list of them).
+    /// Header name → value (a string or number, or a list of them). Raw,
+    /// like `body`: a number past every float must not refuse the request.
     #[serde(default)]
-    pub headers: Map<String, Value>,
-    /// The response body: its text, or its JSON.
-    pub body: Option<Value>,
+    pub headers: BTreeMap<String, Box<RawValue>>,
+    /// The response body: its text, or its JSON (raw: read as a `--response`
+    /// file is, so `1e400` in it is a far reset, not a 400 that records nothing).
+    pub body: Option<Box<RawValue>>,
     /// When the response was received (RFC 3339; default now).
     pub received_at: Option<String>,
     pub retry_after: Option<Text>,
@@ -173,27 +185,30 @@ impl ResponseParts {
         }
         let mut pairs = Vec::new();
         for (name, value) in &self.headers {
-            let values = match value {
-                Value::Array(v) => v.iter().collect(),
-                v => vec![v],
+            let bad = || {
+                ApiError::BadRequest(format!(
+                    "invalid field `headers.{name}`: expected a string, a number or a list of them"
+                ))
             };
-            for v in values {
-                match v {
-                    Value::String(s) => pairs.push((name.clone(), s.clone())),
-                    Value::Number(n) => pairs.push((name.clone(), n.to_string())),
-                    _ => {
-                        return Err(ApiError::BadRequest(format!(
-                            "invalid field `headers.{name}`: expected a string, a number or a list of them"
-                        )))
-                    }
+            let values: Vec<Box<RawValue>> = if value.get().starts_with('[') {
+                serde_json::from_str(value.get()).map_err(|_| bad())?
+            } else {
+                vec![value.clone()]
+            };
+            for v in &values {
+                match scalar(v) {
+                    Ok(Some(text)) => pairs.push((name.clone(), text)),
+                    _ => return Err(bad()),
                 }
             }
         }
         e.headers("headers", &pairs);
-        match self.body {
-            None | Some(Value::Null) => {}
-            Some(Value::String(text)) => e.body("body", read_response(&text)),
-            Some(v) => e.body("body", read_response(&v.to_string())),
+        if let Some(raw) = &self.body {
+            match serde_json::from_str::<Option<String>>(raw.get()) {
+                Ok(None) => {}
+                Ok(Some(text)) => e.body("body", read_response(&text)),
+                Err(_) => e.body("body", read_response(raw.get())),
+            }
         }
         let given = self
             .received_at
