@@ -485,7 +485,8 @@ fn auth_rejections_and_implausible_resets_need_an_operator() {
             );
             let reason = v["recorded"]["reason"].as_str().unwrap_or_default();
             assert!(
-                reason.contains("the last instant the tool can represent"),
+                reason.contains("the last instant the tool can represent")
+                    && reason.ends_with("confirm with the provider, then clear it"),
                 "{reason}"
             );
             let err = String::from_utf8_lossy(&out.stderr);

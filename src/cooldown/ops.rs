@@ -463,19 +463,26 @@ pub fn apply_refusal(
             next.reason = words.join("; ");
             if let Some(far) = a.implausible {
                 next.phase = Phase::NeedsOperator;
-                let how_far = if far.beyond_range {
-                    format!(
-                        "past {}, the last instant the tool can represent",
-                        rfc3339(far.deadline)
+                // No ceiling admits a reset past the last instant: only clear.
+                let (how_far, fix) = if far.beyond_range {
+                    (
+                        format!(
+                            "past {}, the last instant the tool can represent",
+                            rfc3339(far.deadline)
+                        ),
+                        "clear it",
                     )
                 } else {
-                    format!(
-                        "{} after the response",
-                        human_duration(far.after_received_ms)
+                    (
+                        format!(
+                            "{} after the response",
+                            human_duration(far.after_received_ms)
+                        ),
+                        "clear it or raise ZAEL_COOLDOWN_CEILING",
                     )
                 };
                 next.reason = format!(
-                    "{}; implausible reset {how_far} (ceiling {}): confirm with the provider, then clear or raise ZAEL_COOLDOWN_CEILING",
+                    "{}; implausible reset {how_far} (ceiling {}): confirm with the provider, then {fix}",
                     next.reason,
                     human_duration(far.ceiling_ms)
                 );
