@@ -240,8 +240,9 @@ impl LocalStore {
 
     /// Opens table `table` for reading only: SQLite opens the file read-only and
     /// nothing is set up, so a store in a directory (or a file) this process
-    /// may not write can still be read. A missing file reads as a missing table;
-    /// every write is refused.
+    /// may not write can still be read. A missing file is reported as such
+    /// ([`StoreError::LocalStoreMissing`]), a directory too; every write is
+    /// refused.
     pub fn open_read_only(path: &Path, table: &str) -> Result<Self, StoreError> {
         let store = Self::unopened(path, table, true);
         not_a_directory(path)?;
