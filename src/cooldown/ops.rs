@@ -156,12 +156,7 @@ impl<'a> Cooldowns<'a> {
         let Some(item) = undecodable(self.store.get(&key, true))?.map_err(corrupt)? else {
             return Ok(None);
         };
-        let st = read_state(&item, scope.as_str()).map_err(|e| CooldownError::Corrupt {
-            scope: scope.to_string(),
-            pk: key.pk.clone(),
-            sk: key.sk.clone(),
-            reason: e.to_string(),
-        })?;
+        let st = read_state(&item, scope.as_str()).map_err(corrupt)?;
         Ok(Some(st))
     }
 
