@@ -123,7 +123,12 @@ fn read_only(
     )? {
         Some(store) => match super::read_only::planned_namespace(store.as_ref(), &name)? {
             Some(ns) => (store, ns, Setup::Ready),
-            None => (store, namespace::new_id()?, Setup::Namespace),
+            // Nothing is keyed by a fresh id yet: read nothing for it.
+            None => (
+                Box::new(EmptyStore::new(&args.name)),
+                namespace::new_id()?,
+                Setup::Namespace,
+            ),
         },
         None => {
             // A saved plan names the namespace id its items are keyed by; a
