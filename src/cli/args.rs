@@ -196,6 +196,12 @@ pub fn store_flags(target: &Target) -> String {
     }
 }
 
+/// `-n NAME` and [`StoreArgs::flags`], with a leading space: what a
+/// suggested command needs to reach table `name`.
+fn table_flags(name: &str, store: &StoreArgs) -> String {
+    format!(" -n {}{}", quote(name), store.flags())
+}
+
 /// The table a command works on and the store it lives in: `-n` and the
 /// store flags, for every command that opens a store (`limits plan`, `diff`
 /// and `apply` spell `-n` without a default: there it names the stack the
@@ -219,7 +225,17 @@ impl TableArgs {
     /// `-n NAME` and the store flags ([`StoreArgs::flags`]), with a leading
     /// space: what a suggested command needs to reach this table.
     pub fn flags(&self) -> String {
-        format!(" -n {}{}", quote(&self.name), self.store.flags())
+        table_flags(&self.name, &self.store)
+    }
+
+    /// The command that registers namespace `name` on this table, for a
+    /// refusal to suggest.
+    pub fn register_command(&self, name: &str) -> String {
+        format!(
+            "zae-limiter namespace register {}{}",
+            quote(name),
+            self.flags()
+        )
     }
 
     /// Opens the table for reading and writing.
@@ -691,7 +707,7 @@ pub struct PlanArgs {
 impl PlanArgs {
     /// `-n NAME` and the store flags, as [`TableArgs::flags`] renders them.
     pub fn flags(&self) -> String {
-        format!(" -n {}{}", quote(&self.name), self.store.flags())
+        table_flags(&self.name, &self.store)
     }
 }
 

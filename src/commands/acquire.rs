@@ -14,7 +14,6 @@ use std::collections::BTreeMap;
 use zae_limiter_engine::duration::{human_duration, parse_duration_ms};
 
 use crate::cli::args::{AcquireArgs, AcquireMode, NamespacedArgs, TextOrJson};
-use crate::cli::shell::quote;
 use crate::cli::{output, CliError};
 use crate::clock::rfc3339;
 use crate::exit_codes;
@@ -253,9 +252,8 @@ pub(crate) fn namespace(store: &dyn Store, args: &NamespacedArgs) -> Result<Name
 fn unregistered(e: RuntimeError, args: &NamespacedArgs) -> CliError {
     match e {
         RuntimeError::NamespaceNotFound(name) => CliError::Failed(format!(
-            "namespace '{name}' is not registered; register it with `zae-limiter namespace register {}{}` (or apply a manifest to it)",
-            quote(&name),
-            args.table.flags()
+            "namespace '{name}' is not registered; register it with `{}` (or apply a manifest to it)",
+            args.table.register_command(&name)
         )),
         e => e.into(),
     }

@@ -286,13 +286,7 @@ fn check(a: CooldownCheckArgs) -> Result<i32, CliError> {
             }
         }
         let waited = wait.as_ref().map(|_| now.saturating_sub(clock.start));
-        return print_check(
-            a.format,
-            &scope,
-            st.as_ref(),
-            (now, waited),
-            &a.store.flags(),
-        );
+        return print_check(a.format, &scope, st.as_ref(), (now, waited), &a.store);
     }
 }
 
@@ -342,7 +336,7 @@ fn print_check(
     scope: &Scope,
     st: Option<&CooldownState>,
     (now, waited): (EpochMs, Option<i64>),
-    flags: &str,
+    store: &NamespacedArgs,
 ) -> Result<i32, CliError> {
     let slept = match waited {
         Some(ms) if ms > 0 => format!("waited {}; ", human_duration(ms)),
@@ -379,9 +373,9 @@ fn print_check(
             probe_holder: Some(h),
         } => output::println(probe_held(&h, scope, until, now))?,
         Verdict::NeedsOperator => output::eprintln(format!(
-            "Error: {scope} needs an operator: {} (after fixing it: zae-limiter cooldown clear {}{flags})",
+            "Error: {scope} needs an operator: {} (after fixing it: {})",
             st.reason,
-            quote(&scope.to_string())
+            clear_command(scope.as_str(), store)
         )),
     }
     Ok(code)
@@ -405,15 +399,21 @@ fn when(at: EpochMs, now: EpochMs) -> String {
     format!("{} (in {})", rfc3339(at), human_duration(at - now))
 }
 
+/// The command that clears `scope`'s cooldown on this table, for a message
+/// to suggest.
+fn clear_command(scope: &str, store: &NamespacedArgs) -> String {
+    format!(
+        "zae-limiter cooldown clear {}{}",
+        quote(scope),
+        store.flags()
+    )
+}
+
 /// A cooldown failure in words; an unreadable state also names the command
 /// that clears it, for this scope (shell-quoted) on this table.
 fn cooldown_failure(e: CooldownError, store: &NamespacedArgs) -> String {
     match &e {
-        CooldownError::Corrupt { scope, .. } => format!(
-            "{e} (`zae-limiter cooldown clear {}{}`)",
-            quote(scope),
-            store.flags()
-        ),
+        CooldownError::Corrupt { scope, .. } => format!("{e} (`{}`)", clear_command(scope, store)),
         _ => e.to_string(),
     }
 }
@@ -678,10 +678,9 @@ fn registered_namespace(store: &dyn Store, args: &NamespacedArgs) -> Result<Stri
         None => String::new(),
     };
     Err(CliError::Failed(format!(
-        "namespace '{name}' is not registered in table '{}', so its cooldowns cannot be read ({hint}register it with `zae-limiter namespace register {}{}`)",
+        "namespace '{name}' is not registered in table '{}', so its cooldowns cannot be read ({hint}register it with `{}`)",
         store.table_name(),
-        quote(name),
-        args.table.flags()
+        args.table.register_command(name)
     )))
 }
 

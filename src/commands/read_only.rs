@@ -3,7 +3,6 @@
 //! `client_min_version`, an unregistered namespace. Nothing here writes.
 
 use crate::cli::args::NamespacedArgs;
-use crate::cli::shell::quote;
 use crate::cli::CliError;
 use crate::items::namespace;
 use crate::plan::version;
@@ -18,9 +17,8 @@ pub fn resolve_namespace(store: &dyn Store, args: &NamespacedArgs) -> Result<Str
     let name = &args.namespace;
     namespace::resolve(store, name)?.ok_or_else(|| {
         CliError::Failed(format!(
-            "Namespace '{name}' not found. Register it with `zae-limiter namespace register {}{}`.",
-            quote(name),
-            args.table.flags()
+            "Namespace '{name}' not found. Register it with `{}`.",
+            args.table.register_command(name)
         ))
     })
 }
