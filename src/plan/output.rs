@@ -436,7 +436,7 @@ mod tests {
     }
 
     /// What apply sets up first is said by plan and diff, with or without
-    /// level changes, and in their JSON; apply's JSON has no such field.
+    /// level changes, and in their JSON (apply's says whether it registered).
     #[test]
     fn plan_and_diff_say_what_apply_sets_up() {
         let changes = [pc(Action::Create, Level::System)];

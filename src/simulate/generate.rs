@@ -56,10 +56,10 @@ pub struct CostSpec {
     pub hi: u64,
 }
 
-/// `20`, `20/s`, `600/min`, `5000/h` → requests per second.
 /// The highest `--rate` (requests per second) the generator takes.
 pub const MAX_RATE_PER_SECOND: u64 = 1_000_000;
 
+/// `20`, `20/s`, `600/min`, `5000/h` → requests per second.
 pub fn parse_rate(text: &str) -> Result<f64, GenError> {
     let bad = || GenError::Rate(text.to_string());
     let (num, per) = match text.trim().split_once('/') {
