@@ -493,6 +493,33 @@ fn suggested_commands_run_as_printed_reach_the_same_store() {
         let (code, out, err) = run_suggested(d, &line);
         assert_eq!(code, 0, "{line}: {out}{err}");
     }
+    // A stale saved plan: the command that makes a new one, into the same
+    // file, for the same namespace.
+    let ok = |args: &[&'static str]| {
+        let (code, out, err) = run_in(d, &with(args), &[]);
+        assert_eq!(code, 0, "{args:?}: {out}{err}");
+    };
+    let team = |text: String| text.replacen("namespace: default", "namespace: team", 1);
+    write_in(d, "t.yaml", team(quickstart()));
+    write_in(
+        d,
+        "t2.yaml",
+        team(quickstart().replacen("capacity: 1000", "capacity: 900", 1)),
+    );
+    ok(&["limits", "plan", "-q", "-f", "t.yaml", "-o=-s.plan"]);
+    ok(&["limits", "apply", "-f", "t2.yaml"]);
+    let stale = ["limits", "apply", "./-s.plan"];
+    let (code, out, err) = run_in(d, &with(&stale), &[]);
+    assert_eq!(code, 1, "{out}{err}");
+    let line = between(&err, "Make a new plan (`", '`').to_string();
+    assert_eq!(
+        line,
+        "zae-limiter limits plan -f t.yaml -n demo --local=s.sqlite -N team -o ./-s.plan"
+    );
+    let (code, out, err) = run_suggested(d, &line);
+    assert_eq!(code, 0, "{line}: {out}{err}");
+    ok(&stale);
+
     // The suggestions did what they say.
     let (code, out, _) = run_in(
         d,

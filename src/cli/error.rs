@@ -77,7 +77,6 @@ failed_from!(
     crate::items::config::CodecError,
     crate::plan::version::Unusable,
     crate::plan::prepare::PrepareError,
-    crate::plan::saved::Stale,
     crate::apply::ApplyError,
     crate::runtime::RuntimeError,
     crate::runtime::id::IdError,

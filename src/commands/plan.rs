@@ -21,7 +21,7 @@
 
 use std::path::Path;
 
-use crate::apply::{counts, fault, pending, record, run};
+use crate::apply::{counts, fault, pending, record, run, ApplyError};
 use crate::cli::args::{ApplyArgs, PlanArgs, PlanCmdArgs, RefreshArg, TextOrJson};
 use crate::cli::interrupt::Interrupt;
 use crate::cli::output::FileArg;
@@ -323,7 +323,14 @@ pub(super) struct What<'a> {
     pub applied_hash: &'a str,
     pub full: bool,
     pub refresh: Refresh,
-    pub saved: Option<&'a SavedPlan>,
+    pub saved: Option<Saved<'a>>,
+}
+
+/// A saved plan and the file it was read from.
+#[derive(Clone, Copy)]
+pub(super) struct Saved<'a> {
+    pub plan: &'a SavedPlan,
+    pub file: &'a Path,
 }
 
 /// The locked part of an apply, shared by manifests and saved plans: take
@@ -353,8 +360,8 @@ pub(super) fn carry_out(
         &interrupt,
     )?;
     if let Some(saved) = what.saved {
-        crate::plan::saved::check_fresh(store, target.ns, saved).map_err(|e| match e {
-            StaleOr::Stale(e) => e.into(),
+        crate::plan::saved::check_fresh(store, target.ns, saved.plan).map_err(|e| match e {
+            StaleOr::Stale(e) => super::saved_plan::renew(e, saved, args),
             StaleOr::Store(e) => CliError::Failed(format!("checking the saved plan: {e}")),
         })?;
     }
@@ -371,10 +378,13 @@ pub(super) fn carry_out(
         build: what.build,
         refresh: what.refresh,
         stop: &stop,
-        saved: what.saved.map(|s| &s.prepared),
+        saved: what.saved.map(|s| &s.plan.prepared),
         progress: &bar,
     };
-    let done = run::apply(store, &req)?;
+    let done = run::apply(store, &req).map_err(|e| match (e, what.saved) {
+        (ApplyError::Stale(e), Some(saved)) => super::saved_plan::renew(e, saved, args),
+        (e, _) => e.into(),
+    })?;
     drop(bar);
     let mut warnings: Vec<String> = fallback_warning(done.fallback.as_ref())
         .into_iter()

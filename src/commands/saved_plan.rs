@@ -16,7 +16,7 @@ use crate::plan::saved::{SavedPlan, Stale};
 use crate::plan::version;
 use crate::store::open;
 
-use super::plan::{carry_out, emit, Target, What};
+use super::plan::{carry_out, emit, Saved, Target, What};
 
 /// The largest plan file read (a plan of 100,000 levels with both items is
 /// well below it).
@@ -35,21 +35,42 @@ pub fn saved_note(path: &Path, args: &PlanArgs) -> Result<(), CliError> {
             "\nSaved the plan to {}. To carry out exactly these changes: zae-limiter limits apply{} {}",
             path.display(),
             args.flags(),
-            quote(&plan_word(path)),
+            quote(&file_word(path)),
         ))?;
     }
     Ok(())
 }
 
-/// `path` as the plan-file argument of a command line: one that starts with
-/// `-` would read as an option, so it is written `./-…`.
-fn plan_word(path: &Path) -> String {
+/// `path` as a file argument of a command line: one that starts with `-`
+/// would read as an option, so it is written `./-…`.
+fn file_word(path: &Path) -> String {
     let text = path.to_string_lossy();
     if text.starts_with('-') {
         format!("./{text}")
     } else {
         text.into_owned()
     }
+}
+
+/// A stale plan's error with the command that makes a new one: from the same
+/// manifest, for the same table, store and namespace, into the same file.
+pub(super) fn renew(e: Stale, saved: Saved<'_>, args: &ApplyArgs) -> CliError {
+    let plan = saved.plan;
+    // A manifest read from standard input has no file to name.
+    let manifest = match plan.manifest_file.as_str() {
+        "-" => "MANIFEST".to_string(),
+        file => quote(&file_word(Path::new(file))).into_owned(),
+    };
+    let namespace = if plan.namespace == "default" {
+        String::new()
+    } else {
+        format!(" -N {}", quote(&plan.namespace))
+    };
+    CliError::Failed(format!(
+        "{e}. Make a new plan (`zae-limiter limits plan -f {manifest}{}{namespace} -o {}`) and apply that",
+        args.plan.flags(),
+        quote(&file_word(saved.file)),
+    ))
 }
 
 /// Reads and checks a plan file.
@@ -105,6 +126,10 @@ pub fn show_plan(args: ShowPlanArgs) -> Result<i32, CliError> {
 /// `limits apply PLANFILE`: the saved plan's changes, refused when stale.
 pub fn apply(args: ApplyArgs, path: &Path) -> Result<i32, CliError> {
     let plan = read(path)?;
+    let saved = Saved {
+        plan: &plan,
+        file: path,
+    };
     if args.plan.name != plan.table {
         return Err(CliError::Failed(format!(
             "{} is a plan for table '{}', not '{}'; nothing was written",
@@ -149,14 +174,15 @@ pub fn apply(args: ApplyArgs, path: &Path) -> Result<i32, CliError> {
             (r.id, r.created)
         }
         None => {
-            return Err(Stale(format!(
+            let e = Stale(format!(
                 "namespace '{}' is not registered any more",
                 plan.namespace
-            ))
-            .into())
+            ));
+            return Err(renew(e, saved, &args));
         }
     };
-    plan.same_namespace(&ns)?;
+    plan.same_namespace(&ns)
+        .map_err(|e| renew(e, saved, &args))?;
     let target = Target {
         name: &plan.namespace,
         ns: &ns,
@@ -169,7 +195,7 @@ pub fn apply(args: ApplyArgs, path: &Path) -> Result<i32, CliError> {
         applied_hash: &plan.manifest_hash,
         full: false,
         refresh: Refresh::All,
-        saved: Some(&plan),
+        saved: Some(saved),
     };
     carry_out(store, &args, target, what)
 }

@@ -126,7 +126,8 @@ pub enum SavedPlanError {
 
 /// Why a saved plan no longer applies.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("saved plan is stale: {0}; nothing was written. Make a new plan (`zae-limiter limits plan -f MANIFEST -o FILE`) and apply that")]
+/// The CLI adds the command that makes a new plan (with the store flags).
+#[error("saved plan is stale: {0}; nothing was written")]
 pub struct Stale(pub String);
 
 impl SavedPlan {
