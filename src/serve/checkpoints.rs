@@ -17,8 +17,9 @@
 //! process's reader or writer, then gives way and is tried again a second
 //! later, then less and less often (up to every [`GIVE_WAY_MAX`]) while it
 //! keeps giving way, so a reader that stays open holds requests up for
-//! [`RESTART_BUSY`] now and then, not every round. A restart that took long,
-//! or gave way, is logged.
+//! [`RESTART_BUSY`] now and then, not every round; the run of give-ways
+//! ends when the log is small again (another process restarted it). A
+//! restart that took long, or a run of give-ways, is logged.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -92,6 +93,12 @@ impl Round {
         let waiting = self
             .gave_way
             .is_some_and(|(_, until)| Instant::now() < until);
+        if !due {
+            // The log is small again (another process restarted it): a run
+            // of restarts that gave way is over, and the next one starts
+            // from the first wait and is logged again.
+            self.gave_way = None;
+        }
         if !due || last || waiting {
             return Ok(());
         }
@@ -340,5 +347,59 @@ mod tests {
         assert_eq!(holds.load(Ordering::SeqCst), 3);
         assert_eq!(round.gave_way, None);
         assert!(round.restarted_at.is_some());
+    }
+
+    /// A run of restarts that gave way ends when another process restarts
+    /// the log: the next run starts from the first wait again.
+    #[test]
+    fn a_log_restarted_elsewhere_ends_the_give_way_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("l.sqlite");
+        let writer = LocalStore::open_with(&path, "t", Checkpoints::Deferred).unwrap();
+        let grow = |from: usize| {
+            for i in from..from + 300 {
+                let put = WriteOp::Put {
+                    item: item("p", &format!("s{i}"), &[]),
+                    condition: None,
+                };
+                writer.write(put).unwrap();
+            }
+        };
+        grow(0);
+        let reader = rusqlite::Connection::open(&path).unwrap();
+        reader
+            .execute_batch("BEGIN; SELECT count(*) FROM sqlite_master;")
+            .unwrap();
+        let first = Duration::from_millis(50);
+        let mut round = Round {
+            store: LocalStore::open(&path, "t").unwrap(),
+            schedule: Schedule {
+                every: Duration::from_millis(2),
+                restart_frames: 100,
+                give_way_first: first,
+                give_way_max: Duration::from_secs(60),
+            },
+            hold: Box::new(|| Box::new(())),
+            restarted_at: None,
+            gave_way: None,
+        };
+        round.run(false).unwrap();
+        std::thread::sleep(first);
+        round.run(false).unwrap();
+        assert_eq!(round.gave_way.map(|(wait, _)| wait), Some(first * 2));
+        // Another process restarts the log once the reader is gone.
+        reader.execute_batch("COMMIT;").unwrap();
+        reader
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+            .unwrap();
+        round.run(false).unwrap();
+        assert_eq!(round.gave_way, None);
+        // A new run that gives way starts from the first wait.
+        grow(300);
+        reader
+            .execute_batch("BEGIN; SELECT count(*) FROM sqlite_master;")
+            .unwrap();
+        round.run(false).unwrap();
+        assert_eq!(round.gave_way.map(|(wait, _)| wait), Some(first));
     }
 }
