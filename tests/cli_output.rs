@@ -318,6 +318,43 @@ fn output_files_are_written_through_to_what_is_not_a_regular_file() {
             .file_type()
             .is_char_device());
 
+        // /dev/stdout: the descriptor the command was given (a pipe here,
+        // a link to `pipe:[…]`, no path) gets the output…
+        let stdout = Path::new("/dev/stdout");
+        let out = zae_limiter().args(args_for(stdout)).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+        let want = std::fs::read_to_string(&file).unwrap();
+        // (`simulate` prints its report there too.)
+        let got = String::from_utf8_lossy(&out.stdout);
+        assert!(got.contains(&want), "{i}: /dev/stdout lacks the output");
+        // …a reader that left ends it quietly (`-o /dev/stdout | head`)…
+        let mut child = zae_limiter()
+            .args(args_for(stdout))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+        assert!(out.stderr.is_empty(), "{}", describe(&out));
+        // …and a file the shell opened for it gets the output in the
+        // descriptor it holds (`-o /dev/stdout >> log`: appended).
+        let log = dir.path().join(format!("log{i}"));
+        std::fs::write(&log, "before\n").unwrap();
+        let appending = File::options().append(true).open(&log).unwrap();
+        let out = zae_limiter()
+            .args(args_for(stdout))
+            .stdout(Stdio::from(appending))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+        let got = std::fs::read_to_string(&log).unwrap();
+        assert!(
+            got.starts_with("before\n") && got.contains(&want),
+            "{i}: the log lost its line or lacks the output"
+        );
+
         // A directory: refused with a message.
         let (code, _, err) = outcome(zae_limiter().args(args_for(dir.path())).output().unwrap());
         assert_eq!(code, 1, "{err}");

@@ -10,8 +10,9 @@
 //! * Files: a regular file (or a path that does not exist yet) is written
 //!   whole or not at all (a sibling temporary file renamed into place); a
 //!   symlink is followed to its target; anything that is not a regular file
-//!   (a FIFO, `/dev/null`, a terminal) is written through in place, never
-//!   replaced.
+//!   (a FIFO, `/dev/null`, a terminal) and an open descriptor (`/dev/stdout`,
+//!   `/dev/fd/N`) is written through in place, never replaced, and a reader
+//!   that left ends it quietly.
 //! * An output file that is one of the command's inputs (`-o` naming the
 //!   manifest `-f` reads, `--svg` naming the trace, `-o` naming the local
 //!   store) is refused before any work: [`refuse_overwriting_inputs`]; so is
@@ -243,10 +244,17 @@ pub fn write_file(
     write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> Result<(), CliError> {
     let cant = |e: io::Error| CliError::Failed(format!("cannot write {}: {e}", path.display()));
+    // An open descriptor (`/dev/stdout`, `/dev/fd/3`: links into `/proc`)
+    // is written through, whatever it is open on: the link's text is no
+    // path to replace (`pipe:[…]`), and a file the shell opened must get the
+    // output in the descriptor it holds.
+    if through_descriptor(path) {
+        return write_through(path, Open::Append, write).map_err(cant);
+    }
     let target = follow_symlinks(path).map_err(cant)?;
     match std::fs::metadata(&target) {
         Ok(meta) if meta.is_dir() => Err(cant(io::Error::other("it is a directory"))),
-        Ok(meta) if !meta.is_file() => write_through(&target, write).map_err(cant),
+        Ok(meta) if !meta.is_file() => write_through(&target, Open::InPlace, write).map_err(cant),
         Ok(meta) => write_atomically(&target, Some(meta.permissions()), write).map_err(cant),
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             write_atomically(&target, None, write).map_err(cant)
@@ -276,15 +284,53 @@ fn follow_symlinks(path: &Path) -> io::Result<PathBuf> {
     )))
 }
 
-/// A FIFO, a device node, a socket: opened and written in place.
+/// Whether a write to `path` goes through an open descriptor: a symlink
+/// chain that reaches `/proc` (`/dev/stdout` → `/proc/self/fd/1`).
+fn through_descriptor(path: &Path) -> bool {
+    let mut current = path.to_path_buf();
+    for _ in 0..MAX_SYMLINKS {
+        match std::fs::read_link(&current) {
+            Ok(_) if current.starts_with("/proc") => return true,
+            Ok(link) => {
+                current = match current.parent() {
+                    Some(dir) if link.is_relative() => dir.join(link),
+                    _ => link,
+                };
+            }
+            Err(_) => return false,
+        }
+    }
+    false
+}
+
+/// How [`write_through`] opens its path.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Open {
+    /// A FIFO, a device node, a socket: as it is.
+    InPlace,
+    /// An open descriptor: appended to, so a file behind it keeps what the
+    /// shell gave (`> log` empty, `>> log` its lines) and gets the output
+    /// at its end, not over its start.
+    Append,
+}
+
+/// Opens `path` as `how` says and writes it in place. A reader that left (a
+/// closed pipe, as in `-o /dev/stdout | head`) ends the output quietly, as
+/// on standard output.
 fn write_through(
     path: &Path,
+    how: Open,
     write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> io::Result<()> {
-    let file = std::fs::OpenOptions::new().write(true).open(path)?;
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .append(how == Open::Append)
+        .open(path)?;
     let mut out = BufWriter::with_capacity(1 << 16, file);
-    write(&mut out)?;
-    out.flush()
+    match write(&mut out).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+        done => done,
+    }
 }
 
 /// A regular file: written to a sibling temporary file, synced, renamed into
