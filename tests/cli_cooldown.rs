@@ -1284,7 +1284,12 @@ fn curl_dump_details_status_blocks_case_and_repeats() {
         T0,
         &["record", "both", "--headers", "-", "--response", "-"],
     );
-    assert!(err.contains("cannot both read standard input"));
+    assert!(
+        err.contains(
+            "--headers -, --response - both name standard input, and it can be read only once"
+        ) && err.contains("pass --headers - alone"),
+        "{err}"
+    );
 }
 
 #[test]

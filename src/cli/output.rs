@@ -174,13 +174,14 @@ pub fn one_stdin(inputs: &[FileArg<'_>]) -> Result<(), CliError> {
             first.what
         ))),
         _ => Err(CliError::Usage(format!(
-            "{} all name standard input, and it can be read only once: pass one of them as -, the others as files",
+            "{} {} name standard input, and it can be read only once: pass one of them as -, the others as files",
             stdin
                 .iter()
                 .map(|i| i.flag)
                 .collect::<Vec<_>>()
                 .join(" -, ")
-                + " -"
+                + " -",
+            if stdin.len() == 2 { "both" } else { "all" }
         ))),
     }
 }

@@ -48,8 +48,9 @@ use crate::cli::args::{
     CooldownCheckArgs, CooldownCommand, CooldownProbeArgs, CooldownRecordArgs, CooldownScopeArgs,
     CooldownSettleArgs, NamespacedArgs, ProbeOutcome, RefusalArgs, TextOrJson,
 };
+use crate::cli::output::{self, FileArg};
 use crate::cli::shell::quote;
-use crate::cli::{output, CliError};
+use crate::cli::CliError;
 use crate::clock::rfc3339;
 use crate::cooldown::answer;
 use crate::cooldown::dump::read_dump_file;
@@ -174,13 +175,15 @@ fn read_refusal(r: &RefusalArgs, evidence: &mut Evidence, now: EpochMs) -> Epoch
 
 /// Standard input can feed one of `--headers -` and `--response -`.
 fn one_stdin(r: &RefusalArgs) -> Result<(), CliError> {
-    let stdin = |p: Option<&Path>| p.is_some_and(|p| p.as_os_str() == "-");
-    if stdin(r.headers.as_deref()) && stdin(r.response.as_deref()) {
-        return Err(CliError::Usage(
-            "--headers - and --response - cannot both read standard input (for `curl -i` output, which has both, pass --headers - alone)".into(),
-        ));
-    }
-    Ok(())
+    let inputs: Vec<FileArg<'_>> = [("--headers", &r.headers), ("--response", &r.response)]
+        .into_iter()
+        .filter_map(|(flag, path)| Some(FileArg::new(flag, "a response file", path.as_deref()?)))
+        .collect();
+    output::one_stdin(&inputs).map_err(|e| {
+        CliError::Usage(format!(
+            "{e} (for `curl -i` output, which has both, pass --headers - alone)"
+        ))
+    })
 }
 
 /// The `--headers` and `--response` files, into `evidence`.
