@@ -148,16 +148,12 @@ impl StoreArgs {
     /// [`super::output::refuse_overwriting_inputs`]): the database and the
     /// journal files SQLite keeps beside it. None for DynamoDB.
     pub fn input_files(&self) -> Vec<super::output::FileArg<'static>> {
-        let Target::Local(path) = self.target() else {
+        let Some((path, from)) = open::local_store(self.local.as_deref()) else {
             return Vec::new();
         };
-        // The path came from --local=PATH, else from the environment, else
-        // it is the default place of `--local`.
-        let from_env = std::env::var_os(open::LOCAL_STORE_ENV).is_some_and(|v| !v.is_empty());
-        let flag = match &self.local {
-            Some(p) if !p.as_os_str().is_empty() => "--local=",
-            _ if from_env => "ZAEL_LOCAL_STORE=",
-            _ => "--local=",
+        let flag = match from {
+            open::LocalFrom::Env => "ZAEL_LOCAL_STORE=",
+            open::LocalFrom::Given | open::LocalFrom::Default => "--local=",
         };
         let file = super::output::FileArg::new;
         let journal = |suffix: &str| {

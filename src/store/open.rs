@@ -24,6 +24,29 @@ pub enum Target {
     },
 }
 
+/// Where a local store's path came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LocalFrom {
+    /// A path given with the request (`--local=PATH`).
+    Given,
+    /// [`LOCAL_STORE_ENV`].
+    Env,
+    /// [`DEFAULT_LOCAL_PATH`].
+    Default,
+}
+
+/// The local store `local` and the environment select (as [`Target::resolve`]
+/// reads `local`), and where its path came from; `None` for DynamoDB.
+pub fn local_store(local: Option<&Path>) -> Option<(PathBuf, LocalFrom)> {
+    let env_path = std::env::var_os(LOCAL_STORE_ENV).filter(|v| !v.is_empty());
+    match (local, env_path) {
+        (Some(p), _) if !p.as_os_str().is_empty() => Some((p.to_path_buf(), LocalFrom::Given)),
+        (_, Some(p)) => Some((PathBuf::from(p), LocalFrom::Env)),
+        (Some(_), None) => Some((PathBuf::from(DEFAULT_LOCAL_PATH), LocalFrom::Default)),
+        (None, None) => None,
+    }
+}
+
 impl Target {
     /// The backend chosen by what was asked for and the environment (what was
     /// asked for wins). `local`: `None` when the local store was not asked
@@ -35,20 +58,11 @@ impl Target {
         region: Option<&str>,
         endpoint_url: Option<&str>,
     ) -> Target {
-        let env_path = std::env::var_os(LOCAL_STORE_ENV).filter(|v| !v.is_empty());
-        match local {
-            Some(p) if !p.as_os_str().is_empty() => Target::Local(p.to_path_buf()),
-            Some(_) => Target::Local(
-                env_path
-                    .map(PathBuf::from)
-                    .unwrap_or_else(|| PathBuf::from(DEFAULT_LOCAL_PATH)),
-            ),
-            None => match env_path {
-                Some(p) => Target::Local(PathBuf::from(p)),
-                None => Target::DynamoDb {
-                    region: region.map(str::to_string),
-                    endpoint_url: endpoint_url.map(str::to_string),
-                },
+        match local_store(local) {
+            Some((path, _)) => Target::Local(path),
+            None => Target::DynamoDb {
+                region: region.map(str::to_string),
+                endpoint_url: endpoint_url.map(str::to_string),
             },
         }
     }
