@@ -583,22 +583,95 @@ pub fn parse_http_date(text: &str, reference: EpochMs) -> Option<EpochMs> {
 /// cooldown must not fail open over a weekday.
 fn http_date(text: &str, reference: EpochMs) -> DateRead {
     let tokens: Vec<&str> = text.split_whitespace().collect();
-    let far = match tokens.as_slice() {
-        [wd, day, month, year, time, "GMT"] if year.len() > 4 && day.len() == 2 => wd
-            .strip_suffix(',')
-            .and_then(short_weekday)
-            .and(far_date(year, month, day, time)),
-        [wd, month, day, time, year] if year.len() > 4 => {
-            short_weekday(wd).and(far_date(year, month, day, time))
-        }
-        _ => None,
+    let Some(date) = HttpDate::split(&tokens) else {
+        return DateRead::Invalid;
     };
-    match far {
-        Some(true) => DateRead::BeyondRange,
-        Some(false) | None => match http_date_in_range(&tokens, reference) {
-            Some(ms) => DateRead::At(ms),
-            None => DateRead::Invalid,
-        },
+    if date.year.len() > 4 {
+        return match far_date(date.year, date.month, date.day, date.time) {
+            Some(true) => DateRead::BeyondRange,
+            Some(false) | None => DateRead::Invalid,
+        };
+    }
+    match date.at(reference) {
+        Some(ms) => DateRead::At(ms),
+        None => DateRead::Invalid,
+    }
+}
+
+/// An HTTP-date's fields, as its form writes them (split by
+/// [`HttpDate::split`], read by [`HttpDate::at`]).
+struct HttpDate<'a> {
+    weekday: Weekday,
+    day: &'a str,
+    month: &'a str,
+    /// Four digits, more for a year past 9999, or two in RFC 850.
+    year: &'a str,
+    /// RFC 850's two-digit year, placed by [`two_digit_year`].
+    rfc850: bool,
+    time: &'a str,
+}
+
+impl<'a> HttpDate<'a> {
+    /// The fields of a date in one of the three forms, with its weekday's
+    /// name read; `None` for any other shape.
+    fn split(tokens: &[&'a str]) -> Option<HttpDate<'a>> {
+        match *tokens {
+            // IMF-fixdate
+            [wd, day, month, year, time, "GMT"] if day.len() == 2 => Some(HttpDate {
+                weekday: short_weekday(wd.strip_suffix(',')?)?,
+                day,
+                month,
+                year,
+                rfc850: false,
+                time,
+            }),
+            // RFC 850
+            [wd, dmy, time, "GMT"] => {
+                let mut parts = dmy.split('-');
+                let (day, month, year) = (parts.next()?, parts.next()?, parts.next()?);
+                if parts.next().is_some() || day.len() != 2 || year.len() != 2 {
+                    return None;
+                }
+                Some(HttpDate {
+                    weekday: long_weekday(wd.strip_suffix(',')?)?,
+                    day,
+                    month,
+                    year,
+                    rfc850: true,
+                    time,
+                })
+            }
+            // asctime
+            [wd, month, day, time, year] if !day.is_empty() && day.len() <= 2 => Some(HttpDate {
+                weekday: short_weekday(wd)?,
+                day,
+                month,
+                year,
+                rfc850: false,
+                time,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The instant of a date whose year has four digits (RFC 850's two),
+    /// when the date exists and its weekday agrees.
+    fn at(&self, reference: EpochMs) -> Option<EpochMs> {
+        let digits: i32 = all_digits(self.year)?.parse().ok()?;
+        let year = match (self.rfc850, self.year.len()) {
+            (true, 2) => two_digit_year(digits, reference),
+            (false, 4) => digits,
+            _ => return None,
+        };
+        let day = all_digits(self.day)?.parse().ok()?;
+        let date = ymd(year, month_number(self.month)?, day)?;
+        use chrono::Datelike;
+        if date.weekday() != self.weekday {
+            return None;
+        }
+        let (time, leap) = hms(self.time)?;
+        let at = date.and_time(time).and_utc().timestamp_millis();
+        Some(at + if leap { SECOND_MS } else { 0 })
     }
 }
 
@@ -607,71 +680,9 @@ fn http_date(text: &str, reference: EpochMs) -> DateRead {
 /// (read by the four-digit rules, so refused), `None` when malformed. Day
 /// and month are checked in a leap year.
 fn far_date(year: &str, month: &str, day: &str, time: &str) -> Option<bool> {
-    if day.is_empty() || day.len() > 2 {
-        return None;
-    }
     ymd(2000, month_number(month)?, all_digits(day)?.parse().ok()?)?;
     hms(time)?;
     long_year(year)
-}
-
-fn http_date_in_range(tokens: &[&str], reference: EpochMs) -> Option<EpochMs> {
-    let (weekday, date, time) = match tokens {
-        // IMF-fixdate
-        [wd, day, month, year, time, "GMT"] => {
-            let wd = wd.strip_suffix(',')?;
-            if day.len() != 2 || year.len() != 4 {
-                return None;
-            }
-            (
-                short_weekday(wd)?,
-                ymd(year.parse().ok()?, month_number(month)?, day.parse().ok()?)?,
-                *time,
-            )
-        }
-        // RFC 850
-        [wd, dmy, time, "GMT"] => {
-            let wd = wd.strip_suffix(',')?;
-            let mut parts = dmy.split('-');
-            let (day, month, yy) = (parts.next()?, parts.next()?, parts.next()?);
-            if parts.next().is_some() || day.len() != 2 || yy.len() != 2 {
-                return None;
-            }
-            let yy: i32 = all_digits(yy)?.parse().ok()?;
-            (
-                long_weekday(wd)?,
-                ymd(
-                    two_digit_year(yy, reference),
-                    month_number(month)?,
-                    all_digits(day)?.parse().ok()?,
-                )?,
-                *time,
-            )
-        }
-        // asctime
-        [wd, month, day, time, year] => {
-            if day.is_empty() || day.len() > 2 || year.len() != 4 {
-                return None;
-            }
-            (
-                short_weekday(wd)?,
-                ymd(
-                    all_digits(year)?.parse().ok()?,
-                    month_number(month)?,
-                    all_digits(day)?.parse().ok()?,
-                )?,
-                *time,
-            )
-        }
-        _ => return None,
-    };
-    use chrono::Datelike;
-    if date.weekday() != weekday {
-        return None;
-    }
-    let (time, leap) = hms(time)?;
-    let at = date.and_time(time).and_utc().timestamp_millis();
-    Some(at + if leap { SECOND_MS } else { 0 })
 }
 
 fn all_digits(s: &str) -> Option<&str> {
@@ -1124,6 +1135,13 @@ mod tests {
             "Sun, 06 Nov 1994 25:49:37 GMT",
             "Sun, 6 Nov 1994 08:49:37 GMT",
             "Sun Nov  6 08:49 1994",
+            // A two-digit year is RFC 850's only; a sign or a short year is
+            // no year (Rust's integer parser would take `+994`).
+            "Sun Nov  6 08:49:37 94",
+            "Sun, 06 Nov 94 08:49:37 GMT",
+            "Sun, 06 Nov +994 08:49:37 GMT",
+            "Sun, +6 Nov 1994 08:49:37 GMT",
+            "Sunday, 06-Nov-1994 08:49:37 GMT",
         ] {
             assert_eq!(parse_http_date(bad, r), None, "{bad}");
         }
