@@ -11,7 +11,7 @@ pub enum BoundedError {
     /// More than `max` bytes were there.
     #[error("larger than {}", bytes(*max))]
     TooLarge { max: u64 },
-    #[error(transparent)]
+    #[error("{0}")]
     Io(#[from] io::Error),
 }
 

@@ -849,7 +849,8 @@ fn read_only_commands_refuse_missing_tables_and_namespaces() {
         assert!(
             err.starts_with("Error: table 'mystack' not found in local store")
                 && err.contains(&format!(
-                    "Create it with 'zae-limiter table create -n mystack --local={}'",
+                    // Shell-quoted: the test's directory has spaces.
+                    "Create it with `zae-limiter table create -n mystack --local='{}'`",
                     env.store_path().display()
                 )),
             "{args:?}: {err}"
@@ -860,7 +861,7 @@ fn read_only_commands_refuse_missing_tables_and_namespaces() {
     assert_failed(
         &out,
         76,
-        "Create it with 'zae-limiter table create -n mystack",
+        "Create it with `zae-limiter table create -n mystack",
     );
 
     let s = env.store();

@@ -4,7 +4,7 @@
 mod common;
 mod interop_support;
 
-use interop_support::{interop, ours_and_reference};
+use interop_support::{describe, interop, ours_and_reference};
 use serde_json::Value;
 
 #[test]
@@ -128,7 +128,7 @@ fn a_missing_table_names_table_create() {
         "namespace: default\nsystem:\n  limits:\n    rpm:\n      capacity: 10\n",
     );
     let m = manifest.to_string_lossy().to_string();
-    let hint = format!("Create it with 'zae-limiter table create -n {}'", it.table);
+    let hint = format!("Create it with `zae-limiter table create -n {}", it.table);
     for (args, code) in [
         (vec!["limits", "plan", "-f", &m], 1),
         (vec!["entity", "get-limits", "u"], 1),
@@ -141,4 +141,43 @@ fn a_missing_table_names_table_create() {
         assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
         assert!(err.contains(&hint), "{args:?}: {err}");
     }
+    // The command reaches the same region and endpoint by itself: run as
+    // printed, through `sh`, without the AWS region and endpoint variables.
+    let out = it.ours(&["entity", "get-limits", "u", "-n", &it.table]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let start = err.find("Create it with `").expect("a hint") + "Create it with `".len();
+    let line = &err[start..start + err[start..].find('`').unwrap()];
+    // Our binary's environment (credentials, no profile), minus where.
+    let env: Vec<_> = it
+        .ours_cmd(&[])
+        .get_envs()
+        .filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned())))
+        .collect();
+    let path = format!(
+        "{}:{}",
+        bin_dir(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(line)
+        .envs(env)
+        .env_remove("AWS_REGION")
+        .env_remove("AWS_DEFAULT_REGION")
+        .env_remove("AWS_ENDPOINT_URL")
+        .env_remove("ZAEL_TEST_DYNAMODB_ENDPOINT")
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{line}: {}", describe(&out));
+    it.ours_ok(&["entity", "get-limits", "u", "-n", &it.table]);
+}
+
+/// The directory of our binary, for a command line that names it.
+fn bin_dir() -> String {
+    std::path::Path::new(env!("CARGO_BIN_EXE_zae-limiter"))
+        .parent()
+        .unwrap()
+        .display()
+        .to_string()
 }

@@ -81,10 +81,10 @@ pub enum FanOutError {
         level: &'static str,
         target: String,
     },
-    #[error(transparent)]
+    #[error("{0}")]
     Store(#[from] StoreError),
     /// A level the buckets resolve from cannot be read.
-    #[error(transparent)]
+    #[error("{0}")]
     Config(#[from] CodecError),
     #[error("{failed} bucket updates failed; first: {first}")]
     Buckets { failed: usize, first: StoreError },

@@ -10,7 +10,7 @@ use crate::store::{AttrValue, Condition, Store, StoreError, UpdateAction, WriteO
 /// Why the gates refuse an apply (nothing was written).
 #[derive(Debug, thiserror::Error)]
 pub enum GateError {
-    #[error(transparent)]
+    #[error("{0}")]
     Store(#[from] StoreError),
     #[error("reading the version record: {0}")]
     Read(StoreError),

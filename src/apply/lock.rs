@@ -199,7 +199,7 @@ pub enum ForceUnlockError {
         given: String,
         current: Box<LockInfo>,
     },
-    #[error(transparent)]
+    #[error("{0}")]
     Store(#[from] StoreError),
 }
 

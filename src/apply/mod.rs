@@ -13,19 +13,19 @@ pub const LEASE_MS: i64 = 960_000;
 /// per change in [`run::Applied::errors`].
 #[derive(Debug, thiserror::Error)]
 pub enum ApplyError {
-    #[error(transparent)]
+    #[error("{0}")]
     Gate(#[from] gate::GateError),
-    #[error(transparent)]
+    #[error("{0}")]
     Plan(#[from] crate::plan::prepare::PrepareError),
-    #[error(transparent)]
+    #[error("{0}")]
     Store(#[from] crate::store::StoreError),
     #[error("clearing the recorded level digests: {0}")]
     ClearDigests(crate::store::StoreError),
     /// Step 4a: the record is no longer the one planned against.
-    #[error(transparent)]
+    #[error("{0}")]
     Changed(#[from] conflict::Changed),
     /// A saved plan made against another record.
-    #[error(transparent)]
+    #[error("{0}")]
     Stale(#[from] crate::plan::saved::Stale),
     /// [`run::ApplyRequest::stop`] said stop (a signal, a lost lock) before
     /// any config write.

@@ -6,7 +6,10 @@
 //! only where a message needs it, and [`CliError::report`] renders it once as
 //! `Error: …` on stderr.
 
+use super::args::store_flags;
+use super::shell::quote;
 use crate::exit_codes;
+use crate::store::{Missing, StoreError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
@@ -59,15 +62,59 @@ impl CliError {
 }
 
 /// Errors that are already one-line explanations of a refusal or failure:
-/// exit 1 with their own message.
+/// exit 1 with their own message (and [`advice`]).
 macro_rules! failed_from {
     ($($error:ty),* $(,)?) => {$(
         impl From<$error> for CliError {
             fn from(e: $error) -> Self {
-                CliError::Failed(e.to_string())
+                CliError::Failed(with_advice(&e))
             }
         }
     )*};
+}
+
+/// `e`'s message and the [`advice`] for it.
+pub fn with_advice(e: &(dyn std::error::Error + 'static)) -> String {
+    format!("{e}{}", advice(e))
+}
+
+/// What to do about a failure, when a command can fix it: found in `e` or
+/// the errors it wraps (each layer's error names the one it wraps as its
+/// source). Lower layers state the facts; the command lines are the CLI's.
+pub fn advice(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut next = Some(e);
+    while let Some(e) = next {
+        if let Some(StoreError::TableNotFound { table, where_ }) = e.downcast_ref() {
+            return missing_table(table, where_);
+        }
+        next = e.source();
+    }
+    String::new()
+}
+
+/// A missing table: the command that creates it, with the flags that reach
+/// the same store (a missing local store file: the path to check).
+fn missing_table(table: &str, missing: &Missing) -> String {
+    let create = || {
+        format!(
+            "`zae-limiter table create -n {}{}`",
+            quote(table),
+            store_flags(&missing.target())
+        )
+    };
+    // The Python library's CLI deploys the CloudFormation stack.
+    let deploy = format!("`zae-limiter deploy -n {}`", quote(table));
+    match missing {
+        Missing::Local(_) => format!(". Create it with {}", create()),
+        Missing::NoLocalFile(_) => ". Check the path; a command that writes (table create, limits apply) creates the file there".into(),
+        Missing::DynamoDb { stack: None, .. } => format!(
+            ". Create it with {} or deploy the stack with the Python CLI ({deploy})",
+            create()
+        ),
+        Missing::DynamoDb { stack: Some(_), .. } => {
+            format!(". Wait for the stack to finish, or redeploy it with {deploy}")
+        }
+    }
 }
 
 failed_from!(

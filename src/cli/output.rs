@@ -468,7 +468,7 @@ mod tests {
         assert!(matches!(err, CliError::Usage(_)), "{err:?}");
         let msg = err.to_string();
         assert!(
-            msg.starts_with("-f/--file -, --trace - all name standard input"),
+            msg.starts_with("-f/--file -, --trace - both name standard input"),
             "{msg}"
         );
         let twice = [

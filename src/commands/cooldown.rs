@@ -48,6 +48,7 @@ use crate::cli::args::{
     CooldownCheckArgs, CooldownCommand, CooldownProbeArgs, CooldownRecordArgs, CooldownScopeArgs,
     CooldownSettleArgs, NamespacedArgs, ProbeOutcome, RefusalArgs, TextOrJson,
 };
+use crate::cli::error::with_advice;
 use crate::cli::output::{self, FileArg};
 use crate::cli::shell::quote;
 use crate::cli::CliError;
@@ -417,7 +418,7 @@ fn clear_command(scope: &str, store: &NamespacedArgs) -> String {
 fn cooldown_failure(e: CooldownError, store: &NamespacedArgs) -> String {
     match &e {
         CooldownError::Corrupt { scope, .. } => format!("{e} (`{}`)", clear_command(scope, store)),
-        _ => e.to_string(),
+        _ => with_advice(&e),
     }
 }
 

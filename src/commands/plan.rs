@@ -23,6 +23,7 @@ use std::path::Path;
 
 use crate::apply::{counts, fault, pending, record, run, ApplyError};
 use crate::cli::args::{ApplyArgs, PlanArgs, PlanCmdArgs, RefreshArg, TextOrJson};
+use crate::cli::error::with_advice;
 use crate::cli::interrupt::Interrupt;
 use crate::cli::output::FileArg;
 use crate::cli::{progress, CliError};
@@ -278,13 +279,18 @@ pub fn apply(args: ApplyArgs) -> Result<i32, CliError> {
     let store = store.as_ref();
     crate::items::version::ensure_initialized(store).map_err(|e| {
         CliError::Failed(format!(
-            "initialising the table (the version record and the default namespace): {e}"
+            "initialising the table (the version record and the default namespace): {}",
+            with_advice(&e)
         ))
     })?;
     let rec = version::read(store)?;
     version::check_usable(rec.as_ref(), store.table_name())?;
-    let registered = namespace::register(store, &name)
-        .map_err(|e| CliError::Failed(format!("registering namespace '{name}': {e}")))?;
+    let registered = namespace::register(store, &name).map_err(|e| {
+        CliError::Failed(format!(
+            "registering namespace '{name}': {}",
+            with_advice(&e)
+        ))
+    })?;
     let ns = registered.id;
     let build = builder(&ns, &m);
     let hash = manifest::applied_hash(&m);

@@ -169,7 +169,13 @@ pub fn apply(args: ApplyArgs, path: &Path) -> Result<i32, CliError> {
         // the plan's items are keyed by, as a manifest's apply would.
         None if plan.register_namespace => {
             let r = namespace::register_as(store, &plan.namespace, &plan.namespace_id).map_err(
-                |e| CliError::Failed(format!("registering namespace '{}': {e}", plan.namespace)),
+                |e| {
+                    CliError::Failed(format!(
+                        "registering namespace '{}': {}",
+                        plan.namespace,
+                        crate::cli::error::with_advice(&e)
+                    ))
+                },
             )?;
             (r.id, r.created)
         }

@@ -58,11 +58,11 @@ use zae_limiter_engine::cooldown::HintError;
 /// What a cooldown operation can fail with.
 #[derive(Debug, thiserror::Error)]
 pub enum CooldownError {
-    #[error(transparent)]
+    #[error("{0}")]
     Store(#[from] StoreError),
-    #[error(transparent)]
+    #[error("{0}")]
     Scope(#[from] ScopeError),
-    #[error(transparent)]
+    #[error("{0}")]
     Hint(#[from] HintError),
     /// The stored item exists but cannot be read: never treated as "no cooldown".
     /// The command that clears it is the CLI's to name (with the table's

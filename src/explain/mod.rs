@@ -38,10 +38,10 @@ pub const MAX_CHANGES: usize = 500;
 /// Why nothing could be explained.
 #[derive(Debug, thiserror::Error)]
 pub enum ExplainError {
-    #[error(transparent)]
+    #[error("{0}")]
     Store(#[from] StoreError),
     /// A level cannot be read (or, from a manifest, built).
-    #[error(transparent)]
+    #[error("{0}")]
     Level(#[from] CodecError),
     #[error("no limits apply to entity '{entity}' on resource '{resource}': no level defines one (entity+resource, the entity's _default_, the resource, the system)")]
     NoLimits { entity: String, resource: String },

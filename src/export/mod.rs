@@ -70,7 +70,7 @@ pub struct Exported {
 /// Why the export could not be made at all.
 #[derive(Debug, thiserror::Error)]
 pub enum ExportError {
-    #[error(transparent)]
+    #[error("{0}")]
     Store(#[from] StoreError),
     /// The assembled manifest failed to load although each level did alone: a
     /// bug, reported rather than written.

@@ -29,7 +29,7 @@ pub const CONFIG_VERSION: u32 = 1;
 /// Why a level cannot become an item, or an item cannot be read back.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum CodecError {
-    #[error(transparent)]
+    #[error("{0}")]
     Identifier(#[from] IdentifierError),
     /// The item stores one timezone for every entry of every limit.
     #[error("every schedule entry on one level must share one timezone: limit '{first_limit}' uses '{first_tz}', limit '{limit}' uses '{tz}'")]

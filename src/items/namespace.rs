@@ -15,9 +15,9 @@ pub struct NamespaceRecord {
 
 #[derive(Debug, thiserror::Error)]
 pub enum NamespaceError {
-    #[error(transparent)]
+    #[error("{0}")]
     Identifier(#[from] IdentifierError),
-    #[error(transparent)]
+    #[error("{0}")]
     Store(#[from] StoreError),
     #[error("cannot generate a namespace id: {0}")]
     Random(#[from] crate::random::RandomError),
@@ -138,7 +138,7 @@ pub fn registered(store: &dyn Store, name: &str) -> Result<Option<String>, Names
 /// first write creates the local table).
 fn store_get_or_none(store: &dyn Store, name: &str) -> Result<Option<Item>, StoreError> {
     match store.get(&keys::namespace_key(name), true) {
-        Err(StoreError::TableNotFound { .. } | StoreError::LocalStoreMissing { .. }) => Ok(None),
+        Err(StoreError::TableNotFound { .. }) => Ok(None),
         other => other,
     }
 }

@@ -107,7 +107,10 @@ mod tests {
         let s = LocalStore::open(&dir.path().join("s.sqlite"), "t").unwrap();
         assert!(matches!(
             read(&s),
-            Err(StoreError::LocalStoreMissing { .. })
+            Err(StoreError::TableNotFound {
+                where_: crate::store::Missing::NoLocalFile(_),
+                ..
+            })
         ));
         let first = ensure_initialized(&s).unwrap();
         assert!(first.version_created && first.default_namespace.created);

@@ -32,7 +32,7 @@ pub type BuildFn<'a> = dyn Fn(&Level) -> Result<Item, BuildError> + 'a;
 pub enum BuildError {
     #[error("level {0} is not declared")]
     NotDeclared(String),
-    #[error(transparent)]
+    #[error("{0}")]
     Codec(#[from] CodecError),
     /// The reason a saved plan recorded (`limits plan -o`), read back.
     #[error("{0}")]
@@ -118,9 +118,9 @@ pub struct Summary {
 /// kind (refused before anything is written; see [`crate::plan::kinds`]).
 #[derive(Debug, thiserror::Error)]
 pub enum PrepareError {
-    #[error(transparent)]
+    #[error("{0}")]
     Store(#[from] StoreError),
-    #[error(transparent)]
+    #[error("{0}")]
     KindChange(#[from] KindChanges),
 }
 

@@ -424,9 +424,9 @@ fn identity_unchanged(planned: &RecordIdentity, now: &RecordIdentity) -> Result<
 /// A stale plan, or the store failed while checking.
 #[derive(Debug, thiserror::Error)]
 pub enum StaleOr {
-    #[error(transparent)]
+    #[error("{0}")]
     Stale(#[from] Stale),
-    #[error(transparent)]
+    #[error("{0}")]
     Store(#[from] StoreError),
 }
 

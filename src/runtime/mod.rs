@@ -96,17 +96,17 @@ use crate::store::StoreError;
 /// which failures the system level's `on_unavailable` answers.
 #[derive(Debug, thiserror::Error)]
 pub enum RuntimeError {
-    #[error(transparent)]
+    #[error("{0}")]
     Store(#[from] StoreError),
-    #[error(transparent)]
+    #[error("{0}")]
     Identifier(#[from] IdentifierError),
     #[error("namespace '{0}' is not registered; register it with `zae-limiter namespace register {0}` (or apply a manifest to it)")]
     NamespaceNotFound(String),
     /// The table may not be used by this client (no or a newer version record).
-    #[error(transparent)]
+    #[error("{0}")]
     Table(#[from] crate::plan::version::Unusable),
     /// A config item the reference would refuse too: an operator must fix it.
-    #[error(transparent)]
+    #[error("{0}")]
     Config(#[from] CodecError),
     #[error("no limits are defined for entity '{entity}' on resource '{resource}': the entity+resource, entity _default_, resource and system levels are all empty")]
     NoLimits { entity: String, resource: String },
@@ -128,7 +128,7 @@ pub enum RuntimeError {
     TtlOutOfRange { what: &'static str, seconds: i64 },
     #[error("--holder must be 1 to {max} printable characters")]
     BadHolder { max: usize },
-    #[error(transparent)]
+    #[error("{0}")]
     InvalidId(#[from] id::IdError),
     /// The reservation is not open: never made here, expired, or closed so
     /// long ago that it is no longer remembered.

@@ -14,7 +14,7 @@ pub enum TimeError {
     Instant(String),
     #[error("{0:?} is out of range: instants from 0001-01-02 to 9999-12-30 are accepted")]
     OutOfRange(String),
-    #[error(transparent)]
+    #[error("{0}")]
     Duration(#[from] DurationError),
     #[error("'{0}' is no time at all; write a duration above zero, e.g. 90s or 15m")]
     Zero(String),

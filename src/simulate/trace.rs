@@ -128,7 +128,7 @@ impl std::error::Error for TraceError {}
 /// Why reading stopped: a bad line or the file itself.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
-    #[error(transparent)]
+    #[error("{0}")]
     Line(#[from] TraceError),
     #[error("cannot read the trace: {0}")]
     Io(#[from] std::io::Error),

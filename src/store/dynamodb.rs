@@ -34,7 +34,7 @@ use self::convert::{item_from_wire, item_to_wire, key_from_wire, key_to_wire, to
 use self::errors::{classify, Failure};
 use self::expr::Placeholders;
 use super::backoff::backoff;
-use super::{Index, Item, Key, Store, StoreError, WriteOp};
+use super::{Index, Item, Key, Missing, Store, StoreError, WriteOp};
 
 /// Keys per BatchGetItem request (DynamoDB's limit).
 const BATCH_GET_MAX: usize = 100;
@@ -267,20 +267,13 @@ impl DynamoStore {
 
     /// The missing-table error, with what CloudFormation knows about the stack.
     pub fn table_not_found(&self) -> StoreError {
-        let name = &self.table;
-        let hint = match self.stack_info() {
-            Ok(Some(stack)) => format!(
-                " in {}; the CloudFormation stack '{name}' exists with status {}. Wait for it to finish, or redeploy it with 'zae-limiter deploy -n {name}'",
-                self.region, stack.status
-            ),
-            _ => format!(
-                " in {}. Create it with 'zae-limiter table create -n {name}' or deploy the stack with the Python CLI ('zae-limiter deploy -n {name}')",
-                self.region
-            ),
-        };
         StoreError::TableNotFound {
-            table: name.clone(),
-            hint,
+            table: self.table.clone(),
+            where_: Missing::DynamoDb {
+                region: self.region.clone(),
+                endpoint_url: (!self.endpoint.is_empty()).then(|| self.endpoint.clone()),
+                stack: self.stack_info().ok().flatten().map(|stack| stack.status),
+            },
         }
     }
 

@@ -95,7 +95,7 @@ fn validate_item(item: &Item) -> Result<Key, StoreError> {
 /// Why DynamoDB would refuse a value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 enum InvalidValue {
-    #[error(transparent)]
+    #[error("{0}")]
     Number(#[from] NotANumber),
     #[error("a string set cannot be empty")]
     EmptySet,

@@ -34,7 +34,7 @@ use rusqlite::{
 use super::backoff::{self, backoff};
 use super::emulate::{self, index_keys, op_key, Change};
 use super::typed_json::item_from_str;
-use super::{Index, Item, Key, Known, NextWrite, Store, StoreError, WriteOp};
+use super::{Index, Item, Key, Known, Missing, NextWrite, Store, StoreError, WriteOp};
 
 /// How long a writer waits for another process's write lock before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(15);
@@ -241,7 +241,7 @@ impl LocalStore {
     /// Opens table `table` for reading only: SQLite opens the file read-only and
     /// nothing is set up, so a store in a directory (or a file) this process
     /// may not write can still be read. A missing file is reported as such
-    /// ([`StoreError::LocalStoreMissing`]), a directory too; every write is
+    /// ([`Missing::NoLocalFile`]), a directory too; every write is
     /// refused.
     pub fn open_read_only(path: &Path, table: &str) -> Result<Self, StoreError> {
         let store = Self::unopened(path, table, true);
@@ -483,20 +483,14 @@ impl LocalStore {
     /// The table is missing: the whole file when it does not exist (a
     /// mistyped path should not read as "create the table").
     fn table_not_found(&self) -> StoreError {
-        if !self.path.exists() {
-            return StoreError::LocalStoreMissing {
-                path: self.path.clone(),
-                table: self.table.clone(),
-            };
-        }
+        let where_ = if self.path.exists() {
+            Missing::Local(self.path.clone())
+        } else {
+            Missing::NoLocalFile(self.path.clone())
+        };
         StoreError::TableNotFound {
             table: self.table.clone(),
-            hint: format!(
-                " in local store {}. Create it with 'zae-limiter table create -n {} --local={}'",
-                self.path.display(),
-                self.table,
-                self.path.display()
-            ),
+            where_,
         }
     }
 
@@ -1116,7 +1110,7 @@ mod tests {
         let err = s.get(&Key::new("a", "b"), true).unwrap_err();
         // No file yet: the file is what is missing (its path named).
         assert!(
-            matches!(&err, StoreError::LocalStoreMissing { path: p, table } if *p == path && table == "t"),
+            matches!(&err, StoreError::TableNotFound { where_: Missing::NoLocalFile(p), table } if *p == path && table == "t"),
             "{err}"
         );
         assert!(!path.exists());
@@ -1313,7 +1307,16 @@ mod tests {
         let key = Key::new("a", "b");
         let s = LocalStore::open(&path, "t").unwrap();
         let err = increment(&s, &key).unwrap_err();
-        assert!(matches!(err, StoreError::LocalStoreMissing { .. }), "{err}");
+        assert!(
+            matches!(
+                err,
+                StoreError::TableNotFound {
+                    where_: Missing::NoLocalFile(_),
+                    ..
+                }
+            ),
+            "{err}"
+        );
         assert!(!path.exists());
         // A file with another table: this one is still missing, and stays so.
         LocalStore::open(&path, "other")

@@ -39,16 +39,10 @@ pub enum StoreError {
     /// A transaction was cancelled because one of its conditions failed; nothing was written.
     #[error("transaction cancelled: {0}")]
     TransactionCanceled(String),
-    /// The table does not exist.
-    #[error("table '{table}' not found{hint}")]
-    TableNotFound { table: String, hint: String },
-    /// The local store file does not exist (a command that only reads never
-    /// creates it; one that writes creates it on its first write).
-    #[error("local store {} does not exist (no such file), so it has no table '{table}'. Check the path; a command that writes (table create, limits apply) creates the file there", path.display())]
-    LocalStoreMissing {
-        path: std::path::PathBuf,
-        table: String,
-    },
+    /// The table does not exist (where: [`Missing`]). The facts only: the
+    /// CLI adds the command that creates it (`cli::error`).
+    #[error("{}", missing_table(table, where_))]
+    TableNotFound { table: String, where_: Missing },
     /// The local store path names a directory.
     #[error("local store {} is a directory, not a store file; name a file, e.g. {}", path.display(), path.join("local.sqlite").display())]
     LocalStoreIsDirectory { path: std::path::PathBuf },
@@ -71,6 +65,64 @@ pub enum StoreError {
     /// The name breaks DynamoDB's table-name rules (checked for both stores).
     #[error("invalid table name {name:?}: a table name is {MIN_TABLE_NAME} to {MAX_TABLE_NAME} characters of letters, digits, '_', '-' and '.' (DynamoDB's rule, applied to the local store too)")]
     InvalidTableName { name: String },
+}
+
+/// Where a missing table was looked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Missing {
+    /// In a local store file that exists.
+    Local(std::path::PathBuf),
+    /// The local store file itself does not exist (a command that only
+    /// reads never creates it; one that writes creates it on its first
+    /// write): a mistyped path must not read as "create the table".
+    NoLocalFile(std::path::PathBuf),
+    /// In DynamoDB: the region and endpoint asked, and the status of a
+    /// CloudFormation stack of the table's name, if there is one.
+    DynamoDb {
+        region: String,
+        endpoint_url: Option<String>,
+        stack: Option<String>,
+    },
+}
+
+impl Missing {
+    /// The store the table was looked for in.
+    pub fn target(&self) -> open::Target {
+        match self {
+            Missing::Local(path) | Missing::NoLocalFile(path) => open::Target::Local(path.clone()),
+            Missing::DynamoDb {
+                region,
+                endpoint_url,
+                ..
+            } => open::Target::DynamoDb {
+                region: Some(region.clone()),
+                endpoint_url: endpoint_url.clone(),
+            },
+        }
+    }
+}
+
+fn missing_table(table: &str, missing: &Missing) -> String {
+    match missing {
+        Missing::Local(path) => format!(
+            "table '{table}' not found in local store {}",
+            path.display()
+        ),
+        Missing::NoLocalFile(path) => format!(
+            "local store {} does not exist (no such file), so it has no table '{table}'",
+            path.display()
+        ),
+        Missing::DynamoDb {
+            region,
+            stack: None,
+            ..
+        } => format!("table '{table}' not found in {region}"),
+        Missing::DynamoDb {
+            region,
+            stack: Some(status),
+            ..
+        } => format!("table '{table}' not found in {region}; the CloudFormation stack '{table}' exists with status {status}"),
+    }
 }
 
 /// Shortest table name DynamoDB accepts.
