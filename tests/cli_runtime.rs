@@ -499,6 +499,35 @@ fn commit_corrects_the_counted_cost_within_its_window() {
     }
 }
 
+/// A reservation's holder and a cooldown probe's worker id follow one rule
+/// (1 to 256 bytes, no control characters), refused alike (exit 1, the same
+/// words) and accepted alike at the longest.
+#[test]
+fn a_holder_follows_one_rule_for_reservations_and_probes() {
+    for b in backends("rt-holder") {
+        b.apply(&slots_level("gpt", 2, 60));
+        let longest = "h".repeat(256);
+        let too_long = "h".repeat(257);
+        for bad in ["", too_long.as_str(), "a\tb"] {
+            for args in [
+                &[
+                    "acquire", "c", "-r", "gpt", "--mode", "reserve", "--holder", bad,
+                ][..],
+                &["cooldown", "probe", "p/a", "--holder", bad][..],
+            ] {
+                let out = b.expect(1, 0, args);
+                assert_stderr_has(
+                    &out,
+                    "expected a worker or job name of 1 to 256 bytes, no control characters",
+                );
+            }
+        }
+        let reserve = ["acquire", "c", "-r", "gpt", "--mode", "reserve"];
+        b.expect(0, 0, &[&reserve[..], &["--holder", &longest]].concat());
+        b.expect(0, 0, &["cooldown", "probe", "p/a", "--holder", &longest]);
+    }
+}
+
 #[test]
 fn bad_requests_are_errors_and_never_an_allow() {
     for b in backends("rt-errors") {

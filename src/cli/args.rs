@@ -1059,7 +1059,7 @@ pub struct RefusalArgs {
 pub struct CooldownProbeArgs {
     /// The exhausted quota's scope
     pub scope: String,
-    /// This worker's id
+    /// This worker's id (1 to 256 bytes, no control characters)
     #[arg(long, value_name = "ID")]
     pub holder: String,
     /// How long the probe right is held, e.g. 60s, 5m
@@ -1182,7 +1182,7 @@ pub struct AcquireArgs {
     /// level's hold_ttl_seconds)
     #[arg(long, value_name = "DURATION")]
     pub ttl: Option<String>,
-    /// With --mode reserve: who holds it, kept with the hold for operators
+    /// With --mode reserve: who holds it, kept with the hold for operators (1 to 256 bytes)
     #[arg(long, value_name = "TEXT")]
     pub holder: Option<String>,
     /// Output format (the JSON document is versioned: "version": 1)

@@ -648,11 +648,7 @@ fn parse_scope(text: &str) -> Result<Scope, CliError> {
 }
 
 fn parse_holder(text: &str) -> Result<&str, CliError> {
-    if !crate::cooldown::scope::is_holder(text) {
-        return Err(CliError::Usage(format!(
-            "--holder {text:?}: expected a worker id of 1 to 256 printable characters"
-        )));
-    }
+    crate::runtime::decide::check_holder(text)?;
     Ok(text)
 }
 

@@ -49,15 +49,6 @@ impl Scope {
     }
 }
 
-/// Longest worker id (`--holder`, `"holder"`), in bytes.
-pub const MAX_HOLDER_BYTES: usize = 256;
-
-/// Whether `text` may name a worker (a probe's holder): 1 to
-/// [`MAX_HOLDER_BYTES`] bytes, no control characters.
-pub fn is_holder(text: &str) -> bool {
-    !text.is_empty() && text.len() <= MAX_HOLDER_BYTES && !text.chars().any(char::is_control)
-}
-
 impl std::fmt::Display for Scope {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)

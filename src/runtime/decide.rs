@@ -39,8 +39,18 @@ use crate::manifest::model::{Disabled, LimitKind};
 pub const DEFAULT_COST: u64 = 1;
 /// The largest cost a request may name (the largest amount a limit can have).
 pub const MAX_COST: u64 = 1_000_000_000_000_000;
-/// The longest `--holder` text, in bytes.
-pub const MAX_HOLDER_LEN: usize = 128;
+/// The longest holder, in bytes: a reservation's (`--holder`, `"holder"`)
+/// and a cooldown probe's worker id alike.
+pub const MAX_HOLDER_BYTES: usize = 256;
+
+/// A holder names who holds a reservation or a probe (a worker, a job): 1 to
+/// [`MAX_HOLDER_BYTES`] bytes, no control characters (it is printed back).
+pub fn check_holder(text: &str) -> Result<(), RuntimeError> {
+    if text.is_empty() || text.len() > MAX_HOLDER_BYTES || text.chars().any(char::is_control) {
+        return Err(RuntimeError::BadHolder(text.to_string()));
+    }
+    Ok(())
+}
 
 /// What the request asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -327,11 +337,7 @@ fn check_request(level: &ResolvedLevel, req: &Request) -> Result<(), RuntimeErro
         check_ttl("the reservation's TTL", ttl)?;
     }
     if let Some(h) = &req.holder {
-        if h.is_empty() || h.len() > MAX_HOLDER_LEN || h.chars().any(char::is_control) {
-            return Err(RuntimeError::BadHolder {
-                max: MAX_HOLDER_LEN,
-            });
-        }
+        check_holder(h)?;
     }
     Ok(())
 }

@@ -126,8 +126,8 @@ pub enum RuntimeError {
     },
     #[error("{what} must be between 1 and 3600 seconds, got {seconds} s")]
     TtlOutOfRange { what: &'static str, seconds: i64 },
-    #[error("--holder must be 1 to {max} printable characters")]
-    BadHolder { max: usize },
+    #[error("holder {0:?}: expected a worker or job name of 1 to {max} bytes, no control characters", max = decide::MAX_HOLDER_BYTES)]
+    BadHolder(String),
     #[error("{0}")]
     InvalidId(#[from] id::IdError),
     /// The reservation is not open: never made here, expired, or closed so

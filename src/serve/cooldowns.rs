@@ -39,9 +39,9 @@ use crate::clock::parse_instant;
 use crate::cooldown::answer::{self, versioned};
 use crate::cooldown::evidence::Evidence;
 use crate::cooldown::response::{read_response, scalar};
-use crate::cooldown::scope::is_holder;
 use crate::cooldown::{Cooldowns, Scope, Settlement};
 use crate::runtime::answer::camel_case;
+use crate::runtime::decide::check_holder;
 use crate::store::Store;
 
 /// A hint given as a string or a number. A number is kept as written, so
@@ -121,14 +121,7 @@ impl FromPath for Scope {
 }
 
 fn holder(text: &str) -> Result<(), ApiError> {
-    if is_holder(text) {
-        Ok(())
-    } else {
-        Err(ApiError::BadRequest(format!(
-            "holder {text:?}: expected a worker id of 1 to {} printable characters",
-            crate::cooldown::scope::MAX_HOLDER_BYTES
-        )))
-    }
+    check_holder(text).map_err(ApiError::from)
 }
 
 fn lane(scope: &Scope) -> String {

@@ -192,10 +192,8 @@ impl From<RuntimeError> for ApiError {
             } => ApiError::BadRequest(format!(
                 "the {level} level of entity '{entity}' on resource '{resource}' has no concurrency limit, so there is no slot to reserve; use \"mode\": \"consume\""
             )),
-            R::BadHolder { max } => {
-                ApiError::BadRequest(format!("holder must be 1 to {max} printable characters"))
-            }
             R::Identifier(_)
+            | R::BadHolder(_)
             | R::CostTooLarge { .. }
             | R::TtlOutOfRange { .. }
             | R::InvalidId(_)
@@ -243,12 +241,12 @@ mod tests {
 
     #[test]
     fn client_errors_say_what() {
-        let e: ApiError = RuntimeError::BadHolder { max: 128 }.into();
+        let e: ApiError = RuntimeError::BadHolder("a\nb".into()).into();
         assert_eq!(
             (e.status(), e.message().as_str()),
             (
                 StatusCode::BAD_REQUEST,
-                "holder must be 1 to 128 printable characters"
+                "holder \"a\\nb\": expected a worker or job name of 1 to 256 bytes, no control characters"
             )
         );
         let e: ApiError = RuntimeError::NotOpen {
