@@ -574,4 +574,36 @@ fn store_path_errors_say_what_is_wrong_with_the_path() {
         );
     }
     assert!(!d.join("nodir").exists());
+
+    // Below a file, or a device: said so, for reads and writes alike (was a
+    // "table create" hint that could not work, or "disk I/O error").
+    for (store, says) in [
+        (
+            "a.yaml/s.sqlite",
+            "Error: local store a.yaml/s.sqlite cannot be created or read: a.yaml is a file, not a directory; check the path\n",
+        ),
+        (
+            "a.yaml/x/s.sqlite",
+            "Error: local store a.yaml/x/s.sqlite cannot be created or read: a.yaml is a file, not a directory; check the path\n",
+        ),
+        (
+            "/dev/null",
+            "Error: local store /dev/null is a device, not a store file; name a regular file (or one that does not exist yet)\n",
+        ),
+    ] {
+        for cmd in [
+            "entity get-limits x -n demo",
+            "table create -n demo",
+            "limits plan -n demo -f a.yaml",
+            "limits apply -n demo -f a.yaml",
+        ] {
+            let line = format!("{cmd} --local={store}");
+            let (code, out, err) = run_in(d, &words(&line), &[]);
+            assert_eq!((code, out.as_str(), err.as_str()), (1, "", says), "{line}");
+        }
+    }
+    assert_eq!(
+        quickstart(),
+        std::fs::read_to_string(d.join("a.yaml")).unwrap()
+    );
 }

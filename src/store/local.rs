@@ -34,7 +34,7 @@ use rusqlite::{
 use super::backoff::{self, backoff};
 use super::emulate::{self, index_keys, op_key, Change};
 use super::typed_json::item_from_str;
-use super::{Index, Item, Key, Known, Missing, NextWrite, Store, StoreError, WriteOp};
+use super::{BadPath, Index, Item, Key, Known, Missing, NextWrite, Store, StoreError, WriteOp};
 
 /// How long a writer waits for another process's write lock before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(15);
@@ -191,15 +191,49 @@ impl std::fmt::Debug for LocalStore {
     }
 }
 
-/// Refuses a store path that names a directory (SQLite would say "unable to
-/// open database file" or "disk I/O error").
-fn not_a_directory(path: &Path) -> Result<(), StoreError> {
-    if path.is_dir() {
-        return Err(StoreError::LocalStoreIsDirectory {
+/// Refuses a store path that cannot hold a store file: a directory, a
+/// device or FIFO, a path below a file ([`BadPath`]). A path that does not
+/// exist yet is fine (a write creates it).
+fn usable_path(path: &Path) -> Result<(), StoreError> {
+    use std::os::unix::fs::FileTypeExt;
+    let bad = |why| {
+        Err(StoreError::LocalStorePath {
             path: path.to_path_buf(),
-        });
+            why,
+        })
+    };
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_dir() => bad(BadPath::Directory),
+        Ok(meta) if meta.is_file() => Ok(()),
+        Ok(meta) => {
+            let t = meta.file_type();
+            bad(BadPath::NotAFile(
+                if t.is_char_device() || t.is_block_device() {
+                    "a device"
+                } else if t.is_fifo() {
+                    "a FIFO"
+                } else if t.is_socket() {
+                    "a socket"
+                } else {
+                    "not a regular file"
+                },
+            ))
+        }
+        // Below a file: the nearest ancestor that exists is not a directory.
+        Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
+            let file = path
+                .ancestors()
+                .skip(1)
+                .find(|a| a.exists())
+                .filter(|a| !a.is_dir())
+                .map(Path::to_path_buf);
+            match file {
+                Some(file) => bad(BadPath::BelowFile(file)),
+                None => Ok(()),
+            }
+        }
+        Err(_) => Ok(()),
     }
-    Ok(())
 }
 
 /// Why opening a store file failed: SQLite said so (maybe busy, worth a
@@ -230,7 +264,7 @@ impl LocalStore {
     ) -> Result<Self, StoreError> {
         let mut store = Self::unopened(path, table, false);
         store.checkpoints = checkpoints;
-        not_a_directory(path)?;
+        usable_path(path)?;
         if path.exists() {
             let conn = store.connect(false)?;
             *store.lock()? = Some(conn);
@@ -245,7 +279,7 @@ impl LocalStore {
     /// refused.
     pub fn open_read_only(path: &Path, table: &str) -> Result<Self, StoreError> {
         let store = Self::unopened(path, table, true);
-        not_a_directory(path)?;
+        usable_path(path)?;
         if path.exists() {
             let conn = store.connect_read_only()?;
             *store.lock()? = conn;
@@ -1085,7 +1119,7 @@ mod tests {
             LocalStore::open_read_only(dir.path(), "t").unwrap_err(),
         ] {
             assert!(
-                matches!(&err, StoreError::LocalStoreIsDirectory { path } if path == dir.path()),
+                matches!(&err, StoreError::LocalStorePath { path, why: BadPath::Directory } if path == dir.path()),
                 "{err}"
             );
         }

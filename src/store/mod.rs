@@ -43,9 +43,12 @@ pub enum StoreError {
     /// CLI adds the command that creates it (`cli::error`).
     #[error("{}", missing_table(table, where_))]
     TableNotFound { table: String, where_: Missing },
-    /// The local store path names a directory.
-    #[error("local store {} is a directory, not a store file; name a file, e.g. {}", path.display(), path.join("local.sqlite").display())]
-    LocalStoreIsDirectory { path: std::path::PathBuf },
+    /// The local store path cannot hold a store file.
+    #[error("{}", unusable_path(path, why))]
+    LocalStorePath {
+        path: std::path::PathBuf,
+        why: BadPath,
+    },
     /// The caller may not perform `action` on `table`.
     #[error("access denied: {action} on table '{table}'. Grant the caller dynamodb:{action} on the table and its indexes.")]
     AccessDenied { action: String, table: String },
@@ -99,6 +102,34 @@ impl Missing {
                 endpoint_url: endpoint_url.clone(),
             },
         }
+    }
+}
+
+/// Why a local store path cannot hold a store file (SQLite would say "unable
+/// to open database file" or "disk I/O error").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BadPath {
+    Directory,
+    /// A device, a FIFO, a socket: what it is.
+    NotAFile(&'static str),
+    /// Lies below this file (as if it were a directory).
+    BelowFile(std::path::PathBuf),
+}
+
+fn unusable_path(path: &std::path::Path, why: &BadPath) -> String {
+    let path_ = path.display();
+    match why {
+        BadPath::Directory => format!(
+            "local store {path_} is a directory, not a store file; name a file, e.g. {}",
+            path.join("local.sqlite").display()
+        ),
+        BadPath::NotAFile(kind) => format!(
+            "local store {path_} is {kind}, not a store file; name a regular file (or one that does not exist yet)"
+        ),
+        BadPath::BelowFile(file) => format!(
+            "local store {path_} cannot be created or read: {} is a file, not a directory; check the path",
+            file.display()
+        ),
     }
 }
 
