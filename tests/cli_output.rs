@@ -178,6 +178,18 @@ fn a_full_disk_is_exit_1_with_a_message() {
     }
 }
 
+/// Runs `cmd` with its standard output a pipe whose read end is closed
+/// before the command writes anything (`… | head` at its quickest).
+fn with_stdout_closed(cmd: &mut Command) -> Output {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    child.wait_with_output().unwrap()
+}
+
 #[test]
 fn a_closed_pipe_is_a_quiet_stop_with_the_commands_own_exit_code() {
     let env = Env::new();
@@ -328,14 +340,8 @@ fn output_files_are_written_through_to_what_is_not_a_regular_file() {
         let got = String::from_utf8_lossy(&out.stdout);
         assert!(got.contains(&want), "{i}: /dev/stdout lacks the output");
         // …a reader that left ends it quietly (`-o /dev/stdout | head`)…
-        let mut child = zae_limiter()
-            .args(args_for(stdout))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        drop(child.stdout.take());
-        let out = child.wait_with_output().unwrap();
+        let mut cmd = zae_limiter();
+        let out = with_stdout_closed(cmd.args(args_for(stdout)));
         assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
         assert!(out.stderr.is_empty(), "{}", describe(&out));
         // …and a file the shell opened for it gets the output in the
@@ -513,14 +519,7 @@ fn help_and_version_fail_on_a_full_disk_like_any_output() {
         common::assert_exit(&out, 1, format_args!("{args:?} > /dev/full"));
         common::assert_stderr_has(&out, "cannot write to standard output: No space left");
 
-        let mut child = zae_limiter()
-            .args(&args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        drop(child.stdout.take());
-        let out = child.wait_with_output().unwrap();
+        let out = with_stdout_closed(zae_limiter().args(&args));
         common::assert_exit(&out, 0, format_args!("{args:?} | (closed)"));
         assert!(out.stderr.is_empty(), "{}", describe(&out));
 

@@ -194,6 +194,7 @@ impl Checkpointer {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
     use std::sync::atomic::AtomicUsize;
 
     use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -292,6 +293,43 @@ mod tests {
         assert_eq!(holds.load(Ordering::SeqCst), before);
     }
 
+    /// `n` items written from `from` on: the log grows past 100 frames.
+    fn grow(writer: &LocalStore, from: usize, n: usize) {
+        for i in from..from + n {
+            let put = WriteOp::Put {
+                item: item("p", &format!("s{i}"), &[]),
+                condition: None,
+            };
+            writer.write(put).unwrap();
+        }
+    }
+
+    /// Another process's reader, in a transaction: a restart gives way to it.
+    fn reader_in_the_way(path: &Path) -> rusqlite::Connection {
+        let reader = rusqlite::Connection::open(path).unwrap();
+        reader
+            .execute_batch("BEGIN; SELECT count(*) FROM sqlite_master;")
+            .unwrap();
+        reader
+    }
+
+    /// A round on `path` restarting past 100 frames, giving way for `first`
+    /// after its first blocked restart.
+    fn round(path: &Path, first: Duration, hold: Hold) -> Round {
+        Round {
+            store: LocalStore::open(path, "t").unwrap(),
+            schedule: Schedule {
+                every: Duration::from_millis(2),
+                restart_frames: 100,
+                give_way_first: first,
+                give_way_max: Duration::from_secs(60),
+            },
+            hold,
+            restarted_at: None,
+            gave_way: None,
+        }
+    }
+
     /// A restart that gave way is tried again after `give_way_first`, not
     /// in the rounds before (which take no hold), and after that
     /// twice as long.
@@ -300,35 +338,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("l.sqlite");
         let writer = LocalStore::open_with(&path, "t", Checkpoints::Deferred).unwrap();
-        for i in 0..300 {
-            let put = WriteOp::Put {
-                item: item("p", &format!("s{i}"), &[]),
-                condition: None,
-            };
-            writer.write(put).unwrap();
-        }
-        let reader = rusqlite::Connection::open(&path).unwrap();
-        reader
-            .execute_batch("BEGIN; SELECT count(*) FROM sqlite_master;")
-            .unwrap();
+        grow(&writer, 0, 300);
+        let reader = reader_in_the_way(&path);
         let holds = Arc::new(AtomicUsize::new(0));
         let counted = holds.clone();
         let first = Duration::from_secs(1);
-        let mut round = Round {
-            store: LocalStore::open(&path, "t").unwrap(),
-            schedule: Schedule {
-                every: Duration::from_millis(2),
-                restart_frames: 100,
-                give_way_first: first,
-                give_way_max: Duration::from_secs(60),
-            },
-            hold: Box::new(move || {
-                counted.fetch_add(1, Ordering::SeqCst);
-                Box::new(())
-            }),
-            restarted_at: None,
-            gave_way: None,
-        };
+        let hold: Hold = Box::new(move || {
+            counted.fetch_add(1, Ordering::SeqCst);
+            Box::new(())
+        });
+        let mut round = round(&path, first, hold);
         round.run(false).unwrap();
         assert_eq!(round.gave_way.map(|(wait, _)| wait), Some(first));
         assert_eq!(round.restarted_at, None);
@@ -356,33 +375,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("l.sqlite");
         let writer = LocalStore::open_with(&path, "t", Checkpoints::Deferred).unwrap();
-        let grow = |from: usize| {
-            for i in from..from + 300 {
-                let put = WriteOp::Put {
-                    item: item("p", &format!("s{i}"), &[]),
-                    condition: None,
-                };
-                writer.write(put).unwrap();
-            }
-        };
-        grow(0);
-        let reader = rusqlite::Connection::open(&path).unwrap();
-        reader
-            .execute_batch("BEGIN; SELECT count(*) FROM sqlite_master;")
-            .unwrap();
+        grow(&writer, 0, 300);
+        let reader = reader_in_the_way(&path);
         let first = Duration::from_millis(50);
-        let mut round = Round {
-            store: LocalStore::open(&path, "t").unwrap(),
-            schedule: Schedule {
-                every: Duration::from_millis(2),
-                restart_frames: 100,
-                give_way_first: first,
-                give_way_max: Duration::from_secs(60),
-            },
-            hold: Box::new(|| Box::new(())),
-            restarted_at: None,
-            gave_way: None,
-        };
+        let mut round = round(&path, first, Box::new(|| Box::new(())));
         round.run(false).unwrap();
         std::thread::sleep(first);
         round.run(false).unwrap();
@@ -395,10 +391,8 @@ mod tests {
         round.run(false).unwrap();
         assert_eq!(round.gave_way, None);
         // A new run that gives way starts from the first wait.
-        grow(300);
-        reader
-            .execute_batch("BEGIN; SELECT count(*) FROM sqlite_master;")
-            .unwrap();
+        grow(&writer, 300, 300);
+        let _reader = reader_in_the_way(&path);
         round.run(false).unwrap();
         assert_eq!(round.gave_way.map(|(wait, _)| wait), Some(first));
     }
