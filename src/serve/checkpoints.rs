@@ -304,6 +304,15 @@ mod tests {
         }
     }
 
+    /// A store whose log grew past 100 frames, with its writer.
+    fn grown() -> (tempfile::TempDir, std::path::PathBuf, LocalStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("l.sqlite");
+        let writer = LocalStore::open_with(&path, "t", Checkpoints::Deferred).unwrap();
+        grow(&writer, 0, 300);
+        (dir, path, writer)
+    }
+
     /// Another process's reader, in a transaction: a restart gives way to it.
     fn reader_in_the_way(path: &Path) -> rusqlite::Connection {
         let reader = rusqlite::Connection::open(path).unwrap();
@@ -335,10 +344,7 @@ mod tests {
     /// twice as long.
     #[test]
     fn a_restart_that_gave_way_is_tried_again_later() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("l.sqlite");
-        let writer = LocalStore::open_with(&path, "t", Checkpoints::Deferred).unwrap();
-        grow(&writer, 0, 300);
+        let (_dir, path, writer) = grown();
         let reader = reader_in_the_way(&path);
         let holds = Arc::new(AtomicUsize::new(0));
         let counted = holds.clone();
@@ -372,10 +378,7 @@ mod tests {
     /// the log: the next run starts from the first wait again.
     #[test]
     fn a_log_restarted_elsewhere_ends_the_give_way_run() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("l.sqlite");
-        let writer = LocalStore::open_with(&path, "t", Checkpoints::Deferred).unwrap();
-        grow(&writer, 0, 300);
+        let (_dir, path, writer) = grown();
         let reader = reader_in_the_way(&path);
         let first = Duration::from_millis(50);
         let mut round = round(&path, first, Box::new(|| Box::new(())));
