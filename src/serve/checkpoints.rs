@@ -344,7 +344,7 @@ mod tests {
     /// twice as long.
     #[test]
     fn a_restart_that_gave_way_is_tried_again_later() {
-        let (_dir, path, writer) = grown();
+        let (_dir, path, _writer) = grown();
         let reader = reader_in_the_way(&path);
         let holds = Arc::new(AtomicUsize::new(0));
         let counted = holds.clone();
