@@ -647,6 +647,62 @@ fn refusals_are_200_and_errors_have_their_status() {
     }
 }
 
+/// An error answered before the request's body was read tells the client
+/// the connection ends (`Connection: close`) and ends it: a keep-alive
+/// client must not send its next request on a connection the server drops.
+/// The body is sent only after the answer, so it is unread for certain.
+#[test]
+fn an_error_before_the_body_is_read_closes_the_connection_and_says_so() {
+    let b = backends::local();
+    apply(&b, &slots_level("batch", 1));
+    let server = Server::with_token(&b);
+    let addr = server.url.trim_start_matches("http://").to_string();
+    let body = check_body("w", "batch", "consume").to_string();
+    for (auth, path, status) in [
+        ("", "/v1/checks", "401"),
+        (
+            "Authorization: Bearer wrong-token-0123456789\r\n",
+            "/v1/checks",
+            "401",
+        ),
+        ("", "/v1/nothing", "401"),
+        (
+            &*format!("Authorization: Bearer {TOKEN}\r\n"),
+            "/v1/nothing",
+            "404",
+        ),
+    ] {
+        let mut conn = std::net::TcpStream::connect(&addr).unwrap();
+        conn.set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        );
+        std::io::Write::write_all(&mut conn, head.as_bytes()).unwrap();
+        // The whole answer, up to the end of the connection.
+        let mut answer = String::new();
+        conn.read_to_string(&mut answer).unwrap();
+        let lower = answer.to_ascii_lowercase();
+        assert!(
+            lower.starts_with(&format!("http/1.1 {status}"))
+                && lower.contains("\r\nconnection: close\r\n"),
+            "{path}: {answer}"
+        );
+    }
+    // A request whose body was read keeps its connection (no header).
+    let agent = agent();
+    let r = send(
+        &agent,
+        "POST",
+        &format!("{}/v1/checks", server.url),
+        Some(TOKEN),
+        Some(&body),
+    )
+    .unwrap();
+    assert_eq!(r.status, 200, "{}", r.text);
+}
+
 #[test]
 fn startup_refuses_what_it_cannot_serve() {
     let b = backends::local();

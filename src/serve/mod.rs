@@ -249,7 +249,30 @@ pub fn router(app: Arc<App>) -> Router {
             auth::require_token,
         ))
         .layer(middleware::from_fn_with_state(app.clone(), measure))
+        .layer(middleware::from_fn(close_after_unread_body))
         .with_state(app)
+}
+
+/// Middleware: an error answer to a request with a body says `Connection:
+/// close`. The body may be left unread (a 401, 404, 405 or 413 answers
+/// before reading it), and hyper then closes the connection after the answer
+/// rather than read the rest: a client not told so sends its next request on
+/// the closed connection and fails it (a POST, which it may not retry).
+async fn close_after_unread_body(req: Request, next: Next) -> Response {
+    use axum::http::header::{CONNECTION, CONTENT_LENGTH, TRANSFER_ENCODING};
+    let headers = req.headers();
+    let has_body = headers.contains_key(TRANSFER_ENCODING)
+        || headers
+            .get(CONTENT_LENGTH)
+            .is_some_and(|n| n.as_bytes() != b"0");
+    let mut response = next.run(req).await;
+    let status = response.status();
+    if has_body && (status.is_client_error() || status.is_server_error()) {
+        response
+            .headers_mut()
+            .insert(CONNECTION, axum::http::HeaderValue::from_static("close"));
+    }
+    response
 }
 
 async fn not_found(req: Request) -> ApiError {
