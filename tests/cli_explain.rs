@@ -73,6 +73,11 @@ const CASES: &[(&str, &str)] = &[
         "llm-gateway-carve-out",
         "-f fixtures/manifests/valid/llm-gateway.yaml -e internal-monitor -r anthropic/claude-3.5 --at 2026-12-05T00:00:00Z --until 1d",
     ),
+    // `disabled: true`: every request refused, whatever the limits say.
+    (
+        "llm-gateway-disabled",
+        "-f fixtures/manifests/valid/llm-gateway.yaml -e internal-monitor -r openai/gpt-4o --at 2026-12-05T00:00:00Z --until 1d",
+    ),
     // A level of rolling windows and slots only: Python resolves the one below.
     (
         "python-sees-empty",

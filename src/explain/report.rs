@@ -99,7 +99,9 @@ fn disabled_word(d: Disabled) -> &'static str {
 /// What the level's `disabled` means for requests.
 fn disabled_meaning(d: Disabled) -> &'static str {
     match d {
-        Disabled::Disabled => "nothing is enforced or counted",
+        Disabled::Disabled => {
+            "every request is refused, whatever the limits below say (the Python client raises ResourceDisabled; `acquire` exits 75)"
+        }
         Disabled::Bypass => "every request is admitted but counted",
         Disabled::Enforced => "limits are enforced (an explicit carve-out)",
     }
@@ -236,6 +238,13 @@ fn change_text(c: &Change, quota: bool) -> String {
 fn limit_body(x: &Explanation, l: &LimitView, tz: Option<Tz>) -> Vec<String> {
     let s = &l.stored;
     let mut out = Vec::new();
+    // How long a request waits, unless the level refuses everything.
+    let wait = |text: String| match x.disabled {
+        Some((_, Disabled::Disabled)) => {
+            "while the level is disabled, every request is refused: no wait helps".to_string()
+        }
+        _ => text,
+    };
     match (&l.kind, &l.now) {
         (Kind::Bucket { .. }, Some(Active { entry, numbers })) => {
             let quota = s.resets();
@@ -278,26 +287,26 @@ fn limit_body(x: &Explanation, l: &LimitView, tz: Option<Tz>) -> Vec<String> {
             } else {
                 ""
             };
-            out.push(format!("{}{why}", wait_line(l, "at an empty bucket")));
+            out.push(wait(format!("{}{why}", wait_line(l, "at an empty bucket"))));
         }
         (Kind::Rolling, _) => {
             out.push("no schedule: the amount is the same at every instant".into());
-            out.push(wait_line(l, "right after the whole amount was used"));
+            out.push(wait(wait_line(l, "right after the whole amount was used")));
         }
         (Kind::Concurrency, _) => {
             out.push("no schedule: the slots are the same at every instant".into());
-            out.push(match l.wait_seconds {
+            out.push(wait(match l.wait_seconds {
                 Some(w) => format!(
                     "a reservation when every slot was taken at {} waits {}: the first hold's TTL, less when a holder releases",
                     rfc3339(x.at_ms),
                     wait_text(w)
                 ),
                 None => "a reservation when every slot is taken waits for a release".into(),
-            });
+            }));
         }
         _ => {}
     }
-    if s.soft {
+    if s.soft && !matches!(x.disabled, Some((_, Disabled::Disabled))) {
         out.push(
             "soft: counted and reported, never refused (the wait is what a hard limit would give)"
                 .into(),
