@@ -7,7 +7,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{outcome, write_in, zae_limiter};
+use common::{between, outcome, run_suggested, write_in, zae_limiter};
 
 fn quickstart() -> String {
     std::fs::read_to_string(
@@ -387,31 +387,6 @@ fn detailed_exitcode_2_is_documented_where_it_applies() {
             "limits {cmd}: {status}"
         );
     }
-}
-
-/// The text between `from` and the next `until` after it, in `text`.
-fn between<'a>(text: &'a str, from: &str, until: char) -> &'a str {
-    let start = text
-        .find(from)
-        .unwrap_or_else(|| panic!("no {from:?} in\n{text}"))
-        + from.len();
-    let rest = &text[start..];
-    &rest[..rest.find(until).unwrap_or(rest.len())]
-}
-
-/// Runs a suggested command line as printed, through `sh` (its quoting must
-/// be the shell's), in `dir` and without any store variable: it must reach
-/// the store by itself.
-fn run_suggested(dir: &Path, line: &str) -> (i32, String, String) {
-    let rest = line
-        .strip_prefix("zae-limiter ")
-        .unwrap_or_else(|| panic!("not a zae-limiter command: {line}"));
-    let mut sh = common::isolated(Command::new("sh"));
-    sh.current_dir(dir)
-        .arg("-c")
-        .arg(format!("\"$ZAEL_BIN\" {rest}"))
-        .env("ZAEL_BIN", env!("CARGO_BIN_EXE_zae-limiter"));
-    outcome(sh.output().unwrap())
 }
 
 /// A command, its exit code, the text around its suggestion, the suggestion.

@@ -404,6 +404,19 @@ fn read_only_refusals() {
     let (code, _, err) = run(&path, &["resource", "get-defaults", "gpt-4"]);
     assert_eq!(code, 1);
     assert!(err.contains("no version record"), "{err}");
+    // The command it suggests reaches this store and writes the record.
+    let line = common::between(&err, "Run `", '`').to_string();
+    assert_eq!(
+        line,
+        format!(
+            "zae-limiter table create -n {TABLE} --local={}",
+            path.display()
+        )
+    );
+    let (code, out, err) = common::run_suggested(dir.path(), &line);
+    assert_eq!(code, 0, "{line}: {out}{err}");
+    let (code, _, err) = run(&path, &["resource", "get-defaults", "gpt-4"]);
+    assert_eq!(code, 0, "{err}");
 
     // An unregistered namespace.
     version::ensure_initialized(&store).unwrap();

@@ -113,6 +113,9 @@ impl Store for Faulty {
     fn table_name(&self) -> &str {
         self.inner.table_name()
     }
+    fn target(&self) -> Option<crate::store::open::Target> {
+        self.inner.target()
+    }
     fn get(&self, key: &Key, consistent: bool) -> Result<Option<Item>, StoreError> {
         self.inner.get(key, consistent)
     }

@@ -9,6 +9,8 @@
 use super::args::store_flags;
 use super::shell::quote;
 use crate::exit_codes;
+use crate::plan::version::Unusable;
+use crate::store::open::Target;
 use crate::store::{Missing, StoreError};
 
 #[derive(Debug, thiserror::Error)]
@@ -87,9 +89,22 @@ pub fn advice(e: &(dyn std::error::Error + 'static)) -> String {
         if let Some(StoreError::TableNotFound { table, where_ }) = e.downcast_ref() {
             return missing_table(table, where_);
         }
+        if let Some(Unusable::NoRecord { table, target }) = e.downcast_ref() {
+            return no_version_record(table, target.as_ref());
+        }
         next = e.source();
     }
     String::new()
+}
+
+/// A table without the version record: `table create` writes it (and keeps
+/// what the table holds), with the flags that reach the same store.
+fn no_version_record(table: &str, target: Option<&Target>) -> String {
+    let flags = target.map_or_else(String::new, store_flags);
+    format!(
+        ". Run `zae-limiter table create -n {}{flags}` first: it writes the record and keeps the table's items",
+        quote(table)
+    )
 }
 
 /// A missing table: the command that creates it, with the flags that reach

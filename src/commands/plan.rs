@@ -284,7 +284,7 @@ pub fn apply(args: ApplyArgs) -> Result<i32, CliError> {
         ))
     })?;
     let rec = version::read(store)?;
-    version::check_usable(rec.as_ref(), store.table_name())?;
+    version::check_usable(rec.as_ref(), store)?;
     let registered = namespace::register(store, &name).map_err(|e| {
         CliError::Failed(format!(
             "registering namespace '{name}': {}",

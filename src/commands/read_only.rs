@@ -13,7 +13,7 @@ use crate::store::Store;
 /// registers it on the same table ([`NamespacedArgs::flags`]).
 pub fn resolve_namespace(store: &dyn Store, args: &NamespacedArgs) -> Result<String, CliError> {
     let rec = version::read(store)?;
-    version::check_usable(rec.as_ref(), store.table_name())?;
+    version::check_usable(rec.as_ref(), store)?;
     let name = &args.namespace;
     namespace::resolve(store, name)?.ok_or_else(|| {
         CliError::Failed(format!(
@@ -28,6 +28,6 @@ pub fn resolve_namespace(store: &dyn Store, args: &NamespacedArgs) -> Result<Str
 /// `None` says so; a deleted or purging one is refused as apply refuses it.
 pub fn planned_namespace(store: &dyn Store, name: &str) -> Result<Option<String>, CliError> {
     let rec = version::read(store)?;
-    version::check_usable(rec.as_ref(), store.table_name())?;
+    version::check_usable(rec.as_ref(), store)?;
     Ok(namespace::registered(store, name)?)
 }

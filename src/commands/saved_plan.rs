@@ -154,7 +154,7 @@ pub fn apply(args: ApplyArgs, path: &Path) -> Result<i32, CliError> {
     let store = fault::wrap(open::open(&args.plan.store.target(), &args.plan.name)?);
     let store = store.as_ref();
     let rec = version::read(store)?;
-    version::check_usable(rec.as_ref(), store.table_name())?;
+    version::check_usable(rec.as_ref(), store)?;
     let build = builder(&plan.namespace_id, &plan.manifest);
     let build: &BuildFn<'_> = &build;
     plan.verify(build).map_err(|e| {

@@ -5,7 +5,7 @@
 
 use crate::manifest::model::Disabled;
 use crate::manifest::Manifest;
-use crate::store::Key;
+use crate::store::{Key, Store};
 
 pub use crate::items::version::{read, VersionRecord, CLIENT_VERSION};
 
@@ -35,19 +35,27 @@ pub fn parse(v: &str) -> (u64, u64, u64) {
 /// Why this client may not use a table at all.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Unusable {
-    #[error("table '{table}' has no version record (_/SYSTEM# #VERSION), so it was not set up for zae-limiter. Run 'zae-limiter limits apply' (local store) or 'zae-limiter table create -n {table}' first.")]
-    NoRecord { table: String },
+    /// The CLI adds the command that writes the record (with the store
+    /// flags that reach `target`).
+    #[error("table '{table}' has no version record (_/SYSTEM# #VERSION), so it was not set up for zae-limiter")]
+    NoRecord {
+        table: String,
+        target: Option<crate::store::open::Target>,
+    },
     #[error("table '{table}' has schema {schema}; this client (zae-limiter {CLIENT_VERSION} layout) reads schema 0.x only. A schema migration is needed before this tool can use it.")]
     Schema { table: String, schema: String },
     #[error("table '{table}' requires clients of version {min} or later (client_min_version); this client writes the {CLIENT_VERSION} layout and must not use it.")]
     ClientTooOld { table: String, min: String },
 }
 
-/// Why plan/diff (and apply) may not use this table at all.
-pub fn check_usable(rec: Option<&VersionRecord>, table: &str) -> Result<(), Unusable> {
-    let table = table.to_string();
+/// Why plan/diff (and apply) may not use `store`'s table at all.
+pub fn check_usable(rec: Option<&VersionRecord>, store: &dyn Store) -> Result<(), Unusable> {
+    let table = store.table_name().to_string();
     let Some(rec) = rec else {
-        return Err(Unusable::NoRecord { table });
+        return Err(Unusable::NoRecord {
+            table,
+            target: store.target(),
+        });
     };
     if parse(&rec.schema_version).0 != SCHEMA_MAJOR {
         return Err(Unusable::Schema {
@@ -182,7 +190,9 @@ pub(crate) mod tests {
 
     #[test]
     fn read_only_refusals() {
-        let refusal = |rec: Option<&VersionRecord>| check_usable(rec, "t").unwrap_err().to_string();
+        let store = crate::store::memory::MemoryStore::new();
+        let refusal =
+            |rec: Option<&VersionRecord>| check_usable(rec, &store).unwrap_err().to_string();
         assert!(refusal(None).contains("no version record"));
         let mut rec = VersionRecord {
             schema_version: "0.10.0".into(),
@@ -191,7 +201,7 @@ pub(crate) mod tests {
             updated_at: None,
             updated_by: None,
         };
-        assert_eq!(check_usable(Some(&rec), "t"), Ok(()));
+        assert_eq!(check_usable(Some(&rec), &store), Ok(()));
         rec.client_min_version = Some("0.18.0".into());
         assert!(refusal(Some(&rec)).contains("0.18.0"));
         rec.client_min_version = None;

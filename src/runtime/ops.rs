@@ -43,7 +43,7 @@ pub fn namespace_id(store: &dyn Store, name: &str) -> Result<Namespace, RuntimeE
     keys::validate_namespace_name(name)?;
     let items = store.batch_get(&[keys::namespace_key(name), keys::version_key()], false)?;
     let record = items[1].as_ref().map(version::from_item);
-    check_usable(record.as_ref(), store.table_name())?;
+    check_usable(record.as_ref(), store)?;
     let id = items[0]
         .as_ref()
         .and_then(namespace::active_id)

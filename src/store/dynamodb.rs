@@ -530,6 +530,12 @@ impl Store for DynamoStore {
     fn table_name(&self) -> &str {
         &self.table
     }
+    fn target(&self) -> Option<super::open::Target> {
+        Some(super::open::Target::DynamoDb {
+            region: Some(self.region.clone()),
+            endpoint_url: (!self.endpoint.is_empty()).then(|| self.endpoint.clone()),
+        })
+    }
 
     fn get(&self, key: &Key, consistent: bool) -> Result<Option<Item>, StoreError> {
         self.timed("get", || self.get_untimed(key, consistent))

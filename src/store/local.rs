@@ -774,6 +774,9 @@ impl Store for LocalStore {
     fn table_name(&self) -> &str {
         &self.table
     }
+    fn target(&self) -> Option<super::open::Target> {
+        Some(super::open::Target::Local(self.path.clone()))
+    }
 
     fn get(&self, key: &Key, _consistent: bool) -> Result<Option<Item>, StoreError> {
         self.with_connection(|conn| self.load_from_table(conn, key))

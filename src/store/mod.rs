@@ -291,6 +291,12 @@ impl WriteOp {
 pub trait Store: Send + Sync {
     /// The table this store reads and writes.
     fn table_name(&self) -> &str;
+    /// Where the table lives (the file, the region and endpoint), for an
+    /// error to name and a suggested command to reach; `None` for stores
+    /// that live nowhere else (in memory, in tests).
+    fn target(&self) -> Option<open::Target> {
+        None
+    }
     /// GetItem. `consistent` asks for a strongly consistent read.
     fn get(&self, key: &Key, consistent: bool) -> Result<Option<Item>, StoreError>;
     /// Many GetItems; the result has one entry per key, in the same order.

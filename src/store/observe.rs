@@ -74,6 +74,9 @@ impl Store for Observed {
     fn table_name(&self) -> &str {
         self.inner.table_name()
     }
+    fn target(&self) -> Option<crate::store::open::Target> {
+        self.inner.target()
+    }
     fn get(&self, key: &Key, consistent: bool) -> Result<Option<Item>, StoreError> {
         self.observe("get", 1, || self.inner.get(key, consistent))
     }

@@ -223,3 +223,28 @@ pub fn assert_stdout_has(out: &Output, needle: &str) {
 pub fn assert_stderr_has(out: &Output, needle: &str) {
     assert_stream_has(out, &out.stderr, needle);
 }
+
+/// The text between `from` and the next `until` after it, in `text`.
+pub fn between<'a>(text: &'a str, from: &str, until: char) -> &'a str {
+    let start = text
+        .find(from)
+        .unwrap_or_else(|| panic!("no {from:?} in\n{text}"))
+        + from.len();
+    let rest = &text[start..];
+    &rest[..rest.find(until).unwrap_or(rest.len())]
+}
+
+/// Runs a suggested command line as printed, through `sh` (its quoting must
+/// be the shell's), in `dir` and without any store variable: it must reach
+/// the store by itself.
+pub fn run_suggested(dir: &std::path::Path, line: &str) -> (i32, String, String) {
+    let rest = line
+        .strip_prefix("zae-limiter ")
+        .unwrap_or_else(|| panic!("not a zae-limiter command: {line}"));
+    let mut sh = isolated(Command::new("sh"));
+    sh.current_dir(dir)
+        .arg("-c")
+        .arg(format!("\"$ZAEL_BIN\" {rest}"))
+        .env("ZAEL_BIN", env!("CARGO_BIN_EXE_zae-limiter"));
+    outcome(sh.output().unwrap())
+}
