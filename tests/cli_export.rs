@@ -206,6 +206,56 @@ fn a_table_the_python_client_wrote_exports_and_plans_clean() {
     export_and_plan(tmp.path(), "default", true);
 }
 
+/// A plan or diff of a manifest that leaves stored levels out (written by
+/// the Python client, never by an apply of a manifest; the provisioner's
+/// record owns claude-3 and user-3, so those are deletes) names them: Python
+/// enforces them and no change line would show them. Once an apply owns
+/// them, they are its to change or delete, and the warning is gone.
+#[test]
+fn plan_and_diff_name_the_stored_levels_a_manifest_leaves_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    load_items(
+        dir,
+        &std::fs::read_to_string(root().join("fixtures/items/reference-dump.jsonl")).unwrap(),
+    );
+    std::fs::write(
+        dir.join("partial.yaml"),
+        "namespace: default\nsystem:\n  limits:\n    rpm: {capacity: 1000}\n    tpm: {capacity: 100000}\n  on_unavailable: block\n",
+    )
+    .unwrap();
+    let store = ["--local=s.sqlite", "-n", "tbl", "-f", "partial.yaml"];
+    for command in ["plan", "diff"] {
+        let (code, out, err) = run(dir, &[&["limits", command][..], &store].concat());
+        assert_eq!(code, 0, "{command}: {out}{err}");
+        assert!(
+            err.contains("Warning: namespace 'default' holds 3 level(s) that this manifest does not declare and no apply of a manifest wrote: resources.gpt-4, entities.user-1.resources._default_, entities.user-1.resources.gpt-4. Python clients enforce them"),
+            "{command}: {err}"
+        );
+        let (_, out, _) = run(
+            dir,
+            &[&["limits", command, "--format", "json"][..], &store].concat(),
+        );
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert!(
+            v["warnings"][0]
+                .as_str()
+                .unwrap()
+                .contains("holds 3 level(s)"),
+            "{v}"
+        );
+    }
+    // Adopted by an apply of the export: a plan of the partial manifest now
+    // deletes them, and names nothing.
+    let (code, _, err) = export(dir, &["-o", "out.yaml"]);
+    assert_eq!(code, 0, "{err}");
+    apply_export(dir);
+    let (code, out, err) = run(dir, &[&["limits", "plan"][..], &store].concat());
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("Plan: 5 change(s)"), "{out}");
+    assert!(!err.contains("does not declare"), "{err}");
+}
+
 #[test]
 fn levels_a_manifest_cannot_express_are_named_and_left_out() {
     let tmp = tempfile::tempdir().unwrap();

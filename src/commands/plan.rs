@@ -31,6 +31,7 @@ use crate::exit_codes;
 use crate::items::namespace;
 use crate::manifest::{self, Manifest, Severity};
 use crate::plan::digests::{self, Untrusted};
+use crate::plan::level::Level;
 use crate::plan::managed::{self, ManagedSet};
 use crate::plan::output::{self, ApplyCounts, Command, Report, Setup};
 use crate::plan::prepare::{builder, prepare_each, BuildFn, Prepared, Refresh};
@@ -197,6 +198,16 @@ fn read_only(
                     .map(|r| format!("{r}; the next apply repairs it")),
             );
         }
+    }
+    // Stored levels this manifest leaves alone: Python enforces them, and no
+    // change line would show them (docs/plan-apply.md).
+    if refresh == Refresh::All && setup == Setup::Ready {
+        let declared = ManagedSet::from_manifest(&m);
+        let owned = record.all();
+        let unknown = crate::plan::discover::unknown_levels(store, &ns, |l| {
+            declared.contains(l) || owned.contains(l)
+        })?;
+        warnings.extend(unknown_levels_warning(&name, &unknown));
     }
     let left = pending::left(store, &ns, crate::clock::system_ms())?;
     let pending = left.count + record.cascade_pending.len();
@@ -433,6 +444,28 @@ fn refresh(args: &RefreshArg) -> Refresh {
     } else {
         Refresh::All
     }
+}
+
+/// The stored levels that neither the manifest declares nor an apply of a
+/// manifest wrote, a few by name.
+fn unknown_levels_warning(namespace: &str, levels: &[Level]) -> Option<String> {
+    const NAMED: usize = 5;
+    if levels.is_empty() {
+        return None;
+    }
+    let mut names: Vec<String> = levels
+        .iter()
+        .take(NAMED)
+        .map(Level::manifest_path)
+        .collect();
+    if levels.len() > NAMED {
+        names.push(format!("and {} more", levels.len() - NAMED));
+    }
+    Some(format!(
+        "namespace '{namespace}' holds {} level(s) that this manifest does not declare and no apply of a manifest wrote: {}. Python clients enforce them; apply leaves them as they are. To manage them, add them to the manifest (`limits export` writes every stored level)",
+        levels.len(),
+        names.join(", ")
+    ))
 }
 
 /// Says so when `--no-refresh` had to read every level after all.

@@ -1,6 +1,6 @@
 //! `limits export`: every level a namespace holds, written as a manifest
 //! (docs/adopt.md). The levels are found as the Python client's listing
-//! commands find them, plus the ones those miss ([`discover`]); each is read
+//! commands find them, plus the ones those miss ([`crate::plan::discover`]); each is read
 //! by the one decoder of stored levels ([`decode_level`]) and written in the
 //! manifest format ([`write`]). A level is exported only when its text loads
 //! back through the manifest loader to an item with exactly the stored
@@ -8,7 +8,6 @@
 //! against the same table shows no change; any other level is reported, with
 //! why, and left out, never silently changed.
 
-pub mod discover;
 pub mod write;
 
 use crate::items::config::{self, decode_level, limit_content};
@@ -41,7 +40,7 @@ impl Omitted {
     /// Where the level would be in a manifest: `system`, `resources.gpt-4`,
     /// `entities.user-1.resources._default_`.
     pub fn path(&self) -> String {
-        manifest_path(&self.level)
+        self.level.manifest_path()
     }
 
     /// `path: reason`, and the warning a managed level needs.
@@ -78,20 +77,11 @@ pub enum ExportError {
     NotReloadable(String),
 }
 
-/// The manifest path of a level.
-pub fn manifest_path(level: &Level) -> String {
-    match level {
-        Level::System => "system".to_string(),
-        Level::Resource(r) => format!("resources.{r}"),
-        Level::Entity(e, r) => format!("entities.{e}.resources.{r}"),
-    }
-}
-
 /// Reads every level of the namespace and writes the manifest.
 pub fn export(store: &dyn Store, origin: &Origin<'_>) -> Result<Exported, ExportError> {
     let ns = origin.namespace_id;
     let managed = crate::plan::managed::read(store, ns)?.managed;
-    let levels = discover::levels(store, ns)?;
+    let levels = crate::plan::discover::levels(store, ns)?;
     let keys: Vec<_> = levels.iter().map(|l| l.key(ns)).collect();
     let items = store.batch_get(&keys, true)?;
     let mut written: Vec<(Level, Node)> = Vec::new();

@@ -52,6 +52,15 @@ impl Level {
         }
     }
 
+    /// Where the level stands in a manifest (`entities.u-1.resources.gpt-4`).
+    pub fn manifest_path(&self) -> String {
+        match self {
+            Level::System => "system".to_string(),
+            Level::Resource(r) => format!("resources.{r}"),
+            Level::Entity(e, r) => format!("entities.{e}.resources.{r}"),
+        }
+    }
+
     /// The key of the level's config item in namespace `ns`.
     pub fn key(&self, ns: &str) -> Key {
         match self {

@@ -9,6 +9,7 @@
 pub mod detail;
 pub mod diff;
 pub mod digests;
+pub mod discover;
 pub mod identity;
 pub mod kinds;
 pub mod level;

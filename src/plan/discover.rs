@@ -58,6 +58,28 @@ pub fn levels(store: &dyn Store, ns: &str) -> Result<Vec<Level>, StoreError> {
     Ok(out)
 }
 
+/// The stored levels of namespace `ns` that `known` does not hold (read to
+/// see that they exist): a plan's levels that the manifest does not declare
+/// and no apply of a manifest owns. Python clients enforce them; an apply
+/// leaves them as they are.
+pub fn unknown_levels(
+    store: &dyn Store,
+    ns: &str,
+    known: impl Fn(&Level) -> bool,
+) -> Result<Vec<Level>, StoreError> {
+    let candidates: Vec<Level> = levels(store, ns)?
+        .into_iter()
+        .filter(|l| !known(l))
+        .collect();
+    let keys: Vec<Key> = candidates.iter().map(|l| l.key(ns)).collect();
+    let items = store.batch_get(&keys, true)?;
+    Ok(candidates
+        .into_iter()
+        .zip(items)
+        .filter_map(|(level, item)| item.map(|_| level))
+        .collect())
+}
+
 /// Key and index attributes of a registry item (every other attribute of
 /// `#ENTITY_CONFIG_RESOURCES` is a resource's count).
 fn keys_attr(name: &str) -> bool {
