@@ -133,6 +133,17 @@ fn a_missing_table_names_table_create() {
         (vec!["limits", "plan", "-f", &m], 1),
         (vec!["entity", "get-limits", "u"], 1),
         (vec!["cooldown", "check", "p/a"], 76),
+        // The runtime reads through batch reads on the SDK's runtime: the
+        // stack's status is asked after it (asking inside panicked).
+        (vec!["acquire", "u", "-r", "gpt-4"], 1),
+        (
+            vec![
+                "reservation",
+                "release",
+                "z1.dQ.Z3B0LTQ.AAAAAAAAAAAAAAAAAAAAAA",
+            ],
+            1,
+        ),
     ] {
         let mut all = args.clone();
         all.extend(["-n", &it.table]);

@@ -65,10 +65,17 @@ impl StorePool {
     /// calls that must not queue behind the pooled ones (health checks); one
     /// such call at a time.
     pub fn with_own<T>(&self, f: impl FnOnce(&dyn Store) -> T) -> Result<T, StoreError> {
-        let mut own = self
-            .own
-            .lock()
-            .map_err(|_| StoreError::Backend("the health store's lock is poisoned".into()))?;
+        let mut own = match self.own.lock() {
+            Ok(own) => own,
+            // A call panicked while it held the store: use a fresh one, so
+            // one panic does not fail every later health check.
+            Err(poisoned) => {
+                let mut own = poisoned.into_inner();
+                *own = None;
+                self.own.clear_poison();
+                own
+            }
+        };
         let store = match &mut *own {
             Some(store) => store,
             none => none.insert((self.open)()?),
@@ -90,5 +97,38 @@ impl StorePool {
         drop(stores);
         let own = self.own.lock().map(|mut o| o.take());
         drop(own);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::memory::MemoryStore;
+
+    /// A health call that panicked does not fail every later one: the next
+    /// call gets a fresh store.
+    #[test]
+    fn a_panic_in_a_health_call_leaves_the_next_one_working() {
+        let opened = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = opened.clone();
+        let pool = StorePool::new(
+            Box::new(move || {
+                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                Ok(Box::new(MemoryStore::new()) as Box<dyn Store>)
+            }),
+            1,
+            None,
+        );
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            pool.with_own(|_| panic!("a store call panicked"))
+        }));
+        assert!(panicked.is_err());
+        assert_eq!(
+            pool.with_own(|s| s.table_name().to_string())
+                .ok()
+                .as_deref(),
+            Some("memory")
+        );
+        assert_eq!(opened.load(std::sync::atomic::Ordering::SeqCst), 2);
     }
 }

@@ -265,15 +265,34 @@ impl DynamoStore {
         }
     }
 
-    /// The missing-table error, with what CloudFormation knows about the stack.
+    /// The missing-table error, with what CloudFormation knows about the
+    /// stack. Inside this store's runtime (an error met by one of many
+    /// concurrent requests) the stack cannot be asked without blocking the
+    /// runtime on itself, a panic: there the status is left out, and
+    /// [`DynamoStore::with_stack`] asks it once the runtime has returned.
     pub fn table_not_found(&self) -> StoreError {
+        let inside_runtime = tokio::runtime::Handle::try_current().is_ok();
+        let stack = if inside_runtime {
+            None
+        } else {
+            self.stack_info().ok().flatten().map(|stack| stack.status)
+        };
         StoreError::TableNotFound {
             table: self.table.clone(),
             where_: Missing::DynamoDb {
                 region: self.region.clone(),
                 endpoint_url: (!self.endpoint.is_empty()).then(|| self.endpoint.clone()),
-                stack: self.stack_info().ok().flatten().map(|stack| stack.status),
+                stack,
             },
+        }
+    }
+
+    /// An error from inside the runtime, completed outside it: a missing
+    /// table gets the stack's status.
+    fn with_stack(&self, e: StoreError) -> StoreError {
+        match e {
+            StoreError::TableNotFound { .. } => self.table_not_found(),
+            e => e,
         }
     }
 
@@ -352,6 +371,7 @@ impl DynamoStore {
         results
             .into_iter()
             .map(|r| r.unwrap_or_else(|| Err(StoreError::Backend("write was not run".into()))))
+            .map(|r| r.map_err(|e| self.with_stack(e)))
             .collect()
     }
 
@@ -653,7 +673,7 @@ impl DynamoStore {
                 }
             }
         });
-        outcome?;
+        outcome.map_err(|e| self.with_stack(e))?;
         Ok(keys.iter().map(|k| found.get(k).cloned()).collect())
     }
 
