@@ -528,6 +528,62 @@ fn a_holder_follows_one_rule_for_reservations_and_probes() {
     }
 }
 
+/// A state that would outgrow the 400 KB of one stored item (many holds,
+/// each counted in many long-named windows) refuses the request that would
+/// overflow it — an error naming the state, never an unchecked "allow" by
+/// `on_unavailable: allow` — and takes requests again once holds are released.
+/// The runtime measures the state before it writes, the same on every store,
+/// so the local store shows it (filling an item on moto takes a minute; the
+/// DynamoDB refusal of a too-large item is classified in `store::dynamodb`).
+#[test]
+fn a_state_too_large_for_one_item_refuses_and_never_allows_unchecked() {
+    use zae_limiter::runtime::{self, Mode, Request, RuntimeError};
+    for b in [backends::local()] {
+        let windows: Vec<String> = (0..40)
+            .map(|i| {
+                format!(
+                    "w{i:02}_{}: {{capacity: 1000000, window: hour, rolling: true}}",
+                    "x".repeat(56)
+                )
+            })
+            .collect();
+        let mut lines: Vec<&str> = windows.iter().map(String::as_str).collect();
+        lines.push("in_flight: {concurrency: 1000, hold_ttl_seconds: 3600}");
+        let m = manifest(&[("big", &lines)]).replace(
+            "namespace: default\n",
+            "namespace: default\nsystem:\n  on_unavailable: allow\n",
+        );
+        b.apply(&m);
+        let store = b.store();
+        let ns = runtime::namespace_id(store.as_ref(), "default").unwrap();
+        let mut req = Request::new(Mode::Reserve);
+        req.holder = Some("h".repeat(256));
+        let mut granted = Vec::new();
+        let refusal = loop {
+            match runtime::acquire(store.as_ref(), &ns, "e", "big", &req, T0_MS) {
+                Ok(d) => {
+                    assert!(d.allowed && d.unavailable.is_none(), "[{}] {d:?}", b.label);
+                    granted.push(d.reservation.expect("a hold").id);
+                    assert!(granted.len() < 1000, "[{}] never too large", b.label);
+                }
+                Err(e) => break e,
+            }
+        };
+        assert!(
+            matches!(refusal, RuntimeError::StateTooLarge { holds, .. } if holds == granted.len() + 1),
+            "[{}] {refusal}",
+            b.label
+        );
+        // Through the CLI: exit 1, nothing allowed.
+        let out = b.expect(1, 0, &["acquire", "e", "-r", "big", "--mode", "reserve"]);
+        assert_stderr_has(&out, "over the 400 KB one stored item may hold: refused");
+        // A release makes room again.
+        let id = granted.pop().unwrap().to_string();
+        b.expect(0, 0, &["reservation", "release", &id]);
+        b.expect(0, 0, &["acquire", "e", "-r", "big", "--mode", "reserve"]);
+    }
+}
+
 #[test]
 fn bad_requests_are_errors_and_never_an_allow() {
     for b in backends("rt-errors") {

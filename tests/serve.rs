@@ -647,6 +647,45 @@ fn refusals_are_200_and_errors_have_their_status() {
     }
 }
 
+/// `on_unavailable: allow` answering over HTTP names no store detail (the
+/// state item's key, a file, an SDK error); the server's log has it.
+#[test]
+fn an_unchecked_allow_names_no_store_detail_and_the_log_says_why() {
+    use zae_limiter::store::{AttrValue, Key, WriteOp};
+    let b = backends::local();
+    apply(
+        &b,
+        "namespace: default\nsystem:\n  on_unavailable: allow\nresources:\n  api:\n    limits:\n      rpm: {capacity: 5, window: minute, rolling: true}\n",
+    );
+    let server = Server::with_token(&b);
+    let agent = agent();
+    server.ok(&agent, "/v1/checks", check_body("c", "api", "consume"));
+    // Damage the state item: unreadable, so on_unavailable answers.
+    let ns = b.namespace_id("default");
+    let key = Key::new(format!("{ns}/RUNTIME#c#api"), "#STATE");
+    let mut item = b.store().get(&key, true).unwrap().expect("state");
+    item.insert("rw_rpm".into(), AttrValue::s("fortnight/1/0:1"));
+    b.store()
+        .write(WriteOp::Put {
+            item,
+            condition: None,
+        })
+        .unwrap();
+    let d = server.ok(&agent, "/v1/checks", check_body("c", "api", "consume"));
+    assert_eq!(d["allowed"], true, "{d}");
+    assert_eq!(
+        d["unavailable"],
+        "the store or the runtime state could not be used (the server's log says why)",
+        "{d}"
+    );
+    let log = server.stderr();
+    assert!(
+        log.contains("on_unavailable answered c on api: the runtime state")
+            && log.contains("RUNTIME#c#api"),
+        "{log}"
+    );
+}
+
 /// An error answered before the request's body was read tells the client
 /// the connection ends (`Connection: close`) and ends it: a keep-alive
 /// client must not send its next request on a connection the server drops.

@@ -151,6 +151,17 @@ pub enum RuntimeError {
         sk: String,
         reason: String,
     },
+    /// The state after this request would not fit in one stored item (too
+    /// many open holds, or rolling windows with long names): refused before
+    /// the write, never admitted unchecked. Holds released or expired make
+    /// room again.
+    #[error("the runtime state of '{entity}' on '{resource}' would be {bytes} bytes with {holds} open hold(s), over the 400 KB one stored item may hold: refused, nothing was written. Release holds (or let them expire), or give the level fewer concurrency slots or rolling windows with shorter names")]
+    StateTooLarge {
+        entity: String,
+        resource: String,
+        bytes: usize,
+        holds: usize,
+    },
     /// Other writers kept winning; nothing was written by this call.
     #[error("the runtime state of '{entity}' on '{resource}' kept changing under {attempts} attempts; nothing was written, try again")]
     Contended {

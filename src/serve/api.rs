@@ -135,6 +135,17 @@ pub async fn check(
         })
         .await?;
     app.metrics.decision(&d);
+    // Why `on_unavailable` answered names the store (a file, a table, an
+    // SDK error): logged in full, answered without it.
+    let mut d = d;
+    if let Some(why) = d.unavailable.take() {
+        super::error::log(&format!(
+            "on_unavailable answered {entity} on {resource}: {why}"
+        ));
+        d.unavailable = Some(
+            "the store or the runtime state could not be used (the server's log says why)".into(),
+        );
+    }
     let doc = decision_json(&d, &ns, &entity, &resource);
     let mut response = Json(camel_case(doc)).into_response();
     if let Some(ms) = d.retry_after_ms.filter(|_| !d.allowed) {

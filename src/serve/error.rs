@@ -165,6 +165,12 @@ impl From<RuntimeError> for ApiError {
                 "the runtime state of this entity and resource is unreadable (the server's log says where); an operator must look at it",
             ),
             R::Contended { .. } => ApiError::contended(&e),
+            // Room comes back as holds end: not the client's fault, not a
+            // store failure; it names no store detail.
+            R::StateTooLarge { .. } => ApiError::Unavailable {
+                message: e.to_string(),
+                retry_after_seconds: None,
+            },
             R::NamespaceNotFound(_) | R::Table(_) => {
                 log(&e.to_string());
                 ApiError::Unavailable {

@@ -282,7 +282,10 @@ fn batched_puts_and_deletes_fail_one_by_one() {
             out[0].is_ok() && out[2].is_ok() && out[3].is_ok(),
             "{out:?}"
         );
-        assert!(matches!(&out[1], Err(StoreError::Backend(m)) if m.contains("400 KB")));
+        assert!(
+            matches!(&out[1], Err(e @ StoreError::ItemTooLarge { .. }) if e.to_string().contains("400 KB")),
+            "{out:?}"
+        );
         let get = |sk: &str| s.get(&Key::new("p", sk), true).unwrap();
         assert_eq!(get("new").unwrap().get("v"), Some(&AttrValue::n(2)));
         assert!(get("old").is_none() && get("big").is_none());

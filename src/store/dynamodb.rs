@@ -261,6 +261,14 @@ impl DynamoStore {
                 }
             }
             Failure::Cancelled(codes) => StoreError::TransactionCanceled(codes.join(", ")),
+            Failure::TooLarge => {
+                let key = key.cloned().unwrap_or_else(|| Key::new("?", "?"));
+                StoreError::ItemTooLarge {
+                    pk: key.pk,
+                    sk: key.sk,
+                    bytes: None,
+                }
+            }
             Failure::Other(e) => e,
         }
     }

@@ -123,12 +123,11 @@ fn stored(item: Item) -> Result<Change, StoreError> {
     let key = validate_item(&item)?;
     let body = item_to_json(&item).to_string();
     if body.len() > MAX_ITEM_BYTES {
-        return Err(StoreError::Backend(format!(
-            "item {} / {} is {} bytes; items are limited to 400 KB",
-            key.pk,
-            key.sk,
-            body.len()
-        )));
+        return Err(StoreError::ItemTooLarge {
+            pk: key.pk,
+            sk: key.sk,
+            bytes: Some(body.len()),
+        });
     }
     Ok(Change::Put { item, body })
 }

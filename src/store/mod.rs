@@ -52,6 +52,15 @@ pub enum StoreError {
     /// The caller may not perform `action` on `table`.
     #[error("access denied: {action} on table '{table}'. Grant the caller dynamodb:{action} on the table and its indexes.")]
     AccessDenied { action: String, table: String },
+    /// A write was refused because the item would exceed DynamoDB's 400 KB
+    /// item size ([`emulate::MAX_ITEM_BYTES`]): nothing was written. Not a
+    /// passing failure: the same write fails again.
+    #[error("item {pk} / {sk} would exceed the 400 KB a stored item may hold{}; nothing was written", bytes.map(|b| format!(" ({b} bytes)")).unwrap_or_default())]
+    ItemTooLarge {
+        pk: String,
+        sk: String,
+        bytes: Option<usize>,
+    },
     /// A stored item cannot be read (wrong type, undecodable value).
     #[error("corrupt item {pk} / {sk}: {reason}")]
     Corrupt {

@@ -18,6 +18,8 @@ pub enum Failure {
     ConditionFailed,
     /// A transaction was cancelled; the per-item reason codes, in request order.
     Cancelled(Vec<String>),
+    /// The written item would exceed the 400 KB item size.
+    TooLarge,
     /// Anything else, already a complete [`StoreError`].
     Other(StoreError),
 }
@@ -34,6 +36,15 @@ where
         SdkError::ServiceError(_) => match code.as_deref() {
             Some("ResourceNotFoundException") => Failure::NotFound,
             Some("ConditionalCheckFailedException") => Failure::ConditionFailed,
+            // "Item size has exceeded the maximum allowed size", "Item size
+            // to update has exceeded …".
+            Some("ValidationException")
+                if message
+                    .as_deref()
+                    .is_some_and(|m| m.starts_with("Item size")) =>
+            {
+                Failure::TooLarge
+            }
             Some("TransactionCanceledException") => Failure::Cancelled(
                 cancellation_codes(message.as_deref().unwrap_or_default()),
             ),
@@ -167,6 +178,16 @@ mod tests {
             ),
             Failure::ConditionFailed
         ));
+        // Too large is not a passing failure (never `on_unavailable`'s).
+        for message in [
+            "Item size has exceeded the maximum allowed size",
+            "Item size to update has exceeded the maximum allowed size",
+        ] {
+            assert!(matches!(
+                classify(service("ValidationException", message), "PutItem", "t", ""),
+                Failure::TooLarge
+            ));
+        }
         match classify(
             service("ValidationException", "bad key"),
             "PutItem",
