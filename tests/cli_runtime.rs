@@ -457,6 +457,7 @@ fn commit_corrects_the_counted_cost_within_its_window() {
             &["--mode", "reserve", "--cost", "tokens=800"],
         );
         let id = r["reservation"]["id"].as_str().unwrap().to_string();
+        let first_id = id.clone();
         b.acquire(75, 1_000, "svc", "llm", &["--cost", "tokens=300"]);
         let out = b.expect(
             0,
@@ -496,6 +497,24 @@ fn commit_corrects_the_counted_cost_within_its_window() {
             &["reservation", "commit", id, "--cost", "in_flight=1"],
         );
         assert_stderr_has(&out, "did not count limit 'in_flight'");
+        // A commit retried with its costs after it went through is harmless;
+        // a correction after a release is refused, not dropped in silence.
+        let again = b.expect(
+            0,
+            6_500,
+            &["reservation", "commit", &first_id, "--cost", "tokens=250"],
+        );
+        assert_stdout_has(&again, "already committed");
+        b.expect(0, 7_000, &["reservation", "release", id]);
+        let out = b.expect(
+            1,
+            8_000,
+            &["reservation", "commit", id, "--cost", "tokens=0"],
+        );
+        assert_stderr_has(
+            &out,
+            "was released at 2026-12-02T10:00:07Z, and a released reservation keeps what it counted: the correction was not made",
+        );
     }
 }
 

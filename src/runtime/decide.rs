@@ -627,6 +627,18 @@ pub fn close(
 ) -> Result<(Closure, Option<RuntimeState>), RuntimeError> {
     let Some(hold) = current.holds.get(&id.token) else {
         if let Some(c) = current.closed.get(&id.token).filter(|c| c.expires_at > now) {
+            // A commit retried after it went through is harmless; a
+            // correction after a release would be dropped without a word.
+            if how == Closing::Committed && !costs.is_empty() && c.how == Closing::Released {
+                return Err(not_open(
+                    id,
+                    namespace,
+                    format!(
+                        "it was released at {}, and a released reservation keeps what it counted: the correction was not made. To correct a count, commit with --cost instead of releasing",
+                        crate::clock::rfc3339(c.at)
+                    ),
+                ));
+            }
             return Ok((
                 Closure {
                     id: id.clone(),
