@@ -729,6 +729,24 @@ fn an_error_before_the_body_is_read_closes_the_connection_and_says_so() {
             "{path}: {answer}"
         );
     }
+    // A body declared over the limit: 413 at once (was: read until the
+    // request timed out, then 503), and the connection ends.
+    let mut conn = std::net::TcpStream::connect(&addr).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let head = format!(
+        "POST /v1/checks HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\nContent-Length: 99999999999\r\n\r\n"
+    );
+    std::io::Write::write_all(&mut conn, head.as_bytes()).unwrap();
+    let mut answer = String::new();
+    conn.read_to_string(&mut answer).unwrap();
+    let lower = answer.to_ascii_lowercase();
+    assert!(
+        lower.starts_with("http/1.1 413")
+            && lower.contains("\r\nconnection: close\r\n")
+            && lower.contains("payload_too_large"),
+        "{answer}"
+    );
     // A request whose body was read keeps its connection (no header).
     let agent = agent();
     let r = send(
