@@ -439,6 +439,45 @@ fn a_limit_lowered_by_apply_is_enforced_by_the_next_acquire() {
     }
 }
 
+/// Changing a rolling window's length starts its count over: plan and apply
+/// say so (a warning naming the level, the limit and both lengths).
+#[test]
+fn a_window_that_changes_length_is_said_to_start_over() {
+    for b in backends("rt-window") {
+        let level = |window: &str| {
+            manifest(&[(
+                "exports",
+                &[&*format!(
+                    "per_min: {{capacity: 5, window: {window}, rolling: true}}"
+                )],
+            )])
+        };
+        b.apply(&level("minute"));
+        b.acquire(0, 0, "u1", "exports", &["--cost", "per_min=5"]);
+        let hour = common::write_arg(b.dir.path(), "hour.yaml", level("hour"));
+        let limits = |command: &'static str, now_ms: i64| {
+            let mut args = vec!["limits", command, "-f", &hour];
+            if b.endpoint.is_none() {
+                args.extend(["-n", &b.table]);
+            }
+            b.expect(0, now_ms, &args)
+        };
+        let says = "Warning: resource 'exports': rolling limit 'per_min' changes its window (minute → hour): the use it counted is forgotten, and the new window starts empty";
+        for command in ["plan", "apply"] {
+            assert_stderr_has(&limits(command, 1_000), says);
+        }
+        // As said: the hour starts empty.
+        b.acquire(0, 2_000, "u1", "exports", &[]);
+        // A plan without a length change says nothing of it.
+        let out = limits("plan", 3_000);
+        assert!(
+            !stderr(&out).contains("changes its window"),
+            "[{}]",
+            b.label
+        );
+    }
+}
+
 #[test]
 fn commit_corrects_the_counted_cost_within_its_window() {
     for b in backends("rt-commit") {

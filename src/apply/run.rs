@@ -213,6 +213,7 @@ pub fn apply(store: &dyn Store, req: &ApplyRequest<'_>) -> Result<Applied, Apply
         warnings: record.warnings(),
         fallback: plan.summary.fallback.clone(),
     };
+    out.warnings.extend(plan.summary.restarts.iter().cloned());
     match &plan.repairs {
         Ok(repairs) => out
             .warnings
@@ -433,12 +434,21 @@ impl Run<'_> {
             // A saved plan: its changes, when the record is still the one it
             // was made against.
             let p = crate::plan::saved::resume(saved, record.clone())?;
+            let restarts = p
+                .changes
+                .iter()
+                .flat_map(|pc| {
+                    let desired = pc.desired.as_ref().and_then(|d| d.as_ref().ok());
+                    crate::plan::kinds::restarts(&pc.change.level, pc.live.as_ref(), desired)
+                })
+                .collect();
             p.changes.into_iter().for_each(&mut keep);
             let summary = Summary {
                 unchanged: p.unchanged,
                 unchanged_digests: p.unchanged_digests,
                 fallback: p.fallback,
                 forgotten: p.forgotten,
+                restarts,
             };
             let plan = Plan {
                 changes,

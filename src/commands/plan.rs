@@ -185,6 +185,7 @@ fn read_only(
         Vec::new()
     };
     warnings.extend(fallback_warning(summary.fallback.as_ref()));
+    warnings.extend(summary.restarts.iter().cloned());
     if command == Command::Plan {
         warnings.extend(record.warnings());
         warnings.extend(record_size_warning(&ns, &m));

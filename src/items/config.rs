@@ -182,6 +182,21 @@ fn counts_of(prefix: Prefix) -> Counts {
 /// names alone (a bucket's `_cp`, a rolling window's `_amt`, a concurrency
 /// limit's `_slots`): what `plan` compares to refuse a change of kind, even on
 /// an item the full reader would refuse.
+/// A level item's rolling windows: limit name → its window's length, as
+/// stored (`minute`, `hour`, `day`).
+pub fn rolling_windows(item: &Item) -> BTreeMap<String, String> {
+    LevelAttrs::of(item)
+        .declared()
+        .filter(|(_, prefix, _)| *prefix == Prefix::Rolling)
+        .filter_map(|(name, _, fields)| {
+            Some((
+                name.to_string(),
+                fields.get(&Field::Window)?.as_s()?.to_string(),
+            ))
+        })
+        .collect()
+}
+
 pub fn counted_kinds(item: &Item) -> BTreeMap<String, Counts> {
     LevelAttrs::of(item)
         .declared()

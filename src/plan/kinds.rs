@@ -7,7 +7,7 @@
 
 use zae_limiter_engine::concurrency::{check_kind_change, KindChangeError};
 
-use crate::items::config::counted_kinds;
+use crate::items::config::{counted_kinds, rolling_windows};
 use crate::plan::level::Level;
 use crate::store::Item;
 
@@ -66,6 +66,27 @@ pub fn check(level: &Level, live: Option<&Item>, desired: Option<&Item>) -> Vec<
         }
     }
     out
+}
+
+/// The rolling limits of `desired` whose window length differs from the
+/// same limit's in `live`: the runtime keeps a window's use under its length,
+/// so what it counted is forgotten and the new window starts empty. Allowed,
+/// but said (a warning of plan and apply).
+pub fn restarts(level: &Level, live: Option<&Item>, desired: Option<&Item>) -> Vec<String> {
+    let (Some(live), Some(desired)) = (live, desired) else {
+        return Vec::new();
+    };
+    let before = rolling_windows(live);
+    rolling_windows(desired)
+        .into_iter()
+        .filter_map(|(name, to)| {
+            let from = before.get(&name).filter(|from| **from != to)?;
+            Some(format!(
+                "{}: rolling limit '{name}' changes its window ({from} → {to}): the use it counted is forgotten, and the new window starts empty",
+                describe(level)
+            ))
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -112,6 +112,8 @@ pub struct Summary {
     pub unchanged_digests: Vec<Digest>,
     pub fallback: Option<Untrusted>,
     pub forgotten: Vec<Level>,
+    /// Rolling windows whose length changes: [`kinds::restarts`].
+    pub restarts: Vec<String>,
 }
 
 /// Why there is no plan: the store failed, or the manifest changes a limit's
@@ -249,6 +251,11 @@ pub fn prepare_each(
                 summary.unchanged += 1;
                 summary.unchanged_digests.extend(digest);
                 continue;
+            }
+            if let Some(Ok(item)) = &desired {
+                summary
+                    .restarts
+                    .extend(kinds::restarts(&change.level, live.as_ref(), Some(item)));
             }
             sink(PlannedChange::new(change.clone(), desired, live));
         }
