@@ -686,6 +686,70 @@ fn an_unchecked_allow_names_no_store_detail_and_the_log_says_why() {
     );
 }
 
+/// The local store deleted and created again under a running server (a
+/// reset by hand): the server does not go on deciding on the deleted file
+/// beside processes that use the new one. The request that finds out is
+/// answered by `on_unavailable` (here `block`: refused), the store that
+/// found out is dropped, and the next request decides on the new file.
+#[test]
+fn a_store_file_replaced_under_the_server_is_not_used_any_more() {
+    let b = backends::local();
+    let m = "namespace: default\nsystem:\n  on_unavailable: block\nresources:\n  batch:\n    limits:\n      slots: {concurrency: 3}\n";
+    apply(&b, m);
+    // No config cache: the new file's namespace id is read at once (with a
+    // cache, within its TTL, as for any change of the namespace).
+    let server = Server::with_args(&b, &["--config-ttl", "0"]);
+    let agent = agent();
+    let d = server.ok(&agent, "/v1/checks", check_body("w", "batch", "reserve"));
+    assert_eq!(d["allowed"], true, "{d}");
+    let path = b.local.clone().unwrap();
+    for suffix in ["", "-wal", "-shm"] {
+        let mut p = path.clone().into_os_string();
+        p.push(suffix);
+        let _ = std::fs::remove_file(p);
+    }
+    apply(&b, m);
+    std::thread::sleep(Duration::from_millis(150));
+    let d = server.ok(&agent, "/v1/checks", check_body("w", "batch", "reserve"));
+    assert_eq!(
+        (d["allowed"].as_bool(), d["unavailable"].is_string()),
+        (Some(false), true),
+        "{d}"
+    );
+    assert!(
+        server
+            .stderr()
+            .contains("was removed or replaced since this process opened it"),
+        "{}",
+        server.stderr()
+    );
+    let d = server.ok(&agent, "/v1/checks", check_body("w", "batch", "reserve"));
+    assert_eq!(d["allowed"], true, "{d}");
+    let health = send(
+        &agent,
+        "GET",
+        &format!("{}/healthz", server.url),
+        Some(TOKEN),
+        None,
+    )
+    .unwrap();
+    assert_eq!(health.status, 200, "{}", health.text);
+    // The hold is on the file at the path: the CLI sees it.
+    let mut args = b.with_flags(&[
+        "acquire", "w", "-r", "batch", "--mode", "preview", "--format", "json",
+    ]);
+    args.extend(["-n", &b.table]);
+    // (The server runs on the real clock: so does this preview.)
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let out = b.run(&zae_limiter::clock::rfc3339(now_ms), &args);
+    let v: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", describe(&out)));
+    assert_eq!(v["limits"][0]["remaining"], 2, "{v}");
+}
+
 /// An error answered before the request's body was read tells the client
 /// the connection ends (`Connection: close`) and ends it: a keep-alive
 /// client must not send its next request on a connection the server drops.

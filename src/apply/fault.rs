@@ -116,6 +116,9 @@ impl Store for Faulty {
     fn target(&self) -> Option<crate::store::open::Target> {
         self.inner.target()
     }
+    fn usable(&self) -> bool {
+        self.inner.usable()
+    }
     fn get(&self, key: &Key, consistent: bool) -> Result<Option<Item>, StoreError> {
         self.inner.get(key, consistent)
     }

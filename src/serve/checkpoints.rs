@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use super::error;
 use crate::store::local::{CheckpointMode, LocalStore, RESTART_BUSY};
-use crate::store::StoreError;
+use crate::store::{Store, StoreError};
 
 /// How often: at a few thousand decisions a second the log grows by about a
 /// thousand pages a second, so it stays around a hundred pages.
@@ -88,6 +88,12 @@ impl Round {
     /// past the restart size. The `last` round needs no restart (the file's
     /// last connection removes the log) and takes no hold.
     fn run(&mut self, last: bool) -> Result<(), StoreError> {
+        if !self.store.usable() {
+            // The file was replaced at its path: checkpoint the one there now.
+            self.store = self.store.reopened()?;
+            self.restarted_at = None;
+            self.gave_way = None;
+        }
         let frames = self.store.checkpoint(CheckpointMode::Passive)?.frames;
         let due = frames > self.schedule.restart_frames && self.restarted_at != Some(frames);
         let waiting = self

@@ -76,6 +76,9 @@ impl StorePool {
                 own
             }
         };
+        if own.as_ref().is_some_and(|s| !s.usable()) {
+            *own = None;
+        }
         let store = match &mut *own {
             Some(store) => store,
             none => none.insert((self.open)()?),
@@ -83,8 +86,12 @@ impl StorePool {
         Ok(f(store.as_ref()))
     }
 
-    /// Gives a store back for the next call.
+    /// Gives a store back for the next call; one that cannot be used any
+    /// more ([`Store::usable`]) is dropped, and the next call opens another.
     pub fn give(&self, store: Box<dyn Store>) {
+        if !store.usable() {
+            return;
+        }
         if let Ok(mut v) = self.idle.lock() {
             v.push(store);
         }

@@ -22,10 +22,13 @@
 //! that does not exist yet reports the table as missing and creates nothing.
 //! Read-only commands open the file read-only ([`LocalStore::open_read_only`]),
 //! so they work on a store in a directory they may not write.
+//! A file removed or replaced at its path while a store has it open (a
+//! long-running `serve`) is an error from then on ([`FILE_CHECK_EVERY`]),
+//! never writes to a file no other process reads.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rusqlite::{
     params, Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior,
@@ -125,9 +128,24 @@ pub struct LocalStore {
     path: PathBuf,
     /// `None` until the file exists (it is created by the first write).
     conn: Mutex<Option<Connection>>,
+    /// The file the connection has open, and when that was last checked.
+    file: Mutex<FileCheck>,
     /// Opened by a read-only command: every write is refused.
     read_only: bool,
     checkpoints: Checkpoints,
+}
+
+/// How often a store looks whether its file is still the one at its path:
+/// a stat, at most ten times a second.
+pub const FILE_CHECK_EVERY: Duration = Duration::from_millis(100);
+
+/// The identity (device, inode) of the file a connection has open.
+#[derive(Debug, Default)]
+struct FileCheck {
+    id: Option<(u64, u64)>,
+    at: Option<Instant>,
+    /// Another file (or none) was seen at the path.
+    replaced: bool,
 }
 
 /// Makes the first commit of a log that a restart has just emptied: the
@@ -293,6 +311,7 @@ impl LocalStore {
             table: table.to_string(),
             path: path.to_path_buf(),
             conn: Mutex::new(None),
+            file: Mutex::new(FileCheck::default()),
             read_only,
             checkpoints: Checkpoints::OnCommit,
         }
@@ -348,6 +367,12 @@ impl LocalStore {
         &self.path
     }
 
+    /// The same store opened again: on the file at its path now (after this
+    /// one's was replaced, [`Store::usable`]).
+    pub fn reopened(&self) -> Result<LocalStore, StoreError> {
+        LocalStore::open_with(&self.path, &self.table, self.checkpoints)
+    }
+
     /// Creates the table (and the file) if missing. Returns whether it was created.
     pub fn create_table(&self) -> Result<bool, StoreError> {
         let existed = self.table_exists()?;
@@ -365,9 +390,46 @@ impl LocalStore {
     }
 
     fn lock(&self) -> Result<std::sync::MutexGuard<'_, Option<Connection>>, StoreError> {
-        self.conn
-            .lock()
-            .map_err(|_| StoreError::Backend("local store connection poisoned by a panic".into()))
+        let guard = self.conn.lock().map_err(|_| {
+            StoreError::Backend("local store connection poisoned by a panic".into())
+        })?;
+        if guard.is_some() {
+            self.same_file()?;
+        }
+        Ok(guard)
+    }
+
+    /// The file at the path is still the one the connection has open
+    /// (looked at every [`FILE_CHECK_EVERY`] at most; the first look
+    /// records it). A file removed, or replaced by another (a store deleted
+    /// and created again), would take this process's writes where no other
+    /// process reads them: enforcement split in two without a word.
+    fn same_file(&self) -> Result<(), StoreError> {
+        use std::os::unix::fs::MetadataExt;
+        let mut check = self.file.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        let fresh = check
+            .at
+            .is_some_and(|at| now.duration_since(at) < FILE_CHECK_EVERY);
+        if !fresh && !check.replaced {
+            check.at = Some(now);
+            let current = std::fs::metadata(&self.path)
+                .ok()
+                .map(|m| (m.dev(), m.ino()));
+            match (check.id, current) {
+                (None, Some(id)) => check.id = Some(id),
+                (Some(opened), Some(now)) if opened == now => {}
+                // Once seen, for good: the connection stays on the old file.
+                _ => check.replaced = true,
+            }
+        }
+        if check.replaced {
+            return Err(StoreError::Backend(format!(
+                "local store {} was removed or replaced since this process opened it: its reads and writes would go to a file no other process uses. Start the command again to use the file at that path now (`serve` opens it anew by itself)",
+                self.path.display()
+            )));
+        }
+        Ok(())
     }
 
     fn backend(&self, e: impl std::fmt::Display) -> StoreError {
@@ -777,6 +839,9 @@ impl Store for LocalStore {
     fn target(&self) -> Option<super::open::Target> {
         Some(super::open::Target::Local(self.path.clone()))
     }
+    fn usable(&self) -> bool {
+        !self.file.lock().unwrap_or_else(|e| e.into_inner()).replaced
+    }
 
     fn get(&self, key: &Key, _consistent: bool) -> Result<Option<Item>, StoreError> {
         self.with_connection(|conn| self.load_from_table(conn, key))
@@ -1112,6 +1177,41 @@ mod tests {
         assert_eq!(PAUSED.replace(Duration::ZERO), Duration::ZERO);
         assert!(conn.is_autocommit());
         locker.execute_batch("ROLLBACK;").unwrap();
+    }
+
+    /// A store file removed, or deleted and created again, under a store
+    /// that has it open: an error from the next look on, for reads and
+    /// writes (they would go to a file no other process uses).
+    #[test]
+    fn a_file_replaced_under_an_open_store_is_an_error() {
+        let (_dir, path) = new_file();
+        let s = LocalStore::open(&path, "t").unwrap();
+        put(&s, item("a", "b", &[]));
+        assert!(s.get(&Key::new("a", "b"), true).unwrap().is_some());
+        for suffix in ["", "-wal", "-shm"] {
+            let mut p = path.clone().into_os_string();
+            p.push(suffix);
+            let _ = std::fs::remove_file(p);
+        }
+        let again = LocalStore::open(&path, "t").unwrap();
+        put(&again, item("a", "c", &[]));
+        std::thread::sleep(FILE_CHECK_EVERY);
+        for err in [
+            s.get(&Key::new("a", "b"), true).unwrap_err(),
+            s.write(WriteOp::Put {
+                item: item("a", "d", &[]),
+                condition: None,
+            })
+            .unwrap_err(),
+        ] {
+            assert!(
+                err.to_string()
+                    .contains("was removed or replaced since this process opened it"),
+                "{err}"
+            );
+        }
+        // The file at the path is untouched by the old store.
+        assert!(again.get(&Key::new("a", "d"), true).unwrap().is_none());
     }
 
     #[test]

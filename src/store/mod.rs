@@ -306,6 +306,12 @@ pub trait Store: Send + Sync {
     fn target(&self) -> Option<open::Target> {
         None
     }
+    /// False once the store knows it cannot be used any more (a local
+    /// store whose file was removed or replaced at its path): whoever keeps
+    /// stores (`serve`'s pool) drops it and opens another.
+    fn usable(&self) -> bool {
+        true
+    }
     /// GetItem. `consistent` asks for a strongly consistent read.
     fn get(&self, key: &Key, consistent: bool) -> Result<Option<Item>, StoreError>;
     /// Many GetItems; the result has one entry per key, in the same order.

@@ -77,6 +77,9 @@ impl Store for Observed {
     fn target(&self) -> Option<crate::store::open::Target> {
         self.inner.target()
     }
+    fn usable(&self) -> bool {
+        self.inner.usable()
+    }
     fn get(&self, key: &Key, consistent: bool) -> Result<Option<Item>, StoreError> {
         self.observe("get", 1, || self.inner.get(key, consistent))
     }
