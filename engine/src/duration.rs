@@ -20,20 +20,26 @@ pub const DAY_MS: i64 = 24 * HOUR_MS;
 
 /// Why a duration was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("'{0}' is not a duration; write e.g. 90s, 5m, 1h30m, 2d or 500ms")]
-pub struct DurationError(pub String);
+pub enum DurationError {
+    #[error("'{0}' is not a duration; write e.g. 90s, 5m, 1h30m, 2d or 500ms")]
+    Invalid(String),
+    /// Well-formed, but more milliseconds than a 64-bit count holds.
+    #[error("'{0}' is too long a duration (more than 292 million years)")]
+    TooLong(String),
+}
 
 /// Parses `500ms`, `90s`, `5m` (or `5min`), `1h30m`, `2d 4h` or plain seconds
 /// (`60`) into ms. Zero is a duration; callers that need more say so.
 pub fn parse_duration_ms(text: &str) -> Result<i64, DurationError> {
-    let err = || DurationError(text.to_string());
+    let err = || DurationError::Invalid(text.to_string());
+    let too_long = || DurationError::TooLong(text.to_string());
     let t = text.trim();
     if t.is_empty() {
         return Err(err());
     }
     if t.bytes().all(|b| b.is_ascii_digit()) {
-        let secs: i64 = t.parse().map_err(|_| err())?;
-        return secs.checked_mul(SECOND_MS).ok_or_else(err);
+        let secs: i64 = t.parse().map_err(|_| too_long())?;
+        return secs.checked_mul(SECOND_MS).ok_or_else(too_long);
     }
     let mut total: i64 = 0;
     let mut rest = t;
@@ -42,7 +48,7 @@ pub fn parse_duration_ms(text: &str) -> Result<i64, DurationError> {
         if digits == 0 {
             return Err(err());
         }
-        let n: i64 = rest[..digits].parse().map_err(|_| err())?;
+        let number = &rest[..digits];
         rest = &rest[digits..];
         let unit_len = rest.bytes().take_while(|b| b.is_ascii_alphabetic()).count();
         let unit = match &rest[..unit_len] {
@@ -53,12 +59,13 @@ pub fn parse_duration_ms(text: &str) -> Result<i64, DurationError> {
             "d" => DAY_MS,
             _ => return Err(err()),
         };
+        let n: i64 = number.parse().map_err(|_| too_long())?;
         // Parts may be separated by spaces, as [`human_duration`] writes them.
         rest = rest[unit_len..].trim_start();
         total = n
             .checked_mul(unit)
             .and_then(|v| total.checked_add(v))
-            .ok_or_else(err)?;
+            .ok_or_else(too_long)?;
     }
     Ok(total)
 }
@@ -135,10 +142,25 @@ mod tests {
             "-3s",
             "3w",
             "1 h",
+            "99999999999999999999x",
+        ] {
+            assert_eq!(
+                parse_duration_ms(bad),
+                Err(DurationError::Invalid(bad.into())),
+                "{bad}"
+            );
+        }
+        // Well-formed, but too long: said so, not "not a duration".
+        for long in [
             "99999999999999999999s",
             "99999999999999999d",
+            "99999999999999999999",
         ] {
-            assert!(parse_duration_ms(bad).is_err(), "{bad}");
+            assert_eq!(
+                parse_duration_ms(long),
+                Err(DurationError::TooLong(long.into())),
+                "{long}"
+            );
         }
     }
 
