@@ -215,7 +215,11 @@ fn input_id(path: &Path) -> Option<FileId> {
 
 fn file_id(path: &Path) -> Option<FileId> {
     use std::os::unix::fs::MetadataExt;
-    let target = follow_symlinks(path).ok()?;
+    let target = match landing(path).ok()? {
+        // The kernel resolves a descriptor's link to what it has open.
+        Landing::Descriptor => path.to_path_buf(),
+        Landing::Path(target) => target,
+    };
     match std::fs::metadata(&target) {
         Ok(meta) if meta.is_file() => Some(FileId::Inode {
             dev: meta.dev(),
@@ -245,14 +249,13 @@ pub fn write_file(
     write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> Result<(), CliError> {
     let cant = |e: io::Error| CliError::Failed(format!("cannot write {}: {e}", path.display()));
-    // An open descriptor (`/dev/stdout`, `/dev/fd/3`: links into `/proc`)
-    // is written through, whatever it is open on: the link's text is no
-    // path to replace (`pipe:[…]`), and a file the shell opened must get the
-    // output in the descriptor it holds.
-    if through_descriptor(path) {
-        return write_through(path, Open::Append, write).map_err(cant);
-    }
-    let target = follow_symlinks(path).map_err(cant)?;
+    let target = match landing(path).map_err(cant)? {
+        // An open descriptor (`/dev/stdout`, `/dev/fd/3`), whatever it is
+        // open on: the link's text is no path to replace (`pipe:[…]`), and a
+        // file the shell opened must get the output in the descriptor it holds.
+        Landing::Descriptor => return write_through(path, Open::Append, write).map_err(cant),
+        Landing::Path(target) => target,
+    };
     match std::fs::metadata(&target) {
         Ok(meta) if meta.is_dir() => Err(cant(io::Error::other("it is a directory"))),
         Ok(meta) if !meta.is_file() => write_through(&target, Open::InPlace, write).map_err(cant),
@@ -264,44 +267,36 @@ pub fn write_file(
     }
 }
 
-/// The path a write to `path` lands on: symlinks resolved one hop at a time,
-/// so a link to a file that does not exist yet creates that file.
-fn follow_symlinks(path: &Path) -> io::Result<PathBuf> {
+/// Where a write to a path lands.
+enum Landing {
+    /// This path: symlinks resolved one hop at a time, so a link to a file
+    /// that does not exist yet creates that file.
+    Path(PathBuf),
+    /// An open descriptor: the symlink chain reaches `/proc`
+    /// (`/dev/stdout` → `/proc/self/fd/1`).
+    Descriptor,
+}
+
+fn landing(path: &Path) -> io::Result<Landing> {
     let mut current = path.to_path_buf();
     for _ in 0..MAX_SYMLINKS {
         match std::fs::symlink_metadata(&current) {
             Ok(meta) if meta.file_type().is_symlink() => {
+                if current.starts_with("/proc") {
+                    return Ok(Landing::Descriptor);
+                }
                 let link = std::fs::read_link(&current)?;
                 current = match current.parent() {
                     Some(dir) if link.is_relative() => dir.join(link),
                     _ => link,
                 };
             }
-            _ => return Ok(current),
+            _ => return Ok(Landing::Path(current)),
         }
     }
     Err(io::Error::other(format!(
         "more than {MAX_SYMLINKS} symbolic links to follow"
     )))
-}
-
-/// Whether a write to `path` goes through an open descriptor: a symlink
-/// chain that reaches `/proc` (`/dev/stdout` → `/proc/self/fd/1`).
-fn through_descriptor(path: &Path) -> bool {
-    let mut current = path.to_path_buf();
-    for _ in 0..MAX_SYMLINKS {
-        match std::fs::read_link(&current) {
-            Ok(_) if current.starts_with("/proc") => return true,
-            Ok(link) => {
-                current = match current.parent() {
-                    Some(dir) if link.is_relative() => dir.join(link),
-                    _ => link,
-                };
-            }
-            Err(_) => return false,
-        }
-    }
-    false
 }
 
 /// How [`write_through`] opens its path.
