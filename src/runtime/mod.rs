@@ -152,15 +152,15 @@ pub enum RuntimeError {
         reason: String,
     },
     /// The state after this request would not fit in one stored item (too
-    /// many open holds, or rolling windows with long names): refused before
-    /// the write, never admitted unchecked. Holds released or expired make
+    /// many open holds, or rolling windows with long names): the store
+    /// refused the write ([`StoreError::ItemTooLarge`]), and so is the
+    /// request, never admitted unchecked. Holds released or expired make
     /// room again.
-    #[error("the runtime state of '{entity}' on '{resource}' would be {bytes} bytes with {holds} open hold(s), over the 400 KB one stored item may hold: refused, nothing was written. Release holds (or let them expire), or give the level fewer concurrency slots or rolling windows with shorter names")]
+    #[error("the runtime state of '{entity}' on '{resource}' would exceed the 400 KB one stored item may hold{}: refused, nothing was written. Too many open holds, or rolling windows with long names: release holds (or let them expire), or give the level fewer concurrency slots or rolling windows with shorter names", bytes.map(|b| format!(" ({b} bytes)")).unwrap_or_default())]
     StateTooLarge {
         entity: String,
         resource: String,
-        bytes: usize,
-        holds: usize,
+        bytes: Option<usize>,
     },
     /// Other writers kept winning; nothing was written by this call.
     #[error("the runtime state of '{entity}' on '{resource}' kept changing under {attempts} attempts; nothing was written, try again")]

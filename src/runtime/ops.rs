@@ -279,6 +279,14 @@ fn change<T>(
                 })
             }
             Err(StoreError::ConditionFailed { .. }) => backoff::pause(backoff(attempt)),
+            // Never a store failure `on_unavailable` could answer "allow".
+            Err(StoreError::ItemTooLarge { bytes, .. }) => {
+                return Err(RuntimeError::StateTooLarge {
+                    entity: entity.to_string(),
+                    resource: resource.to_string(),
+                    bytes,
+                })
+            }
             Err(e) => return Err(e.into()),
         }
     }
@@ -313,21 +321,8 @@ fn next_write<T>(
         None => Condition::NotExists,
         Some(_) => Condition::AttrEquals("version".into(), AttrValue::n(current.version)),
     };
-    let item = next.to_item(&ns.id, now);
-    // Measured as the stores measure it: a write they would refuse is
-    // refused here, as a decision, not met as a store failure (which
-    // `on_unavailable` could answer with "allow").
-    let bytes = crate::store::emulate::item_size(&item);
-    if bytes > crate::store::emulate::MAX_ITEM_BYTES {
-        return Err(RuntimeError::StateTooLarge {
-            entity: entity.to_string(),
-            resource: resource.to_string(),
-            bytes,
-            holds: next.holds.len(),
-        });
-    }
     let op = WriteOp::Put {
-        item,
+        item: next.to_item(&ns.id, now),
         condition: Some(condition),
     };
     Ok((out, Some(op)))
