@@ -211,10 +211,12 @@ impl DynamoStore {
         })
     }
 
-    /// Runs `f`, recording its duration under `op` for the request statistics.
-    fn timed<T>(&self, op: &'static str, f: impl FnOnce() -> T) -> T {
+    /// Runs `f`, recording its duration under `op` for the request
+    /// statistics; the one way in of every [`Store`] call, outside the SDK's
+    /// runtime, so its errors are completed here ([`Settled`]).
+    fn timed<T: Settled>(&self, op: &'static str, f: impl FnOnce() -> T) -> T {
         let started = std::time::Instant::now();
-        let out = f();
+        let out = f().settled(self);
         if let Ok(mut t) = self.timings.lock() {
             let e = t.entry(op).or_default();
             e.0 += 1;
@@ -273,33 +275,41 @@ impl DynamoStore {
         }
     }
 
-    /// The missing-table error, with what CloudFormation knows about the
-    /// stack. Inside this store's runtime (an error met by one of many
-    /// concurrent requests) the stack cannot be asked without blocking the
-    /// runtime on itself, a panic: there the status is left out, and
-    /// [`DynamoStore::with_stack`] asks it once the runtime has returned.
+    /// The missing-table error, without the stack's status: it is met
+    /// inside the SDK's runtime too (one of many concurrent requests), where
+    /// asking CloudFormation would block the runtime on itself, a panic.
+    /// [`DynamoStore::timed`] adds the status ([`DynamoStore::with_stack`]).
     pub fn table_not_found(&self) -> StoreError {
-        let inside_runtime = tokio::runtime::Handle::try_current().is_ok();
-        let stack = if inside_runtime {
-            None
-        } else {
-            self.stack_info().ok().flatten().map(|stack| stack.status)
-        };
         StoreError::TableNotFound {
             table: self.table.clone(),
             where_: Missing::DynamoDb {
                 region: self.region.clone(),
                 endpoint_url: (!self.endpoint.is_empty()).then(|| self.endpoint.clone()),
-                stack,
+                stack: None,
             },
         }
     }
 
-    /// An error from inside the runtime, completed outside it: a missing
-    /// table gets the stack's status.
+    /// An error completed outside the runtime: a missing table gets the
+    /// status of a CloudFormation stack of its name, if there is one.
     fn with_stack(&self, e: StoreError) -> StoreError {
         match e {
-            StoreError::TableNotFound { .. } => self.table_not_found(),
+            StoreError::TableNotFound {
+                table,
+                where_:
+                    Missing::DynamoDb {
+                        region,
+                        endpoint_url,
+                        stack: None,
+                    },
+            } => StoreError::TableNotFound {
+                table,
+                where_: Missing::DynamoDb {
+                    region,
+                    endpoint_url,
+                    stack: self.stack_info().ok().flatten().map(|s| s.status),
+                },
+            },
             e => e,
         }
     }
@@ -379,7 +389,6 @@ impl DynamoStore {
         results
             .into_iter()
             .map(|r| r.unwrap_or_else(|| Err(StoreError::Backend("write was not run".into()))))
-            .map(|r| r.map_err(|e| self.with_stack(e)))
             .collect()
     }
 
@@ -681,7 +690,7 @@ impl DynamoStore {
                 }
             }
         });
-        outcome.map_err(|e| self.with_stack(e))?;
+        outcome?;
         Ok(keys.iter().map(|k| found.get(k).cloned()).collect())
     }
 
@@ -970,6 +979,24 @@ fn key_condition(
         ));
     }
     cond
+}
+
+/// A store call's result, completed by [`DynamoStore::timed`] outside the
+/// SDK's runtime (see [`DynamoStore::with_stack`]).
+trait Settled {
+    fn settled(self, store: &DynamoStore) -> Self;
+}
+
+impl<T> Settled for Result<T, StoreError> {
+    fn settled(self, store: &DynamoStore) -> Self {
+        self.map_err(|e| store.with_stack(e))
+    }
+}
+
+impl<T> Settled for Vec<Result<T, StoreError>> {
+    fn settled(self, store: &DynamoStore) -> Self {
+        self.into_iter().map(|r| r.settled(store)).collect()
+    }
 }
 
 #[cfg(test)]

@@ -89,7 +89,6 @@ impl DynamoStore {
             .map(|r| {
                 r.unwrap_or_else(|| Err(StoreError::Backend("batch write task failed".into())))
             })
-            .map(|r| r.map_err(|e| self.with_stack(e)))
             .collect()
     }
 
