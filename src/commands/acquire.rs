@@ -18,6 +18,7 @@ use crate::cli::{output, CliError};
 use crate::clock::rfc3339;
 use crate::exit_codes;
 use crate::runtime::answer::{ceil_seconds, decision_json};
+use crate::runtime::decide::Unchecked;
 use crate::runtime::{self, Decision, LimitAnswer, Mode, Namespace, Request, RuntimeError};
 use crate::store::Store;
 
@@ -56,11 +57,7 @@ pub fn run(a: AcquireArgs) -> Result<i32, CliError> {
             runtime::refusal_for(e, mode, now)?
         }
     };
-    if let Some(why) = d
-        .unavailable
-        .as_ref()
-        .filter(|_| d.retry_after_ms.is_none())
-    {
+    if let Some(Unchecked::Unavailable(why)) = &d.unavailable {
         output::eprintln(format!(
             "warning: the limits cannot be checked ({why}); on_unavailable {} {}",
             if d.allowed { "allows" } else { "blocks" },

@@ -78,7 +78,7 @@ pub fn decision_json(d: &Decision, namespace: &str, entity: &str, resource: &str
         "resets_at": instant(d.resets_at_ms),
         "now": rfc3339(d.now_ms),
         "disabled": disabled_json(d.disabled),
-        "unavailable": d.unavailable,
+        "unavailable": d.unavailable.as_ref().map(ToString::to_string),
         "limits": d.limits.iter().map(limit_json).collect::<Vec<_>>(),
     })
 }

@@ -166,14 +166,32 @@ pub struct Decision {
     /// The `disabled` flag in force (`bypass` counts without refusing;
     /// `disabled` refuses everything).
     pub disabled: Option<(Source, Disabled)>,
-    /// Set when `on_unavailable` answered: why the store or state could not be used.
-    pub unavailable: Option<String>,
+    /// Set when the limits were not checked: why.
+    pub unavailable: Option<Unchecked>,
     pub now_ms: i64,
 }
 
+/// Why a decision was made without checking the limits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unchecked {
+    /// The store or the state could not be used, and `on_unavailable`
+    /// answered. The text names the store (a file, a table, an SDK error).
+    Unavailable(String),
+    /// Other writers kept winning the write: refused, try again in a second.
+    Contended(String),
+}
+
+impl std::fmt::Display for Unchecked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unchecked::Unavailable(why) | Unchecked::Contended(why) => f.write_str(why),
+        }
+    }
+}
+
 impl Decision {
-    /// The answer when the store cannot be read or the state is unreadable.
-    pub fn unavailable(policy: OnUnavailable, mode: Mode, why: String, now_ms: i64) -> Decision {
+    /// The answer when the limits could not be checked (`why`).
+    pub fn unavailable(policy: OnUnavailable, mode: Mode, why: Unchecked, now_ms: i64) -> Decision {
         Decision {
             allowed: policy == OnUnavailable::Allow,
             mode,

@@ -15,7 +15,7 @@
 
 use std::collections::BTreeMap;
 
-use super::decide::{self, Closure, Decision, Extended, Mode, Request};
+use super::decide::{self, Closure, Decision, Extended, Mode, Request, Unchecked};
 use super::id::ReservationId;
 use super::level::{self, OnUnavailable, ResolvedLevel, DEFAULT_ON_UNAVAILABLE};
 use super::state::{self, Closing, RuntimeState};
@@ -143,7 +143,7 @@ fn degrade(
     if !e.is_unavailable() {
         return Err(e);
     }
-    let mut d = Decision::unavailable(policy, req.mode, e.to_string(), now);
+    let mut d = Decision::unavailable(policy, req.mode, Unchecked::Unavailable(e.to_string()), now);
     d.source = level.map(|l| l.source);
     Ok(d)
 }
@@ -158,11 +158,12 @@ pub fn refusal_for(e: RuntimeError, mode: Mode, now: i64) -> Result<Decision, Ru
         e if e.is_unavailable() => Ok(Decision::unavailable(
             DEFAULT_ON_UNAVAILABLE,
             mode,
-            e.to_string(),
+            Unchecked::Unavailable(e.to_string()),
             now,
         )),
         e @ RuntimeError::Contended { .. } => {
-            let mut d = Decision::unavailable(DEFAULT_ON_UNAVAILABLE, mode, e.to_string(), now);
+            let why = Unchecked::Contended(e.to_string());
+            let mut d = Decision::unavailable(DEFAULT_ON_UNAVAILABLE, mode, why, now);
             d.retry_after_ms = Some(1_000);
             Ok(d)
         }

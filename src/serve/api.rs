@@ -25,6 +25,7 @@ use crate::items::source::Source;
 use crate::runtime::answer::{
     camel_case, closure_json, decision_json, disabled_json, extended_json,
 };
+use crate::runtime::decide::Unchecked;
 use crate::runtime::state::Closing;
 use crate::runtime::{self, Decision, Mode, Namespace, Request, ReservationId};
 use crate::store::Store;
@@ -138,13 +139,13 @@ pub async fn check(
     // Why `on_unavailable` answered names the store (a file, a table, an
     // SDK error): logged in full, answered without it.
     let mut d = d;
-    if let Some(why) = d.unavailable.take() {
+    if let Some(Unchecked::Unavailable(why)) = &d.unavailable {
         super::error::log(&format!(
             "on_unavailable answered {entity} on {resource}: {why}"
         ));
-        d.unavailable = Some(
+        d.unavailable = Some(Unchecked::Unavailable(
             "the store or the runtime state could not be used (the server's log says why)".into(),
-        );
+        ));
     }
     let doc = decision_json(&d, &ns, &entity, &resource);
     let mut response = Json(camel_case(doc)).into_response();

@@ -321,7 +321,8 @@ mod tests {
     #[test]
     fn renders_counters_and_histograms() {
         let m = Metrics::default();
-        let d = Decision::unavailable(OnUnavailable::Block, Mode::Consume, "x".into(), 0);
+        let why = crate::runtime::decide::Unchecked::Unavailable("x".into());
+        let d = Decision::unavailable(OnUnavailable::Block, Mode::Consume, why, 0);
         m.decision(&d);
         m.request("/v1/checks", 200, Duration::from_micros(700));
         m.request("/v1/checks", 200, Duration::from_millis(20));
