@@ -399,9 +399,22 @@ impl LocalStore {
         Ok(guard)
     }
 
+    /// Records the file a connection was just opened on.
+    fn opened_file(&self) {
+        use std::os::unix::fs::MetadataExt;
+        let id = std::fs::metadata(&self.path)
+            .ok()
+            .map(|m| (m.dev(), m.ino()));
+        *self.file.lock().unwrap_or_else(|e| e.into_inner()) = FileCheck {
+            id,
+            at: Some(Instant::now()),
+            replaced: false,
+        };
+    }
+
     /// The file at the path is still the one the connection has open
-    /// (looked at every [`FILE_CHECK_EVERY`] at most; the first look
-    /// records it). A file removed, or replaced by another (a store deleted
+    /// ([`LocalStore::opened_file`]; looked at every [`FILE_CHECK_EVERY`] at
+    /// most). A file removed, or replaced by another (a store deleted
     /// and created again), would take this process's writes where no other
     /// process reads them: enforcement split in two without a word.
     fn same_file(&self) -> Result<(), StoreError> {
@@ -416,12 +429,8 @@ impl LocalStore {
             let current = std::fs::metadata(&self.path)
                 .ok()
                 .map(|m| (m.dev(), m.ino()));
-            match (check.id, current) {
-                (None, Some(id)) => check.id = Some(id),
-                (Some(opened), Some(now)) if opened == now => {}
-                // Once seen, for good: the connection stays on the old file.
-                _ => check.replaced = true,
-            }
+            // Once seen, for good: the connection stays on the old file.
+            check.replaced = check.id.is_some() && current != check.id;
         }
         if check.replaced {
             return Err(StoreError::Backend(format!(
@@ -464,6 +473,7 @@ impl LocalStore {
             Err(e) => return Err(self.backend(e)),
         };
         let (conn, version) = conn;
+        self.opened_file();
         conn.busy_handler(Some(busy_wait))
             .map_err(|e| self.backend(e))?;
         if version > SCHEMA_VERSION {
@@ -491,6 +501,7 @@ impl LocalStore {
             flags |= OpenFlags::SQLITE_OPEN_CREATE;
         }
         let conn = Connection::open_with_flags(&self.path, flags).map_err(|e| self.backend(e))?;
+        self.opened_file();
         conn.busy_handler(Some(busy_wait))
             .map_err(|e| self.backend(e))?;
         // In WAL mode NORMAL syncs at checkpoints, not at every commit: a commit
