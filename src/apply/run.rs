@@ -434,14 +434,7 @@ impl Run<'_> {
             // A saved plan: its changes, when the record is still the one it
             // was made against.
             let p = crate::plan::saved::resume(saved, record.clone())?;
-            let restarts = p
-                .changes
-                .iter()
-                .flat_map(|pc| {
-                    let desired = pc.desired.as_ref().and_then(|d| d.as_ref().ok());
-                    crate::plan::kinds::restarts(&pc.change.level, pc.live.as_ref(), desired)
-                })
-                .collect();
+            let restarts = p.changes.iter().flat_map(PlannedChange::restarts).collect();
             p.changes.into_iter().for_each(&mut keep);
             let summary = Summary {
                 unchanged: p.unchanged,

@@ -186,12 +186,14 @@ fn read_only(
     };
     warnings.extend(fallback_warning(summary.fallback.as_ref()));
     warnings.extend(summary.restarts.iter().cloned());
+    // What the manifest declares and what its applies own.
+    let mut known = ManagedSet::from_manifest(&m);
+    known.extend(&record.all());
     if command == Command::Plan {
         warnings.extend(record.warnings());
         warnings.extend(record_size_warning(&ns, &m));
         if refresh == Refresh::All {
-            let mut resources = ManagedSet::from_manifest(&m).entity_resources();
-            resources.extend(record.all().entity_resources());
+            let resources = known.entity_resources();
             let wrong = counts::check(store, &ns, &resources, record.counts_left.as_deref())?;
             warnings.extend(
                 wrong
@@ -203,11 +205,7 @@ fn read_only(
     // Stored levels this manifest leaves alone: Python enforces them, and no
     // change line would show them (docs/plan-apply.md).
     if refresh == Refresh::All && setup == Setup::Ready {
-        let declared = ManagedSet::from_manifest(&m);
-        let owned = record.all();
-        let unknown = crate::plan::discover::unknown_levels(store, &ns, |l| {
-            declared.contains(l) || owned.contains(l)
-        })?;
+        let unknown = crate::plan::discover::unknown_levels(store, &ns, |l| known.contains(l))?;
         warnings.extend(unknown_levels_warning(&name, &unknown));
     }
     let left = pending::left(store, &ns, crate::clock::system_ms())?;

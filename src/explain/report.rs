@@ -238,12 +238,14 @@ fn change_text(c: &Change, quota: bool) -> String {
 fn limit_body(x: &Explanation, l: &LimitView, tz: Option<Tz>) -> Vec<String> {
     let s = &l.stored;
     let mut out = Vec::new();
-    // How long a request waits, unless the level refuses everything.
-    let wait = |text: String| match x.disabled {
-        Some((_, Disabled::Disabled)) => {
+    // A disabled level refuses everything: no wait helps, and soft admits nothing.
+    let refused = matches!(x.disabled, Some((_, Disabled::Disabled)));
+    let wait = |text: String| {
+        if refused {
             "while the level is disabled, every request is refused: no wait helps".to_string()
+        } else {
+            text
         }
-        _ => text,
     };
     match (&l.kind, &l.now) {
         (Kind::Bucket { .. }, Some(Active { entry, numbers })) => {
@@ -306,7 +308,7 @@ fn limit_body(x: &Explanation, l: &LimitView, tz: Option<Tz>) -> Vec<String> {
         }
         _ => {}
     }
-    if s.soft && !matches!(x.disabled, Some((_, Disabled::Disabled))) {
+    if s.soft && !refused {
         out.push(
             "soft: counted and reported, never refused (the wait is what a hard limit would give)"
                 .into(),

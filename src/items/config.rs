@@ -178,10 +178,6 @@ fn counts_of(prefix: Prefix) -> Counts {
     }
 }
 
-/// Every limit name on a config item with what it counts, from the attribute
-/// names alone (a bucket's `_cp`, a rolling window's `_amt`, a concurrency
-/// limit's `_slots`): what `plan` compares to refuse a change of kind, even on
-/// an item the full reader would refuse.
 /// A level item's rolling windows: limit name → its window's length, as
 /// stored (`minute`, `hour`, `day`).
 pub fn rolling_windows(item: &Item) -> BTreeMap<String, String> {
@@ -197,6 +193,10 @@ pub fn rolling_windows(item: &Item) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// Every limit name on a config item with what it counts, from the attribute
+/// names alone (a bucket's `_cp`, a rolling window's `_amt`, a concurrency
+/// limit's `_slots`): what `plan` compares to refuse a change of kind, even on
+/// an item the full reader would refuse.
 pub fn counted_kinds(item: &Item) -> BTreeMap<String, Counts> {
     LevelAttrs::of(item)
         .declared()

@@ -62,6 +62,12 @@ pub struct PlannedChange {
 }
 
 impl PlannedChange {
+    /// Its rolling windows whose length changes ([`kinds::restarts`]).
+    pub fn restarts(&self) -> Vec<String> {
+        let desired = self.desired.as_ref().and_then(|d| d.as_ref().ok());
+        kinds::restarts(&self.change.level, self.live.as_ref(), desired)
+    }
+
     /// A change with its attribute-level detail computed from the two items
     /// (or the reason the desired item cannot be built).
     pub fn new(change: Change, desired: Desired, live: Option<Item>) -> Self {
@@ -252,12 +258,9 @@ pub fn prepare_each(
                 summary.unchanged_digests.extend(digest);
                 continue;
             }
-            if let Some(Ok(item)) = &desired {
-                summary
-                    .restarts
-                    .extend(kinds::restarts(&change.level, live.as_ref(), Some(item)));
-            }
-            sink(PlannedChange::new(change.clone(), desired, live));
+            let pc = PlannedChange::new(change.clone(), desired, live);
+            summary.restarts.extend(pc.restarts());
+            sink(pc);
         }
         progress.advance(chunk.len() as u64);
     }
