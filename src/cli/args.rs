@@ -192,10 +192,19 @@ pub fn store_flags(target: &Target) -> String {
     }
 }
 
-/// `-n NAME` and [`StoreArgs::flags`], with a leading space: what a
+/// ` -N NAME` for a command line, or nothing for the default namespace.
+pub fn namespace_flag(name: &str) -> String {
+    if name == crate::items::version::DEFAULT_NAMESPACE {
+        String::new()
+    } else {
+        format!(" -N {}", quote(name))
+    }
+}
+
+/// `-n NAME` and [`store_flags`] of `target`, with a leading space: what a
 /// suggested command needs to reach table `name`.
-fn table_flags(name: &str, store: &StoreArgs) -> String {
-    format!(" -n {}{}", quote(name), store.flags())
+pub fn table_flags(name: &str, target: &Target) -> String {
+    format!(" -n {}{}", quote(name), store_flags(target))
 }
 
 /// The table a command works on and the store it lives in: `-n` and the
@@ -221,7 +230,7 @@ impl TableArgs {
     /// `-n NAME` and the store flags ([`StoreArgs::flags`]), with a leading
     /// space: what a suggested command needs to reach this table.
     pub fn flags(&self) -> String {
-        table_flags(&self.name, &self.store)
+        table_flags(&self.name, &self.store.target())
     }
 
     /// The command that registers namespace `name` on this table, for a
@@ -259,11 +268,7 @@ pub struct NamespacedArgs {
 impl NamespacedArgs {
     /// [`TableArgs::flags`] and `-N NAME` unless it is the default namespace.
     pub fn flags(&self) -> String {
-        let mut s = self.table.flags();
-        if self.namespace != "default" {
-            s.push_str(&format!(" -N {}", quote(&self.namespace)));
-        }
-        s
+        self.table.flags() + &namespace_flag(&self.namespace)
     }
 
     /// [`TableArgs::open`].
@@ -703,7 +708,7 @@ pub struct PlanArgs {
 impl PlanArgs {
     /// `-n NAME` and the store flags, as [`TableArgs::flags`] renders them.
     pub fn flags(&self) -> String {
-        table_flags(&self.name, &self.store)
+        table_flags(&self.name, &self.store.target())
     }
 }
 

@@ -6,7 +6,7 @@
 //! only where a message needs it, and [`CliError::report`] renders it once as
 //! `Error: …` on stderr.
 
-use super::args::store_flags;
+use super::args::table_flags;
 use super::shell::quote;
 use crate::exit_codes;
 use crate::plan::version::Unusable;
@@ -46,6 +46,16 @@ impl CliError {
             CliError::Failed(_) => exit_codes::FAILURE,
             CliError::Reported(code) => *code,
         }
+    }
+
+    /// `e` as a failure, in the words `words` puts its message in (given
+    /// with its [`advice`]): the one way a command adds context to an error
+    /// without losing what to do about it.
+    pub fn failed(
+        e: &(dyn std::error::Error + 'static),
+        words: impl FnOnce(String) -> String,
+    ) -> CliError {
+        CliError::Failed(words(with_advice(e)))
     }
 
     /// Whether `main` still has something to print.
@@ -100,23 +110,24 @@ pub fn advice(e: &(dyn std::error::Error + 'static)) -> String {
 /// A table without the version record: `table create` writes it (and keeps
 /// what the table holds), with the flags that reach the same store.
 fn no_version_record(table: &str, target: Option<&Target>) -> String {
-    let flags = target.map_or_else(String::new, store_flags);
     format!(
-        ". Run `zae-limiter table create -n {}{flags}` first: it writes the record and keeps the table's items",
-        quote(table)
+        ". Run {} first: it writes the record and keeps the table's items",
+        create_command(table, target)
     )
+}
+
+/// `table create` of `table` in `target`, where the store said it lives.
+fn create_command(table: &str, target: Option<&Target>) -> String {
+    match target {
+        Some(target) => format!("`zae-limiter table create{}`", table_flags(table, target)),
+        None => format!("`zae-limiter table create -n {}`", quote(table)),
+    }
 }
 
 /// A missing table: the command that creates it, with the flags that reach
 /// the same store (a missing local store file: the path to check).
 fn missing_table(table: &str, missing: &Missing) -> String {
-    let create = || {
-        format!(
-            "`zae-limiter table create -n {}{}`",
-            quote(table),
-            store_flags(&missing.target())
-        )
-    };
+    let create = || create_command(table, Some(&missing.target()));
     // The Python library's CLI deploys the CloudFormation stack.
     let deploy = format!("`zae-limiter deploy -n {}`", quote(table));
     match missing {

@@ -687,9 +687,11 @@ fn registered_namespace(store: &dyn Store, args: &NamespacedArgs) -> Result<Stri
 /// The namespace id for `record`: initialises the table (version record,
 /// `default` namespace) and registers `name` when missing, as `limits apply` does.
 fn init_namespace(store: &dyn Store, name: &str) -> Result<String, CliError> {
-    let failed = |e: &dyn std::fmt::Display| CliError::Failed(format!("{e}; nothing was recorded"));
-    version::ensure_initialized(store).map_err(|e| failed(&e))?;
-    Ok(namespace::register(store, name).map_err(|e| failed(&e))?.id)
+    let words = |e: String| format!("{e}; nothing was recorded");
+    version::ensure_initialized(store).map_err(|e| CliError::failed(&e, words))?;
+    Ok(namespace::register(store, name)
+        .map_err(|e| CliError::failed(&e, words))?
+        .id)
 }
 
 /// A duration flag or variable within `min..=max` ms.

@@ -105,10 +105,9 @@ pub fn take<'s>(
         Err(LockError::Interrupted(why)) => Err(CliError::Failed(format!(
             "{why} while waiting for the lock; nothing was written"
         ))),
-        Err(e @ LockError::Store(_)) => Err(CliError::Failed(format!(
-            "{}; nothing was written",
-            crate::cli::error::with_advice(&e)
-        ))),
+        Err(e @ LockError::Store(_)) => Err(CliError::failed(&e, |e| {
+            format!("{e}; nothing was written")
+        })),
     }
 }
 

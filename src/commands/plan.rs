@@ -23,7 +23,6 @@ use std::path::Path;
 
 use crate::apply::{counts, fault, pending, record, run, ApplyError};
 use crate::cli::args::{ApplyArgs, PlanArgs, PlanCmdArgs, RefreshArg, TextOrJson};
-use crate::cli::error::with_advice;
 use crate::cli::interrupt::Interrupt;
 use crate::cli::output::FileArg;
 use crate::cli::{progress, CliError};
@@ -288,19 +287,14 @@ pub fn apply(args: ApplyArgs) -> Result<i32, CliError> {
     let store = fault::wrap(open::open(&args.plan.store.target(), &args.plan.name)?);
     let store = store.as_ref();
     crate::items::version::ensure_initialized(store).map_err(|e| {
-        CliError::Failed(format!(
-            "initialising the table (the version record and the default namespace): {}",
-            with_advice(&e)
-        ))
+        CliError::failed(&e, |e| {
+            format!("initialising the table (the version record and the default namespace): {e}")
+        })
     })?;
     let rec = version::read(store)?;
     version::check_usable(rec.as_ref(), store)?;
-    let registered = namespace::register(store, &name).map_err(|e| {
-        CliError::Failed(format!(
-            "registering namespace '{name}': {}",
-            with_advice(&e)
-        ))
-    })?;
+    let registered = namespace::register(store, &name)
+        .map_err(|e| CliError::failed(&e, |e| format!("registering namespace '{name}': {e}")))?;
     let ns = registered.id;
     let build = builder(&ns, &m);
     let hash = manifest::applied_hash(&m);
@@ -378,7 +372,7 @@ pub(super) fn carry_out(
     if let Some(saved) = what.saved {
         crate::plan::saved::check_fresh(store, target.ns, saved.plan).map_err(|e| match e {
             StaleOr::Stale(e) => super::saved_plan::renew(e, saved, args),
-            StaleOr::Store(e) => CliError::Failed(format!("checking the saved plan: {e}")),
+            StaleOr::Store(e) => CliError::failed(&e, |e| format!("checking the saved plan: {e}")),
         })?;
     }
     let token = crate::apply::new_token();

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use crate::apply::fault;
-use crate::cli::args::{ApplyArgs, PlanArgs, ShowPlanArgs, TextOrJson};
+use crate::cli::args::{namespace_flag, ApplyArgs, PlanArgs, ShowPlanArgs, TextOrJson};
 use crate::cli::shell::quote;
 use crate::cli::{output, CliError};
 use crate::exit_codes;
@@ -61,14 +61,10 @@ pub(super) fn renew(e: Stale, saved: Saved<'_>, args: &ApplyArgs) -> CliError {
         "-" => "MANIFEST".to_string(),
         file => quote(&file_word(Path::new(file))).into_owned(),
     };
-    let namespace = if plan.namespace == "default" {
-        String::new()
-    } else {
-        format!(" -N {}", quote(&plan.namespace))
-    };
     CliError::Failed(format!(
-        "{e}. Make a new plan (`zae-limiter limits plan -f {manifest}{}{namespace} -o {}`) and apply that",
+        "{e}. Make a new plan (`zae-limiter limits plan -f {manifest}{}{} -o {}`) and apply that",
         args.plan.flags(),
+        namespace_flag(&plan.namespace),
         quote(&file_word(saved.file)),
     ))
 }
@@ -170,11 +166,9 @@ pub fn apply(args: ApplyArgs, path: &Path) -> Result<i32, CliError> {
         None if plan.register_namespace => {
             let r = namespace::register_as(store, &plan.namespace, &plan.namespace_id).map_err(
                 |e| {
-                    CliError::Failed(format!(
-                        "registering namespace '{}': {}",
-                        plan.namespace,
-                        crate::cli::error::with_advice(&e)
-                    ))
+                    CliError::failed(&e, |e| {
+                        format!("registering namespace '{}': {e}", plan.namespace)
+                    })
                 },
             )?;
             (r.id, r.created)

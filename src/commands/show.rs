@@ -25,11 +25,11 @@ fn connect(read: &ReadArgs) -> Result<(Box<dyn Store>, String), CliError> {
 
 /// Reads and decodes one level; `what` names it in errors (`entity limits`, …).
 fn read_level(store: &dyn Store, key: &Key, what: &str) -> Result<Option<StoredLevel>, CliError> {
-    let fail = |e: String| CliError::Failed(format!("Failed to get {what}: {e}"));
+    let words = |e: String| format!("Failed to get {what}: {e}");
     let item = store
         .get(key, false)
-        .map_err(|e| fail(crate::cli::error::with_advice(&e)))?;
-    item.map(|i| decode_level(&i).map_err(|e| fail(e.to_string())))
+        .map_err(|e| CliError::failed(&e, words))?;
+    item.map(|i| decode_level(&i).map_err(|e| CliError::failed(&e, words)))
         .transpose()
 }
 
