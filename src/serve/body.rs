@@ -3,7 +3,8 @@
 //! (for endpoints whose fields are all optional). A malformed body is a 400
 //! that names the field (`cost.rpm: invalid type: floating point `1.5`,
 //! expected u64`); unknown fields are refused, so a misspelt one never passes
-//! silently. Bodies over the limit (the `DefaultBodyLimit` layer) are a 413.
+//! silently. Bodies over the limit (the `DefaultBodyLimit` layer) are a 413, at
+//! once when `Content-Length` declares it.
 //! A number too large for a float (`1e400`) is a 400 unless the field reads
 //! it raw (a cooldown's hints and provider body do: it is a far reset).
 
@@ -25,6 +26,15 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        // Declared over the limit: refused at once, not read until the
+        // request times out.
+        let declared = req
+            .headers()
+            .get(axum::http::header::CONTENT_LENGTH)
+            .and_then(|n| n.to_str().ok()?.parse::<u64>().ok());
+        if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
+            return Err(ApiError::PayloadTooLarge(MAX_BODY_BYTES));
+        }
         let bytes = Bytes::from_request(req, state).await.map_err(|e| {
             if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
                 ApiError::PayloadTooLarge(MAX_BODY_BYTES)

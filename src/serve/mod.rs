@@ -257,22 +257,15 @@ pub fn router(app: Arc<App>) -> Router {
 /// close`. The body may be left unread (a 401, 404, 405 or 413 answers
 /// before reading it), and hyper then closes the connection after the answer
 /// rather than read the rest: a client not told so sends its next request on
-/// the closed connection and fails it (a POST, which it may not retry). A
-/// body declared larger than the limit is refused at once (413), not read
-/// until the request times out.
+/// the closed connection and fails it (a POST, which it may not retry).
 async fn close_after_unread_body(req: Request, next: Next) -> Response {
     use axum::http::header::{CONNECTION, CONTENT_LENGTH, TRANSFER_ENCODING};
     let headers = req.headers();
-    let declared = headers
-        .get(CONTENT_LENGTH)
-        .and_then(|n| n.to_str().ok())
-        .and_then(|n| n.parse::<u64>().ok());
-    let has_body = headers.contains_key(TRANSFER_ENCODING) || declared.is_some_and(|n| n > 0);
-    let mut response = if declared.is_some_and(|n| n > body::MAX_BODY_BYTES as u64) {
-        ApiError::PayloadTooLarge(body::MAX_BODY_BYTES).into_response()
-    } else {
-        next.run(req).await
-    };
+    let has_body = headers.contains_key(TRANSFER_ENCODING)
+        || headers
+            .get(CONTENT_LENGTH)
+            .is_some_and(|n| n.as_bytes() != b"0");
+    let mut response = next.run(req).await;
     let status = response.status();
     if has_body && (status.is_client_error() || status.is_server_error()) {
         response
