@@ -156,8 +156,7 @@ fn a_missing_table_names_table_create() {
     // printed, through `sh`, without the AWS region and endpoint variables.
     let out = it.ours(&["entity", "get-limits", "u", "-n", &it.table]);
     let err = String::from_utf8_lossy(&out.stderr);
-    let start = err.find("Create it with `").expect("a hint") + "Create it with `".len();
-    let line = &err[start..start + err[start..].find('`').unwrap()];
+    let line = common::between(&err, "Create it with `", '`');
     // Our binary's environment (credentials, no profile), minus where.
     let env: Vec<_> = it
         .ours_cmd(&[])

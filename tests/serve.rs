@@ -750,6 +750,18 @@ fn a_store_file_replaced_under_the_server_is_not_used_any_more() {
     assert_eq!(v["limits"][0]["remaining"], 2, "{v}");
 }
 
+/// Sends a request's head alone on a fresh connection (its body never
+/// comes) and returns the whole answer, up to the end of the connection.
+fn head_only(addr: &str, head: &str) -> String {
+    let mut conn = std::net::TcpStream::connect(addr).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    std::io::Write::write_all(&mut conn, head.as_bytes()).unwrap();
+    let mut answer = String::new();
+    conn.read_to_string(&mut answer).unwrap();
+    answer
+}
+
 /// An error answered before the request's body was read tells the client
 /// the connection ends (`Connection: close`) and ends it: a keep-alive
 /// client must not send its next request on a connection the server drops.
@@ -775,17 +787,13 @@ fn an_error_before_the_body_is_read_closes_the_connection_and_says_so() {
             "404",
         ),
     ] {
-        let mut conn = std::net::TcpStream::connect(&addr).unwrap();
-        conn.set_read_timeout(Some(Duration::from_secs(10)))
-            .unwrap();
-        let head = format!(
-            "POST {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
-            body.len()
+        let answer = head_only(
+            &addr,
+            &format!(
+                "POST {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+                body.len()
+            ),
         );
-        std::io::Write::write_all(&mut conn, head.as_bytes()).unwrap();
-        // The whole answer, up to the end of the connection.
-        let mut answer = String::new();
-        conn.read_to_string(&mut answer).unwrap();
         let lower = answer.to_ascii_lowercase();
         assert!(
             lower.starts_with(&format!("http/1.1 {status}"))
@@ -795,15 +803,12 @@ fn an_error_before_the_body_is_read_closes_the_connection_and_says_so() {
     }
     // A body declared over the limit: 413 at once (was: read until the
     // request timed out, then 503), and the connection ends.
-    let mut conn = std::net::TcpStream::connect(&addr).unwrap();
-    conn.set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    let head = format!(
-        "POST /v1/checks HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\nContent-Length: 99999999999\r\n\r\n"
+    let answer = head_only(
+        &addr,
+        &format!(
+            "POST /v1/checks HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\nContent-Length: 99999999999\r\n\r\n"
+        ),
     );
-    std::io::Write::write_all(&mut conn, head.as_bytes()).unwrap();
-    let mut answer = String::new();
-    conn.read_to_string(&mut answer).unwrap();
     let lower = answer.to_ascii_lowercase();
     assert!(
         lower.starts_with("http/1.1 413")
