@@ -336,29 +336,14 @@ fn an_undecodable_local_row_is_refused() {
     let b = local();
     let scope = "openai/acct-42/gpt-4";
     record_issue_429(&b, scope);
-    let path = b.local.clone().expect("local store");
-    let conn = rusqlite::Connection::open(&path).expect("open sqlite");
-    let n = conn
-        .execute(
-            "UPDATE items SET item = '{not json' WHERE pk LIKE '%/COOLDOWN#%'",
-            [],
-        )
-        .expect("corrupt row");
-    assert_eq!(n, 1);
-    drop(conn);
+    assert_eq!(b.corrupt_local_rows("%/COOLDOWN#%", "{not json"), 1);
     let later = "2027-06-01T00:00:00Z";
     let out = b.cooldown(later, &["check", scope]);
     assert_eq!(out.status.code(), Some(76), "{}", describe(&out));
     // A row that is not JSON at all is that one unreadable row, like one
     // that is JSON but wrong: the list goes on, other scopes are unaffected.
     b.expect(0, T0, &["record", "other/a", "--retry-after", "60"]);
-    let conn = rusqlite::Connection::open(&path).expect("open sqlite");
-    conn.execute(
-        "UPDATE items SET item = 'not json' WHERE pk LIKE '%/COOLDOWN#openai/%'",
-        [],
-    )
-    .expect("corrupt row");
-    drop(conn);
+    b.corrupt_local_rows("%/COOLDOWN#openai/%", "not json");
     let list = b.json(0, later, &["list"]);
     let rows = list["cooldowns"].as_array().expect("rows");
     assert_eq!(rows.len(), 2, "{list}");
@@ -401,16 +386,7 @@ fn an_unreadable_state_names_the_clear_command_that_works() {
         T0,
         &["record", scope, "--retry-after", "60", "-N", "team"],
     );
-    let path = b.local.clone().expect("local store");
-    let conn = rusqlite::Connection::open(&path).expect("open sqlite");
-    let n = conn
-        .execute(
-            "UPDATE items SET item = 'not json' WHERE pk LIKE '%/COOLDOWN#p/%'",
-            [],
-        )
-        .expect("corrupt row");
-    assert_eq!(n, 1);
-    drop(conn);
+    assert_eq!(b.corrupt_local_rows("%/COOLDOWN#p/%", "not json"), 1);
     let hint = |err: &str| {
         let start = err
             .find("(`")

@@ -757,6 +757,113 @@ fn unreadable_state_follows_on_unavailable_and_says_so() {
         );
         // Nothing was written over the damaged state.
         assert_eq!(b.state_item("c", "api"), Some(item), "[{}]", b.label);
+        // Every command on the pair names the remedy; `runtime show`
+        // refuses to show what it cannot read.
+        let clear = "`zae-limiter runtime clear c -r api";
+        assert_stderr_has(&out, clear);
+        let shown = b.expect(1, 2_000, &["runtime", "show", "c", "-r", "api"]);
+        assert_stderr_has(&shown, "is unreadable");
+        assert_stderr_has(&shown, clear);
+        let cleared = b.expect(0, 2_000, &["runtime", "clear", "c", "-r", "api"]);
+        assert_stdout_has(&cleared, "cleared the unreadable runtime state of c on api");
+        assert_eq!(b.state_item("c", "api"), None, "[{}]", b.label);
+        // Checked again, from an empty window.
+        let d = b.acquire(0, 3_000, "c", "api", &[]);
+        assert_eq!(d["unavailable"], Value::Null, "[{}] {d}", b.label);
+        assert_eq!(d["limits"][0]["remaining"], 4, "[{}] {d}", b.label);
+    }
+}
+
+/// A state row the local store cannot decode at all (not JSON): the config
+/// is still read, so the level's `on_unavailable` answers (here `allow`), as
+/// for a state that decodes but is unreadable, on every store alike.
+#[test]
+fn an_undecodable_local_state_row_follows_the_levels_policy_until_cleared() {
+    let b = backends::local();
+    b.apply("namespace: default\nsystem:\n  on_unavailable: allow\nresources:\n  api:\n    limits:\n      rpm: {capacity: 5, window: minute, rolling: true}\n");
+    b.acquire(0, 0, "c", "api", &[]);
+    assert_eq!(b.corrupt_local_rows("%/RUNTIME#c#api", "{not json"), 1);
+    let d = b.acquire(0, 1_000, "c", "api", &[]);
+    assert_eq!(
+        (d["allowed"].as_bool(), d["level"].as_str()),
+        (Some(true), Some("resource")),
+        "{d}"
+    );
+    b.expect(1, 1_000, &["runtime", "show", "c", "-r", "api"]);
+    let out = b.expect(
+        0,
+        1_000,
+        &["runtime", "clear", "c", "-r", "api", "--format", "json"],
+    );
+    let c: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(c["result"], "cleared", "{c}");
+    assert!(
+        c["unreadable"].as_str().unwrap().contains("typed value"),
+        "{c}"
+    );
+    let d = b.acquire(0, 2_000, "c", "api", &[]);
+    assert_eq!(d["unavailable"], Value::Null, "{d}");
+}
+
+/// `runtime show` lists what each window counted and who holds which slot;
+/// a state written by a clock far ahead (a `ZAEL_NOW` rehearsal on the real
+/// table) is flagged, and `runtime clear` lets every hold go and starts
+/// the windows empty.
+#[test]
+fn runtime_show_and_clear_on_every_store() {
+    for b in backends("rt-show") {
+        b.apply(&api_level(10, 2));
+        b.expect(0, 0, &["runtime", "show", "w", "-r", "api"]);
+        let none = b.expect(
+            0,
+            0,
+            &["runtime", "show", "w", "-r", "api", "--format", "json"],
+        );
+        let none: Value = serde_json::from_slice(&none.stdout).unwrap();
+        assert_eq!(
+            (none["version"].as_u64(), none["stored"].as_bool()),
+            (Some(1), Some(false)),
+            "{none}"
+        );
+        // A rehearsal a year ahead counts in the state the real clock uses.
+        b.acquire(0, 365 * 86_400_000, "w", "api", &["--cost", "rpm=6"]);
+        let d = b.acquire(
+            0,
+            1_000,
+            "w",
+            "api",
+            &[
+                "--mode", "reserve", "--holder", "worker-3", "--cost", "rpm=4",
+            ],
+        );
+        let id = d["reservation"]["id"].as_str().unwrap().to_string();
+        let out = b.expect(
+            0,
+            1_000,
+            &["runtime", "show", "w", "-r", "api", "--format", "json"],
+        );
+        let st: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(st["ahead_of_clock"], true, "[{}] {st}", b.label);
+        assert_eq!(st["holds"][0]["id"], id.as_str(), "[{}] {st}", b.label);
+        assert_eq!(st["holds"][0]["holder"], "worker-3", "[{}] {st}", b.label);
+        assert_eq!(st["holds"][0]["counted"]["rpm"], 4, "[{}] {st}", b.label);
+        // An earlier clock counts in the newest slice seen: both uses.
+        assert_eq!(st["windows"][0]["used"], 10, "[{}] {st}", b.label);
+        let text = b.expect(0, 1_000, &["runtime", "show", "w", "-r", "api"]);
+        assert_stdout_has(&text, "written by a clock ahead of this one");
+        assert_stdout_has(&text, "holder \"worker-3\"");
+        // Nothing fits until a minute after the rehearsal's instant.
+        b.acquire(75, 2_000, "w", "api", &["--cost", "rpm=1"]);
+        let out = b.expect(0, 2_000, &["runtime", "clear", "w", "-r", "api"]);
+        assert_stdout_has(&out, "1 rolling window emptied, 1 open reservation let go");
+        assert_stdout_has(&out, &id);
+        b.acquire(0, 3_000, "w", "api", &["--cost", "rpm=10"]);
+        // The hold that was let go is unknown now, not "already released".
+        let out = b.expect(1, 3_000, &["reservation", "release", &id]);
+        assert_stderr_has(&out, "is not open");
+        let again = b.expect(0, 3_000, &["runtime", "clear", "nobody", "-r", "api"]);
+        assert_stdout_has(&again, "nothing to clear");
+        b.expect(1, 3_000, &["runtime", "clear", "bad#id", "-r", "api"]);
     }
 }
 

@@ -675,13 +675,14 @@ fn an_unchecked_allow_names_no_store_detail_and_the_log_says_why() {
     assert_eq!(d["allowed"], true, "{d}");
     assert_eq!(
         d["unavailable"],
-        "the store or the runtime state could not be used (the server's log says why)",
+        "the runtime state of this entity and resource is unreadable (the server's log says where); an operator must clear it",
         "{d}"
     );
     let log = server.stderr();
     assert!(
         log.contains("on_unavailable answered c on api: the runtime state")
-            && log.contains("RUNTIME#c#api"),
+            && log.contains("RUNTIME#c#api")
+            && log.contains("`zae-limiter runtime clear`"),
         "{log}"
     );
 }

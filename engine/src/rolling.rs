@@ -393,6 +393,22 @@ impl RollingState {
             .fold(0i128, |sum, &c| sum.saturating_add(c))
     }
 
+    /// Use counted in the window that ends at `now_ms` (slices that left it
+    /// by then no longer count). A head newer than `now_ms`'s slice (written
+    /// by a clock ahead of this one) counts as of the head.
+    pub fn used_at(&self, now_ms: i64) -> i128 {
+        let mut at = self.clone();
+        at.advance(now_ms);
+        at.used()
+    }
+
+    /// Whether the newest slice seen is later than `now_ms`'s: a clock ahead
+    /// of this one counted here, and until `now_ms` catches up its use
+    /// leaves the window later than this clock expects.
+    pub fn ahead_of(&self, now_ms: i64) -> bool {
+        self.head_slice > self.window.slice_of(now_ms)
+    }
+
     /// Correct use recorded earlier in `slice` (a reservation's estimate,
     /// `counted`) to what it turned out to be (`actual`), as the commit of a
     /// reservation does. The correction lands in the slice the use was counted
@@ -520,6 +536,26 @@ mod tests {
             RollingLimit::new(Window::Day, 0),
             Err(RollingError::AmountNotPositive { amount: 0 })
         );
+    }
+
+    #[test]
+    fn use_at_an_instant_drops_what_left_and_a_head_ahead_is_seen() {
+        let limit = minute(100);
+        let mut s = limit.empty_state();
+        limit.consume(&mut s, 30, 10_000).unwrap();
+        limit.consume(&mut s, 20, 40_000).unwrap();
+        assert_eq!(s.used_at(40_000), 50);
+        // Slice 10 leaves when slice 71 begins.
+        assert_eq!(s.used_at(70_999), 50);
+        assert_eq!(s.used_at(71_000), 20);
+        assert_eq!(s.used_at(101_000), 0);
+        // Looking is not counting: the state itself is unchanged.
+        assert_eq!(s.used(), 50);
+        // An earlier clock sees the use as of the head, and that it is ahead.
+        assert_eq!(s.used_at(5_000), 50);
+        assert!(s.ahead_of(39_999));
+        assert!(!s.ahead_of(40_000));
+        assert!(!limit.empty_state().ahead_of(i64::MIN));
     }
 
     #[test]

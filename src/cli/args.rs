@@ -80,6 +80,9 @@ pub enum Command {
     /// Release, commit or extend a reservation taken by `acquire --mode reserve`
     #[command(subcommand)]
     Reservation(ReservationCommand),
+    /// Look at or clear the runtime state of an entity on a resource (windows and holds)
+    #[command(subcommand)]
+    Runtime(RuntimeCommand),
     /// Serve the checks, reservations and cooldowns over HTTP, for services in any language
     #[command(after_help = SERVE_AFTER_HELP)]
     Serve(ServeArgs),
@@ -1269,6 +1272,69 @@ pub struct ReservationExtendArgs {
     /// Keep it open this long from now, e.g. 90s, 5m (at most 1h; never shortened)
     #[arg(long, value_name = "DURATION")]
     pub ttl: String,
+}
+
+/// The help of one `runtime` subcommand: what the state is, an example, exit codes.
+macro_rules! runtime_help {
+    ($example:literal, $exit:literal) => {
+        concat!(
+            "\
+The runtime state of an entity on a resource is one stored item: the use counted in each
+rolling window and the open reservations (holds) of its concurrency limits, as `acquire` and
+`reservation` keep it (layout: docs/runtime.md). The limits themselves are config: see
+`zae-limiter entity get-limits`.
+
+Examples:
+  zae-limiter limits apply --local -n jobs -f fixtures/runtime/jobs.yaml
+  zae-limiter acquire job-7 -r exports --local -n jobs
+  ",
+            $example,
+            "
+
+",
+            $exit
+        )
+    };
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RuntimeCommand {
+    /// Show what is counted in each rolling window and who holds which slot
+    #[command(after_help = runtime_help!(
+        "zae-limiter runtime show job-7 -r exports --local -n jobs",
+        "Use is in whole units, as of now (ZAEL_NOW when set). A state written by a clock ahead of
+this one (a skewed host, a ZAEL_NOW rehearsal) is flagged: its windows empty only when this
+clock catches up, unless it is cleared.
+
+Exit status: 0 shown (also when nothing is stored), 1 error (the state item is unreadable:
+the message names the command that clears it; an unknown namespace; bad input)."
+    ))]
+    Show(RuntimeStateArgs),
+    /// Remove the state: empty every rolling window and let go of every hold
+    #[command(after_help = runtime_help!(
+        "zae-limiter runtime clear job-7 -r exports --local -n jobs",
+        "The operator's remedy for a state nothing else overwrites: an unreadable item (acquire
+answers it with on_unavailable until it is cleared), or windows a clock far ahead counted in.
+Holders still working are no longer counted, and their `reservation release` then reports
+the reservation as unknown. Clearing what is not there is not an error.
+
+Exit status: 0 cleared (or nothing to clear: the answer says so), 1 error."
+    ))]
+    Clear(RuntimeStateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RuntimeStateArgs {
+    /// Entity id
+    pub entity: String,
+    /// Resource name
+    #[arg(short = 'r', long, value_name = "NAME")]
+    pub resource: String,
+    /// Output format (the JSON document is versioned: "version": 1)
+    #[arg(long, value_enum, default_value_t)]
+    pub format: TextOrJson,
+    #[command(flatten)]
+    pub store: NamespacedArgs,
 }
 
 const SERVE_AFTER_HELP: &str = "\

@@ -57,7 +57,7 @@ pub fn run(a: AcquireArgs) -> Result<i32, CliError> {
             runtime::refusal_for(e, mode, now)?
         }
     };
-    if let Some(Unchecked::Unavailable(why)) = &d.unavailable {
+    if let Some(Unchecked::Unavailable(why) | Unchecked::StateUnreadable(why)) = &d.unavailable {
         output::eprintln(format!(
             "warning: the limits cannot be checked ({why}); on_unavailable {} {}",
             if d.allowed { "allows" } else { "blocks" },
@@ -66,6 +66,12 @@ pub fn run(a: AcquireArgs) -> Result<i32, CliError> {
             } else {
                 "it"
             }
+        ));
+    }
+    if let Some(Unchecked::StateUnreadable(_)) = &d.unavailable {
+        output::eprintln(format!(
+            "hint: nothing overwrites an unreadable state; look at it with `zae-limiter runtime show`, then remove it: `{}`",
+            super::runtime::clear_command(&a.entity, &a.resource, &a.store)
         ));
     }
     match a.format {

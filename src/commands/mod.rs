@@ -17,6 +17,7 @@ pub mod namespace;
 pub mod plan;
 pub mod read_only;
 pub mod reservation;
+pub mod runtime;
 pub mod saved_plan;
 pub mod serve;
 pub mod show;
@@ -60,6 +61,7 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
         Command::Table(cmd) => table::run(cmd),
         Command::Acquire(a) => acquire::run(a),
         Command::Reservation(cmd) => reservation::run(cmd),
+        Command::Runtime(cmd) => runtime::run(cmd),
         Command::Serve(a) => serve::run(a),
         Command::Completions { shell } => {
             output::print(completions::script(shell))?;

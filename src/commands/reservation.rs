@@ -8,6 +8,7 @@
 use serde_json::Value;
 
 use super::acquire::{namespace, parse_costs, ttl_seconds};
+use super::runtime::with_clear_command;
 use crate::cli::args::{ReservationArgs, ReservationCommand, TextOrJson};
 use crate::cli::{output, CliError};
 use crate::clock::now_ms;
@@ -28,7 +29,8 @@ pub fn run(cmd: ReservationCommand) -> Result<i32, CliError> {
             let now = now_ms()?;
             let store = a.store.open()?;
             let ns = namespace(store.as_ref(), &a.store)?;
-            let x = runtime::extend(store.as_ref(), &ns, &id, ttl, now)?;
+            let x = runtime::extend(store.as_ref(), &ns, &id, ttl, now)
+                .map_err(|e| with_clear_command(e, &id.entity, &id.resource, &a.store))?;
             print(a.format, extended_json(&x, &ns.name, now), || {
                 format!(
                     "extended {}: open until {} (was {})\n",
@@ -50,7 +52,8 @@ fn close(a: &ReservationArgs, how: Closing, costs: &[String]) -> Result<i32, Cli
     let c = match how {
         Closing::Released => runtime::release(store.as_ref(), &ns, &id, now),
         Closing::Committed => runtime::commit(store.as_ref(), &ns, &id, &costs, now),
-    }?;
+    }
+    .map_err(|e| with_clear_command(e, &id.entity, &id.resource, &a.store))?;
     print(a.format, closure_json(&c, &ns.name, now), || {
         closure_text(&c)
     })

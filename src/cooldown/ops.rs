@@ -284,23 +284,9 @@ impl<'a> Cooldowns<'a> {
 
     /// Removes the scope's cooldown, readable or not. Returns whether one existed.
     pub fn clear(&self, scope: &Scope) -> Result<bool, CooldownError> {
-        let delete = || WriteOp::Delete {
-            key: state::key(&self.ns, scope.as_str()),
-            condition: None,
-        };
-        match self.store.write(delete()) {
-            Ok(old) => Ok(old.is_some()),
-            // The item exists but the store cannot decode it (so cannot
-            // return it): removed without reading it, as an unconditional
-            // batch delete needs no old image.
-            Err(StoreError::Corrupt { .. }) => {
-                for r in self.store.batch_write(vec![delete()]) {
-                    r?;
-                }
-                Ok(true)
-            }
-            Err(e) => Err(e.into()),
-        }
+        let key = state::key(&self.ns, scope.as_str());
+        let removed = crate::store::remove(self.store, &key)?;
+        Ok(removed != crate::store::Removed::Nothing)
     }
 
     /// Every cooldown of the namespace, by scope.

@@ -21,7 +21,9 @@
 
 use serde_json::{json, Map, Value};
 
-use super::decide::{Closure, Decision, Extended, LimitAnswer};
+use super::decide::{units, Closure, Decision, Extended, LimitAnswer};
+use super::ops::Cleared;
+use super::state::RuntimeState;
 use crate::clock::rfc3339;
 use crate::items::source::Source;
 use crate::manifest::model::Disabled;
@@ -133,6 +135,78 @@ pub fn extended_json(e: &Extended, namespace: &str, now_ms: i64) -> Value {
         "expires_at": rfc3339(e.expires_at_ms),
         "expires_at_ms": e.expires_at_ms,
         "previous_expires_at": rfc3339(e.previous_ms),
+        "now": rfc3339(now_ms),
+    })
+}
+
+/// The answer to `runtime show`: what is stored for (entity, resource) as
+/// of `now_ms` (`stored: false` and empty lists when nothing is).
+pub fn state_json(
+    st: Option<&RuntimeState>,
+    namespace: &str,
+    entity: &str,
+    resource: &str,
+    now_ms: i64,
+) -> Value {
+    let empty = RuntimeState::empty(entity, resource);
+    let s = st.unwrap_or(&empty);
+    json!({
+        "version": 1,
+        "namespace": namespace,
+        "entity": entity,
+        "resource": resource,
+        "now": rfc3339(now_ms),
+        "stored": st.is_some(),
+        "state_version": s.version,
+        "updated_at": st.map(|s| rfc3339(s.updated_at)),
+        "ahead_of_clock": s.ahead_of(now_ms),
+        "windows": s.rolling.iter().map(|(name, w)| json!({
+            "name": name,
+            "window": w.window().to_string(),
+            "used": units(w.used_at(now_ms)),
+            "all_gone_at": instant(w.all_gone_at()),
+            "ahead_of_clock": w.ahead_of(now_ms),
+        })).collect::<Vec<_>>(),
+        "holds": s.holds.iter().map(|(token, h)| json!({
+            "id": s.reservation_id(token).to_string(),
+            "holder": h.holder,
+            "slots": h.slots,
+            "counted": h.counted.iter().map(|(n, c)| (n.clone(), json!(units(c.cost)))).collect::<Map<_, _>>(),
+            "taken_at": rfc3339(h.created_at),
+            "expires_at": rfc3339(h.expires_at),
+            "expires_at_ms": h.expires_at,
+            "expired": h.expires_at <= now_ms,
+        })).collect::<Vec<_>>(),
+        "closed": s.closed.iter().map(|(token, c)| json!({
+            "id": s.reservation_id(token).to_string(),
+            "how": c.how.as_str(),
+            "at": rfc3339(c.at),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// The answer to `runtime clear`.
+pub fn cleared_json(
+    c: &Cleared,
+    namespace: &str,
+    entity: &str,
+    resource: &str,
+    now_ms: i64,
+) -> Value {
+    let (result, st, unreadable) = match c {
+        Cleared::Nothing => ("nothing", None, None),
+        Cleared::State(st) => ("cleared", Some(st.as_ref()), None),
+        Cleared::Unreadable(why) => ("cleared", None, Some(why)),
+    };
+    json!({
+        "version": 1,
+        "namespace": namespace,
+        "entity": entity,
+        "resource": resource,
+        "result": result,
+        "unreadable": unreadable,
+        "windows": st.map(|s| s.rolling.keys().collect::<Vec<_>>()).unwrap_or_default(),
+        "holds_let_go": st.map(|s| s.open_holds(now_ms).map(|t| s.reservation_id(t).to_string()).collect::<Vec<_>>()).unwrap_or_default(),
         "now": rfc3339(now_ms),
     })
 }

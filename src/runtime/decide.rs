@@ -177,6 +177,10 @@ pub enum Unchecked {
     /// The store or the state could not be used, and `on_unavailable`
     /// answered. The text names the store (a file, a table, an SDK error).
     Unavailable(String),
+    /// The state item of the pair cannot be read, and `on_unavailable`
+    /// answered. It is never overwritten: every decision on the pair
+    /// answers so until an operator clears it (`zae-limiter runtime clear`).
+    StateUnreadable(String),
     /// Other writers kept winning the write: refused, try again in a second.
     Contended(String),
 }
@@ -184,7 +188,9 @@ pub enum Unchecked {
 impl std::fmt::Display for Unchecked {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Unchecked::Unavailable(why) | Unchecked::Contended(why) => f.write_str(why),
+            Unchecked::Unavailable(why)
+            | Unchecked::StateUnreadable(why)
+            | Unchecked::Contended(why) => f.write_str(why),
         }
     }
 }
@@ -221,7 +227,8 @@ fn milli(units: u64) -> i128 {
     i128::from(units) * 1000
 }
 
-fn units(milli: i128) -> u64 {
+/// Whole units of `milli` millitokens, rounded down (what an answer shows).
+pub(crate) fn units(milli: i128) -> u64 {
     u64::try_from(milli.max(0) / 1000).unwrap_or(u64::MAX)
 }
 

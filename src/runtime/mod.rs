@@ -85,7 +85,8 @@ pub use decide::{Closure, Decision, Extended, LimitAnswer, Mode, Request};
 pub use id::ReservationId;
 pub use level::{OnUnavailable, ResolvedLevel};
 pub use ops::{
-    acquire, commit, decide, extend, namespace_id, refusal_for, release, resolve, Namespace,
+    acquire, clear, commit, decide, extend, inspect, namespace_id, refusal_for, release, resolve,
+    Cleared, Namespace,
 };
 
 use crate::items::config::CodecError;

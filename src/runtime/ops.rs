@@ -23,7 +23,7 @@ use super::RuntimeError;
 use crate::items::{keys, namespace, version};
 use crate::plan::version::check_usable;
 use crate::store::backoff::{self, backoff};
-use crate::store::{AttrValue, Condition, Item, Key, Store, StoreError, WriteOp};
+use crate::store::{AttrValue, Condition, Item, Key, Removed, Store, StoreError, WriteOp};
 
 /// Decisions recomputed after lost races before giving up (about 10 s of
 /// backoff in all).
@@ -80,14 +80,26 @@ pub fn acquire(
     level::validate(entity, resource)?;
     let levels = level::config_keys(&ns.id, entity, resource);
     let mut keys: Vec<Key> = levels.iter().map(|(_, k)| k.clone()).collect();
-    keys.push(state::key(&ns.id, entity, resource));
-    let mut items = match store.batch_get(&keys, true) {
-        Ok(items) => items,
+    let state_key = state::key(&ns.id, entity, resource);
+    keys.push(state_key.clone());
+    let (items, state_item) = match store.batch_get(&keys, true) {
+        Ok(mut items) => {
+            let state_item = items.pop().flatten();
+            (items, Ok(state_item))
+        }
+        // A state row the local store cannot decode fails the whole batch:
+        // the config alone is read again, so the level's `on_unavailable`
+        // answers, as it does for a state item that decodes but is unreadable.
+        Err(StoreError::Corrupt { pk, sk, reason }) if pk == state_key.pk => {
+            match store.batch_get(&keys[..levels.len()], true) {
+                Ok(items) => (items, Err(RuntimeError::StateUnreadable { pk, sk, reason })),
+                Err(e) => return degrade(e.into(), DEFAULT_ON_UNAVAILABLE, req, None, now),
+            }
+        }
         Err(e) => return degrade(e.into(), DEFAULT_ON_UNAVAILABLE, req, None, now),
     };
-    let state_item = items.pop().flatten();
     let level = level::from_items(entity, resource, &levels, &items)?;
-    let out = decide_from(store, ns, &level, req, Some(state_item), now);
+    let out = state_item.and_then(|st| decide_from(store, ns, &level, req, Some(st), now));
     degrade_result(out, &level, req, now)
 }
 
@@ -143,9 +155,17 @@ fn degrade(
     if !e.is_unavailable() {
         return Err(e);
     }
-    let mut d = Decision::unavailable(policy, req.mode, Unchecked::Unavailable(e.to_string()), now);
+    let mut d = Decision::unavailable(policy, req.mode, unchecked(&e), now);
     d.source = level.map(|l| l.source);
     Ok(d)
+}
+
+/// Why an unavailable failure left the limits unchecked.
+fn unchecked(e: &RuntimeError) -> Unchecked {
+    match e {
+        RuntimeError::StateUnreadable { .. } => Unchecked::StateUnreadable(e.to_string()),
+        _ => Unchecked::Unavailable(e.to_string()),
+    }
 }
 
 /// The answer of a check whose runtime call failed, as every front end gives
@@ -158,7 +178,7 @@ pub fn refusal_for(e: RuntimeError, mode: Mode, now: i64) -> Result<Decision, Ru
         e if e.is_unavailable() => Ok(Decision::unavailable(
             DEFAULT_ON_UNAVAILABLE,
             mode,
-            Unchecked::Unavailable(e.to_string()),
+            unchecked(&e),
             now,
         )),
         e @ RuntimeError::Contended { .. } => {
@@ -217,6 +237,62 @@ pub fn extend(
 ) -> Result<Extended, RuntimeError> {
     change(store, ns, id, None, now, |cur| {
         decide::extend(cur, id, ttl_seconds, &ns.name, now).map(|(e, next)| (e, Some(next)))
+    })
+}
+
+/// The stored state of (entity, resource), for an operator to look at;
+/// `None` when nothing is stored (nothing counted, nothing held). An item
+/// that cannot be read is [`RuntimeError::StateUnreadable`].
+pub fn inspect(
+    store: &dyn Store,
+    ns: &Namespace,
+    entity: &str,
+    resource: &str,
+) -> Result<Option<RuntimeState>, RuntimeError> {
+    level::validate(entity, resource)?;
+    let key = state::key(&ns.id, entity, resource);
+    match store.get(&key, true) {
+        Ok(item) => item.map(|i| load(&i, &key, entity, resource)).transpose(),
+        Err(StoreError::Corrupt { pk, sk, reason }) => {
+            Err(RuntimeError::StateUnreadable { pk, sk, reason })
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// What [`clear`] removed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Cleared {
+    /// Nothing was stored.
+    Nothing,
+    /// The state as it was: its holds are let go, its windows empty.
+    State(Box<RuntimeState>),
+    /// An item that could not be read (why).
+    Unreadable(String),
+}
+
+/// Removes the state of (entity, resource), readable or not: every rolling
+/// window starts empty and every hold is let go (a holder still working is
+/// no longer counted; its `reservation release` then says "unknown"). The
+/// operator's remedy for a state nothing else overwrites: an unreadable
+/// item, or windows a clock far ahead counted in. A decision racing the
+/// delete conditions its write on the version it read, so it decides again
+/// on the empty state.
+pub fn clear(
+    store: &dyn Store,
+    ns: &Namespace,
+    entity: &str,
+    resource: &str,
+) -> Result<Cleared, RuntimeError> {
+    level::validate(entity, resource)?;
+    let key = state::key(&ns.id, entity, resource);
+    Ok(match crate::store::remove(store, &key)? {
+        Removed::Nothing => Cleared::Nothing,
+        Removed::Undecodable(why) => Cleared::Unreadable(why),
+        Removed::Item(item) => match load(&item, &key, entity, resource) {
+            Ok(st) => Cleared::State(Box::new(st)),
+            Err(e) => Cleared::Unreadable(e.to_string()),
+        },
     })
 }
 
@@ -287,6 +363,10 @@ fn change<T>(
                     resource: resource.to_string(),
                     bytes,
                 })
+            }
+            // The local store cannot decode the state row it read.
+            Err(StoreError::Corrupt { pk, sk, reason }) => {
+                return Err(RuntimeError::StateUnreadable { pk, sk, reason })
             }
             Err(e) => return Err(e.into()),
         }

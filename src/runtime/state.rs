@@ -21,6 +21,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use zae_limiter_engine::rolling::{RollingState, RollingWindow, Window, COUNTERS};
 
+use super::id::ReservationId;
 use crate::items::keys::namespaced_item;
 use crate::items::read::{self, Unreadable};
 use crate::store::{AttrValue, Item, Key};
@@ -138,6 +139,29 @@ impl RuntimeState {
         let closed = self.closed.values().map(|c| c.expires_at);
         let rolling = self.rolling.values().filter_map(RollingState::all_gone_at);
         holds.chain(closed).chain(rolling).max()
+    }
+
+    /// The id of the reservation whose hold (or closed record) is `token`.
+    pub fn reservation_id(&self, token: &str) -> ReservationId {
+        ReservationId {
+            entity: self.entity.clone(),
+            resource: self.resource.clone(),
+            token: token.to_string(),
+        }
+    }
+
+    /// The tokens of the holds still open at `now_ms`.
+    pub fn open_holds(&self, now_ms: i64) -> impl Iterator<Item = &str> {
+        self.holds
+            .iter()
+            .filter(move |(_, h)| now_ms < h.expires_at)
+            .map(|(t, _)| t.as_str())
+    }
+
+    /// Whether a clock ahead of `now_ms` wrote the state: its last write or
+    /// a window's newest slice is later than `now_ms`.
+    pub fn ahead_of(&self, now_ms: i64) -> bool {
+        self.updated_at > now_ms || self.rolling.values().any(|w| w.ahead_of(now_ms))
     }
 
     /// The item for namespace `ns`, written at `now_ms`.

@@ -139,13 +139,24 @@ pub async fn check(
     // Why `on_unavailable` answered names the store (a file, a table, an
     // SDK error): logged in full, answered without it.
     let mut d = d;
-    if let Some(Unchecked::Unavailable(why)) = &d.unavailable {
-        super::error::log(&format!(
-            "on_unavailable answered {entity} on {resource}: {why}"
-        ));
-        d.unavailable = Some(Unchecked::Unavailable(
-            "the store or the runtime state could not be used (the server's log says why)".into(),
-        ));
+    match &d.unavailable {
+        Some(Unchecked::Unavailable(why)) => {
+            super::error::log(&format!(
+                "on_unavailable answered {entity} on {resource}: {why}"
+            ));
+            d.unavailable = Some(Unchecked::Unavailable(
+                "the store could not be used (the server's log says why)".into(),
+            ));
+        }
+        Some(Unchecked::StateUnreadable(why)) => {
+            super::error::log(&format!(
+                "on_unavailable answered {entity} on {resource}: {why}; nothing overwrites it: look at it with `zae-limiter runtime show`, remove it with `zae-limiter runtime clear` (ENTITY -r RESOURCE and this server's store flags)"
+            ));
+            d.unavailable = Some(Unchecked::StateUnreadable(
+                "the runtime state of this entity and resource is unreadable (the server's log says where); an operator must clear it".into(),
+            ));
+        }
+        _ => {}
     }
     let doc = decision_json(&d, &ns, &entity, &resource);
     let mut response = Json(camel_case(doc)).into_response();

@@ -415,6 +415,38 @@ pub fn same_item(key: &Key, op: &WriteOp) -> Result<(), StoreError> {
     )))
 }
 
+/// What [`remove`] took away.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Removed {
+    /// There was no item.
+    Nothing,
+    /// The item as it was.
+    Item(Item),
+    /// An item the store cannot decode ([`StoreError::Corrupt`]: `reason`).
+    Undecodable(String),
+}
+
+/// Deletes the item at `key` unconditionally, readable or not: the remedy
+/// an operator runs on a state item nothing else will overwrite. A delete
+/// returns the old image, which the store cannot decode for a corrupt item;
+/// that one goes with a batch delete, which asks for none.
+pub fn remove(store: &dyn Store, key: &Key) -> Result<Removed, StoreError> {
+    let delete = || WriteOp::Delete {
+        key: key.clone(),
+        condition: None,
+    };
+    match store.write(delete()) {
+        Ok(old) => Ok(old.map_or(Removed::Nothing, Removed::Item)),
+        Err(StoreError::Corrupt { reason, .. }) => {
+            for r in store.batch_write(vec![delete()]) {
+                r?;
+            }
+            Ok(Removed::Undecodable(reason))
+        }
+        Err(e) => Err(e),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

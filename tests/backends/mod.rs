@@ -179,6 +179,19 @@ impl Backend {
         zae_limiter::store::open::open(&target, &self.table).expect("open store")
     }
 
+    /// Writes `text` (not a DynamoDB item: damage) over every row of the
+    /// local store whose PK is `LIKE pk_like`, as a bad disk or a hand edit
+    /// would; returns how many. Only the local store can hold such a row.
+    pub fn corrupt_local_rows(&self, pk_like: &str, text: &str) -> usize {
+        let path = self.local.as_ref().expect("a local store");
+        let conn = rusqlite::Connection::open(path).expect("open sqlite");
+        conn.execute(
+            "UPDATE items SET item = ?1 WHERE pk LIKE ?2",
+            [text, pk_like],
+        )
+        .expect("corrupt rows")
+    }
+
     /// The id of namespace `name`.
     pub fn namespace_id(&self, name: &str) -> String {
         let store = self.store();
