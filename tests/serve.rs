@@ -520,6 +520,12 @@ fn refusals_are_200_and_errors_have_their_status() {
                 .contains("`mode`")
         );
         assert!(bad("{\"subject\": ").contains("not valid JSON"));
+        // One document per body: a second one (here a reserve) is refused,
+        // not ignored behind the first.
+        assert!(bad(
+            r#"{"subject": {"id": "w"}, "action": "batch"} {"subject": {"id": "x"}, "action": "batch", "mode": "reserve"}"#
+        )
+        .contains("not one JSON document"));
         assert!(
             bad(r#"{"subject": {"id": "w"}, "action": "batch", "ttlSeconds": 60}"#)
                 .contains("go with \"mode\": \"reserve\"")
@@ -870,6 +876,15 @@ fn startup_refuses_what_it_cannot_serve() {
     std::fs::write(&file, "file-token-0123456789abcdef\n").unwrap();
     let file_flag = file.display().to_string();
     let mut server = Server::with_args(&b, &["--token-file", &file_flag]);
+    // Its port, taken: the error says what to do.
+    let taken = server.url.trim_start_matches("http://").to_string();
+    let (code, err) = run(&[], &["--listen", &taken]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains(&format!("cannot listen on {taken}"))
+            && err.contains("127.0.0.1:0 picks a free one"),
+        "{err}"
+    );
     let agent = agent();
     let with = |t: &str| {
         send(
@@ -887,6 +902,49 @@ fn startup_refuses_what_it_cannot_serve() {
         (200, 401)
     );
     assert_eq!(server.terminate(), Some(0));
+}
+
+/// A client that never finishes its headers (no token is checked before
+/// they are complete), and one that connects and sends nothing, are cut
+/// off by the header read timeout (10 s) instead of holding a connection
+/// for ever; meanwhile others are served, and SIGTERM still ends the server
+/// with 0 rather than waiting on them.
+#[test]
+fn clients_that_never_finish_their_headers_are_cut_off_and_do_not_hold_up_sigterm() {
+    let b = backends::local();
+    apply(&b, &slots_level("batch", 1));
+    let mut server = Server::with_token(&b);
+    let addr = server.url.trim_start_matches("http://").to_string();
+    let open = |head: &str| {
+        let mut conn = std::net::TcpStream::connect(&addr).unwrap();
+        conn.set_read_timeout(Some(Duration::from_secs(40)))
+            .unwrap();
+        std::io::Write::write_all(&mut conn, head.as_bytes()).unwrap();
+        conn
+    };
+    let (partial, idle) = (open("GET /healthz HTTP/1.1\r\nHost: x\r\n"), open(""));
+    let started = Instant::now();
+    let r = server.get(&agent(), "/healthz");
+    assert_eq!(r.status, 200, "{}", r.text);
+    // Each is closed by the server, with nothing sent (hyper's timeout).
+    for mut conn in [partial, idle] {
+        let mut answer = Vec::new();
+        let read = conn.read_to_end(&mut answer);
+        assert!(
+            matches!(read, Ok(0)),
+            "{read:?} {:?}",
+            String::from_utf8_lossy(&answer)
+        );
+    }
+    assert!(
+        started.elapsed() >= Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    // Another half-sent request, then SIGTERM: the server still stops.
+    let _stuck = open("POST /v1/checks HTTP/1.1\r\nHost: x\r\n");
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(server.terminate(), Some(0), "{}", server.stderr());
 }
 
 #[test]

@@ -112,7 +112,7 @@ pub enum Problem {
 
 /// A name a rule refuses.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid {} '{name}': {}", rule.what, self.reason())]
+#[error("invalid {} '{}': {}", rule.what, self.shown(), self.reason())]
 pub struct NameError {
     pub rule: &'static NameRule,
     pub name: String,
@@ -120,6 +120,18 @@ pub struct NameError {
 }
 
 impl NameError {
+    /// The name as a message quotes it: a long one is cut (an error is
+    /// read by people and logged per request; the length is what matters).
+    pub fn shown(&self) -> String {
+        const SHOWN: usize = 64;
+        let len = self.name.chars().count();
+        if len <= SHOWN {
+            return self.name.clone();
+        }
+        let head: String = self.name.chars().take(SHOWN).collect();
+        format!("{head}… ({len} characters)")
+    }
+
     /// The problem in a few words (`cannot contain '#' (the key delimiter)`).
     pub fn reason(&self) -> String {
         let rule = self.rule;
@@ -131,9 +143,24 @@ impl NameError {
                 let (name, why) = rule.reserved.unwrap_or_default();
                 format!("'{name}' is {why}")
             }
-            Problem::BadStart => format!("must start with {}", rule.first_words()),
+            Problem::BadStart => {
+                // `ü` is a letter, but not one a name may hold: say so.
+                let not_ascii = match self.name.chars().next() {
+                    Some(c) if !c.is_ascii() => format!(" ('{c}' is not: names are ASCII)"),
+                    _ => String::new(),
+                };
+                format!("must start with {}{not_ascii}", rule.first_words())
+            }
             Problem::BadChar(c) => {
-                format!("'{c}' is not allowed; use {}", rule.rest_words('\'', "or"))
+                let not_ascii = if c.is_ascii() {
+                    ""
+                } else {
+                    " (names are ASCII)"
+                };
+                format!(
+                    "'{c}' is not allowed{not_ascii}; use {}",
+                    rule.rest_words('\'', "or")
+                )
             }
         }
     }
@@ -256,6 +283,31 @@ mod tests {
         assert_eq!(problem(&ENTITY_ID, "a#b"), Some(Problem::Delimiter));
         assert_eq!(problem(&ENTITY_ID, "-x"), Some(Problem::BadStart));
         assert_eq!(problem(&ENTITY_ID, "a b"), Some(Problem::BadChar(' ')));
+        // A letter outside ASCII is named as such, not as "not a letter".
+        let e = ENTITY_ID.check("über").unwrap_err();
+        assert_eq!(
+            e.reason(),
+            "must start with a letter or digit ('ü' is not: names are ASCII)"
+        );
+        let e = ENTITY_ID.check("jürgen").unwrap_err();
+        assert!(
+            e.reason()
+                .starts_with("'ü' is not allowed (names are ASCII); use letters"),
+            "{}",
+            e.reason()
+        );
+        let long = ENTITY_ID.check(&"x".repeat(5000)).unwrap_err().to_string();
+        assert_eq!(
+            long,
+            format!(
+                "invalid entity id '{}… (5000 characters)': at most 256 characters",
+                "x".repeat(64)
+            )
+        );
+        assert_eq!(
+            ENTITY_ID.check("a b").unwrap_err().reason(),
+            "' ' is not allowed; use letters, digits, '_', '.', '-', ':' or '@'"
+        );
         assert_eq!(
             problem(&ENTITY_ID, &"x".repeat(257)),
             Some(Problem::TooLong { len: 257 })

@@ -95,7 +95,9 @@ pub fn run(a: ServeArgs) -> Result<i32, CliError> {
 
     let listener = std::net::TcpListener::bind(addr)
         .and_then(|l| l.set_nonblocking(true).map(|()| l))
-        .map_err(|e| CliError::Failed(format!("cannot listen on {addr}: {e}")))?;
+        .map_err(|e| {
+            CliError::Failed(format!("cannot listen on {addr}: {e}{}", listen_advice(&e)))
+        })?;
     let bound = listener
         .local_addr()
         .map_err(|e| CliError::Failed(format!("cannot listen on {addr}: {e}")))?;
@@ -152,6 +154,16 @@ pub fn run(a: ServeArgs) -> Result<i32, CliError> {
     served?;
     serve::error::log("stopped");
     Ok(exit_codes::OK)
+}
+
+/// What to do when the address cannot be bound, for the errors a user can act on.
+fn listen_advice(e: &std::io::Error) -> &'static str {
+    match e.kind() {
+        std::io::ErrorKind::AddrInUse => "; another process listens there: stop it, or give another --listen port (127.0.0.1:0 picks a free one and prints it)",
+        std::io::ErrorKind::PermissionDenied => "; ports below 1024 need privileges: use a port of 1024 or above",
+        std::io::ErrorKind::AddrNotAvailable => "; the address is not one of this host's: use 127.0.0.1, 0.0.0.0 or an address of an interface here",
+        _ => "",
+    }
 }
 
 /// The startup line on stderr: what is served, from where.

@@ -659,7 +659,7 @@ pub fn close(
                     id,
                     namespace,
                     format!(
-                        "it was released at {}, and a released reservation keeps what it counted: the correction was not made. To correct a count, commit with --cost instead of releasing",
+                        "it was released at {}, and a released reservation keeps what it counted: the correction was not made. To correct a count, commit with the actual cost (`--cost NAME=N`; over HTTP, `cost`) instead of releasing",
                         crate::clock::rfc3339(c.at)
                     ),
                 ));

@@ -46,26 +46,39 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
     }
 }
 
-/// Reads `bytes` as a `T`, naming the field that is wrong.
+/// Reads `bytes` as a `T`, naming the field that is wrong. The body is one
+/// JSON document: anything after it (a second object, stray text) is
+/// refused, never ignored. An empty body reads as `{}`, and an error about
+/// it names no position (it would be one in the `{}`, not in what was sent).
 pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
-    let text: &[u8] = if bytes.iter().all(u8::is_ascii_whitespace) {
-        b"{}"
-    } else {
-        bytes
-    };
+    let empty = bytes.iter().all(u8::is_ascii_whitespace);
+    let text: &[u8] = if empty { b"{}" } else { bytes };
     let de = &mut serde_json::Deserializer::from_slice(text);
-    serde_path_to_error::deserialize(de).map_err(|e| {
+    let value = serde_path_to_error::deserialize(&mut *de).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
         let what = if inner.is_syntax() || inner.is_eof() {
             "the request body is not valid JSON".to_string()
+        } else if empty {
+            "the request body is empty".to_string()
         } else if path == "." {
             "invalid request body".to_string()
         } else {
             format!("invalid field `{path}`")
         };
-        ApiError::BadRequest(format!("{what}: {inner}"))
-    })
+        let mut why = inner.to_string();
+        if empty {
+            let at = format!(" at line {} column {}", inner.line(), inner.column());
+            why.truncate(why.strip_suffix(at.as_str()).map_or(why.len(), str::len));
+        }
+        ApiError::BadRequest(format!("{what}: {why}"))
+    })?;
+    de.end().map_err(|e| {
+        ApiError::BadRequest(format!(
+            "the request body is not one JSON document: {e} (send one object, nothing after it)"
+        ))
+    })?;
+    Ok(value)
 }
 
 #[cfg(test)]
@@ -103,5 +116,37 @@ mod tests {
         assert!(err("{").starts_with("the request body is not valid JSON"));
         assert!(err(r#"{"ttlSeconds": "5"}"#)
             .starts_with("invalid field `ttlSeconds`: invalid type: string"));
+        // One document: what follows it is refused, not ignored.
+        for (glued, column) in [
+            (r#"{"ttlSeconds": 5} trailing"#, 19),
+            (r#"{"ttlSeconds": 5}{"ttlSeconds": 6}"#, 18),
+        ] {
+            assert_eq!(
+                err(glued),
+                format!("the request body is not one JSON document: trailing characters at line 1 column {column} (send one object, nothing after it)"),
+                "{glued}"
+            );
+        }
+        assert_eq!(
+            parse::<Body>(b" {\"ttlSeconds\": 5}\n")
+                .unwrap()
+                .ttl_seconds,
+            Some(5)
+        );
+    }
+
+    #[test]
+    fn an_empty_body_is_named_without_a_position() {
+        #[derive(Debug, serde::Deserialize)]
+        struct Needs {
+            #[allow(dead_code)]
+            subject: String,
+        }
+        match parse::<Needs>(b"  ") {
+            Err(ApiError::BadRequest(m)) => {
+                assert_eq!(m, "the request body is empty: missing field `subject`")
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -116,6 +116,15 @@ impl ApiError {
                 message: format!("{what}: the store cannot be used right now (the server's log says why); try again later"),
                 retry_after_seconds: Some(1),
             },
+            // The table or the local store file went away under the server
+            // (or was never there): this instance cannot answer until an
+            // operator acts; a load balancer should take it out (503).
+            StoreError::TableNotFound { .. } | StoreError::LocalStorePath { .. } => {
+                ApiError::Unavailable {
+                    message: format!("{what}: the server's table cannot be found (the server's log says where); an operator must restore it or point the server at another"),
+                    retry_after_seconds: None,
+                }
+            }
             _ => ApiError::Internal(format!(
                 "{what}: the store refused the request (the server's log says why)"
             )),
@@ -159,7 +168,8 @@ impl From<RuntimeError> for ApiError {
     fn from(e: RuntimeError) -> Self {
         use RuntimeError as R;
         match e {
-            R::Store(s) => ApiError::store(&s, "the runtime state"),
+            // The namespace, the config or the state: the store as a whole.
+            R::Store(s) => ApiError::store(&s, "the store"),
             R::StateUnreadable { .. } => ApiError::unreadable(
                 &e,
                 "the runtime state of this entity and resource is unreadable (the server's log says where); an operator must look at it",
@@ -180,7 +190,10 @@ impl From<RuntimeError> for ApiError {
             }
             R::Config(_) => {
                 log(&e.to_string());
-                ApiError::Internal(format!("a stored config item cannot be used: {e}"))
+                // The item's key is the log's to say (no key in an answer).
+                ApiError::Internal(
+                    "a stored config item of this entity and resource cannot be used (the server's log says which and why); an operator must correct it, e.g. with `zae-limiter limits apply`".into(),
+                )
             }
             R::Random(_) => {
                 log(&e.to_string());
@@ -243,6 +256,28 @@ mod tests {
         .into();
         assert_eq!(e.status(), StatusCode::INTERNAL_SERVER_ERROR);
         assert!(!e.message().contains("secret-table"), "{}", e.message());
+        // A table (or local store file) gone is this instance out of
+        // service, not a server bug: 503, naming no path.
+        let gone = crate::store::Missing::NoLocalFile("/srv/secret/store.sqlite".into());
+        let e: ApiError = RuntimeError::Store(StoreError::TableNotFound {
+            table: "jobs".into(),
+            where_: gone,
+        })
+        .into();
+        assert_eq!(
+            (e.status(), e.code()),
+            (StatusCode::SERVICE_UNAVAILABLE, "unavailable")
+        );
+        assert!(!e.message().contains("secret"), "{}", e.message());
+        // A config item the runtime cannot use: its key is in the log only.
+        let bad = crate::items::config::CodecError::Unreadable {
+            pk: "ns/RESOURCE#secret-res".into(),
+            sk: "#CONFIG".into(),
+            reason: "attribute 'l_rpm_cp' is not a number".into(),
+        };
+        let e: ApiError = RuntimeError::Config(bad).into();
+        assert_eq!(e.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert!(!e.message().contains("secret"), "{}", e.message());
     }
 
     #[test]

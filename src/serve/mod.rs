@@ -326,24 +326,84 @@ pub fn shutdown_signal() -> std::io::Result<impl Future<Output = ()> + Send> {
     })
 }
 
-/// Serves on `listener` until `shutdown` resolves, then lets the requests in
-/// flight finish (axum's graceful shutdown) and returns.
+/// How long a client may take to send a request's headers, and how long a
+/// kept-alive connection may sit idle before its next request: then hyper
+/// closes it. Without it a client that never finishes its headers (no
+/// token is checked before they are complete) holds a connection, a file
+/// descriptor and its buffered bytes for ever, and holds up the shutdown.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long the shutdown waits for the connections still open (the
+/// requests in flight end within the request timeout; a client still
+/// sending its headers, within [`HEADER_READ_TIMEOUT`]) before it closes
+/// them.
+fn drain_limit(settings: &Settings) -> Duration {
+    settings.request_timeout.max(HEADER_READ_TIMEOUT) + Duration::from_secs(5)
+}
+
+/// Serves on `listener` until `shutdown` resolves, then stops accepting,
+/// lets the requests in flight finish (closing idle connections at once)
+/// and returns. Connections are served by hyper's HTTP/1 with a timer, so
+/// [`HEADER_READ_TIMEOUT`] holds.
 pub async fn run(
     listener: tokio::net::TcpListener,
     app: Arc<App>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    use axum::serve::ListenerExt as _;
+    use axum::serve::Listener;
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    use hyper_util::service::TowerToHyperService;
+
+    let drain = drain_limit(&app.settings);
+    let service = TowerToHyperService::new(router(app));
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT);
+    let (stop, stopping) = tokio::sync::watch::channel(());
+    let mut connections = tokio::task::JoinSet::new();
+    let mut listener = listener;
+    let mut shutdown = std::pin::pin!(shutdown);
     // Every answer is one small write the client waits for: sent at once,
     // not held back for the acknowledgement of the last one (Nagle).
     static WARNED: std::sync::Once = std::sync::Once::new();
-    let listener = listener.tap_io(|tcp| {
+    loop {
+        // axum's accept: a connection error is skipped, running out of file
+        // descriptors pauses accepting a moment instead of ending the server.
+        let (tcp, _) = tokio::select! {
+            accepted = Listener::accept(&mut listener) => accepted,
+            () = &mut shutdown => break,
+        };
         if let Err(e) = tcp.set_nodelay(true) {
             // Once: it would fail the same way on every connection.
             WARNED.call_once(|| error::log(&format!("cannot set TCP_NODELAY: {e}")));
         }
-    });
-    axum::serve(listener, router(app))
-        .with_graceful_shutdown(shutdown)
-        .await
+        let conn = http.serve_connection(TokioIo::new(tcp), service.clone());
+        let mut stopping = stopping.clone();
+        connections.spawn(async move {
+            let mut conn = std::pin::pin!(conn);
+            tokio::select! {
+                _ = conn.as_mut() => return,
+                _ = stopping.changed() => conn.as_mut().graceful_shutdown(),
+            }
+            // A failed connection (a timeout, a reset) is the client's end.
+            let _ = conn.await;
+        });
+        // Forget the connections that ended.
+        while connections.try_join_next().is_some() {}
+    }
+    drop(listener);
+    drop(stop);
+    let drained = tokio::time::timeout(drain, async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        error::log(&format!(
+            "closing {} connections still open {} s after the shutdown began",
+            connections.len(),
+            drain.as_secs()
+        ));
+        connections.shutdown().await;
+    }
+    Ok(())
 }
