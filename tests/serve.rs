@@ -688,7 +688,7 @@ fn an_unchecked_allow_names_no_store_detail_and_the_log_says_why() {
     assert!(
         log.contains("on_unavailable answered c on api: the runtime state")
             && log.contains("RUNTIME#c#api")
-            && log.contains("`zae-limiter runtime clear`"),
+            && log.contains("`zae-limiter runtime clear c -r api`"),
         "{log}"
     );
 }

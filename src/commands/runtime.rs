@@ -83,7 +83,7 @@ fn state_text(st: Option<&RuntimeState>, a: &RuntimeStateArgs, now: i64) -> Stri
     );
     if st.ahead_of(now) {
         s.push_str(&format!(
-            "  warning: written by a clock ahead of this one ({}); its use leaves the windows only when this clock catches up. If that clock was wrong (a skewed host, a ZAEL_NOW rehearsal), remove the state: `{}`\n",
+            "  warning: written by a clock more than a minute ahead of this one ({}); its use leaves the windows only when this clock catches up. If that clock was wrong (a skewed host, a ZAEL_NOW rehearsal) and the open reservations below may be let go, remove the state: `{}`\n",
             rfc3339(now),
             clear_command(&a.entity, &a.resource, &a.store)
         ));

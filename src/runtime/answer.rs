@@ -23,7 +23,7 @@ use serde_json::{json, Map, Value};
 
 use super::decide::{units, Closure, Decision, Extended, LimitAnswer};
 use super::ops::Cleared;
-use super::state::RuntimeState;
+use super::state::{window_ahead_of, RuntimeState};
 use crate::clock::rfc3339;
 use crate::items::source::Source;
 use crate::manifest::model::Disabled;
@@ -164,8 +164,8 @@ pub fn state_json(
             "name": name,
             "window": w.window().to_string(),
             "used": units(w.used_at(now_ms)),
-            "all_gone_at": instant(w.all_gone_at()),
-            "ahead_of_clock": w.ahead_of(now_ms),
+            "all_gone_at": instant(w.all_gone_at().filter(|at| *at > now_ms)),
+            "ahead_of_clock": window_ahead_of(w, now_ms),
         })).collect::<Vec<_>>(),
         "holds": s.holds.iter().map(|(token, h)| json!({
             "id": s.reservation_id(token).to_string(),

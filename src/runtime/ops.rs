@@ -378,6 +378,17 @@ fn change<T>(
     })
 }
 
+/// The version of a state item written where none was: random, not 1. An
+/// item can be deleted (`runtime clear`, DynamoDB's TTL) while a decision
+/// holds what it read of it; had the next item started at 1 again, that
+/// decision's write, conditioned on the version it read, could match the new
+/// item and put the old holds back over the new ones (an ABA race). Below
+/// 2^53, so every JSON reader of the item reads it exactly.
+fn first_version() -> Result<u64, RuntimeError> {
+    let bytes = crate::random::bytes::<8>()?;
+    Ok((u64::from_le_bytes(bytes) >> 11).max(1))
+}
+
 /// One step on the stored `item`: the answer, and the write of the next
 /// state conditioned on the version read (none when nothing changes).
 fn next_write<T>(
@@ -397,7 +408,10 @@ fn next_write<T>(
     let Some(mut next) = next else {
         return Ok((out, None));
     };
-    next.version = current.version + 1;
+    next.version = match item {
+        None => first_version()?,
+        Some(_) => current.version.wrapping_add(1).max(1),
+    };
     let condition = match item {
         None => Condition::NotExists,
         Some(_) => Condition::AttrEquals("version".into(), AttrValue::n(current.version)),
@@ -407,4 +421,83 @@ fn next_write<T>(
         condition: Some(condition),
     };
     Ok((out, Some(op)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::items;
+    use crate::store::memory::MemoryStore;
+
+    const NOW: i64 = 1_796_205_600_000;
+
+    /// A namespace with resource `slots`: two concurrency slots.
+    fn store() -> (MemoryStore, Namespace) {
+        let store = MemoryStore::new();
+        items::version::ensure_initialized(&store).unwrap();
+        let id = items::namespace::register(&store, "default").unwrap().id;
+        let text = "namespace: default\nresources:\n  slots:\n    limits:\n      in_flight: {concurrency: 2}\n";
+        let m = crate::manifest::load_str("m.yaml", text)
+            .ok()
+            .unwrap()
+            .manifest;
+        store.put(items::config::build_resource(&id, "slots", &m.resources["slots"]).unwrap());
+        let ns = Namespace {
+            name: "default".into(),
+            id,
+        };
+        (store, ns)
+    }
+
+    fn reserve(store: &MemoryStore, ns: &Namespace, first: Option<Option<Item>>) -> String {
+        let level = resolve(store, ns, "e", "slots").unwrap();
+        let d = decide_from(store, ns, &level, &Request::new(Mode::Reserve), first, NOW).unwrap();
+        assert!(d.allowed, "{d:?}");
+        d.reservation.unwrap().id.token
+    }
+
+    fn holds(store: &MemoryStore, ns: &Namespace) -> Vec<String> {
+        let st = inspect(store, ns, "e", "slots").unwrap().unwrap();
+        st.holds.keys().cloned().collect()
+    }
+
+    /// A decision that read the state before a `runtime clear` and writes
+    /// after the next item was created must not match that item: it decides
+    /// again on it, and nothing the new item holds is lost.
+    #[test]
+    fn a_write_on_what_was_read_before_a_clear_does_not_match_the_next_item() {
+        let (store, ns) = store();
+        let old = reserve(&store, &ns, None);
+        let stale = store.item(&state::pk(&ns.id, "e", "slots"), state::SK);
+        assert!(matches!(
+            clear(&store, &ns, "e", "slots").unwrap(),
+            Cleared::State(_)
+        ));
+        let new = reserve(&store, &ns, None);
+        // The stale read is shown to the decision in place of a fresh one
+        // (as DynamoDB's batch read or a slow write would have it).
+        let late = reserve(&store, &ns, Some(stale));
+        let mut want = vec![new, late];
+        want.sort();
+        assert_eq!(
+            holds(&store, &ns),
+            want,
+            "the cleared hold {old} stays gone"
+        );
+    }
+
+    #[test]
+    fn new_items_start_at_a_random_version_and_count_up() {
+        let (store, ns) = store();
+        reserve(&store, &ns, None);
+        let first = inspect(&store, &ns, "e", "slots").unwrap().unwrap().version;
+        reserve(&store, &ns, None);
+        let second = inspect(&store, &ns, "e", "slots").unwrap().unwrap().version;
+        assert_eq!(second, first + 1);
+        assert!(first < 1 << 53);
+        clear(&store, &ns, "e", "slots").unwrap();
+        reserve(&store, &ns, None);
+        let again = inspect(&store, &ns, "e", "slots").unwrap().unwrap().version;
+        assert_ne!(again, 1, "a new item does not start at 1 again");
+    }
 }

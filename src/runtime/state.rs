@@ -7,7 +7,7 @@
 //! | `GSI4PK` / `GSI4SK` | S | `{ns}` / the PK (a namespace purge removes it) |
 //! | `kind` | S | `runtime` |
 //! | `entity_id`, `resource` | S | the pair |
-//! | `version` | N | incremented by every write; the condition of the next one |
+//! | `version` | N | incremented by every write, the condition of the next one; a new item starts at a random value below 2^53 (never 1 again after a delete: no ABA) |
 //! | `updated_at` | N | epoch ms of the last write |
 //! | `ttl` | N | epoch **seconds** after which nothing in the item counts any more (DynamoDB's TTL then deletes it) |
 //! | `rw_{limit}` | S | a rolling window: `{window}/{head slice}/{i}:{millitokens},…` (the non-zero counters, oldest first) |
@@ -37,6 +37,18 @@ pub const MAX_CLOSED: usize = 128;
 pub const TTL_GRACE_SECONDS: i64 = 60;
 /// Attribute prefix of a rolling window's counters.
 const ROLLING: &str = "rw_";
+
+/// How far ahead of this clock another may be before a state it wrote is
+/// flagged as written ahead: hosts a little apart (NTP keeps them within
+/// milliseconds, a VM resumed may be seconds off) are normal; a minute is
+/// not (a skewed host, a `ZAEL_NOW` rehearsal on the real table).
+pub const AHEAD_TOLERANCE_MS: i64 = 60_000;
+
+/// Whether window `w` counted in a slice that begins more than
+/// [`AHEAD_TOLERANCE_MS`] after `now_ms`.
+pub fn window_ahead_of(w: &RollingState, now_ms: i64) -> bool {
+    w.ahead_of(now_ms.saturating_add(AHEAD_TOLERANCE_MS))
+}
 
 /// Partition key of the state of (entity, resource) in namespace `ns`.
 pub fn pk(ns: &str, entity: &str, resource: &str) -> String {
@@ -158,10 +170,11 @@ impl RuntimeState {
             .map(|(t, _)| t.as_str())
     }
 
-    /// Whether a clock ahead of `now_ms` wrote the state: its last write or
-    /// a window's newest slice is later than `now_ms`.
+    /// Whether a clock more than [`AHEAD_TOLERANCE_MS`] ahead of `now_ms`
+    /// wrote the state: its last write or a window's newest slice.
     pub fn ahead_of(&self, now_ms: i64) -> bool {
-        self.updated_at > now_ms || self.rolling.values().any(|w| w.ahead_of(now_ms))
+        self.updated_at > now_ms.saturating_add(AHEAD_TOLERANCE_MS)
+            || self.rolling.values().any(|w| window_ahead_of(w, now_ms))
     }
 
     /// The item for namespace `ns`, written at `now_ms`.
@@ -449,6 +462,54 @@ mod tests {
             },
         );
         st
+    }
+
+    /// A host a little behind the writer is normal; a minute is not.
+    #[test]
+    fn written_ahead_means_more_than_a_minute_ahead() {
+        let st = sample();
+        // Written at 612.000 s, its window's head slice is 612 s.
+        for (now, ahead) in [
+            (1_796_205_612_000, false),
+            (1_796_205_611_900, false),
+            (1_796_205_552_000, false),
+            (1_796_205_551_999, true),
+        ] {
+            assert_eq!(st.ahead_of(now), ahead, "{now}");
+        }
+        assert_eq!(
+            st.open_holds(1_796_205_700_000).collect::<Vec<_>>(),
+            ["AAAAAAAAAAAAAAAAAAAAAA"],
+            "the hold that expires at 700 s is not open then"
+        );
+    }
+
+    /// `runtime show`'s JSON: use as of now, no instant in the past.
+    #[test]
+    fn the_shown_state_counts_as_of_now() {
+        let st = sample();
+        let doc = |now| {
+            super::super::answer::state_json(Some(&st), "default", "user-1", "openai/gpt-4", now)
+        };
+        let at_612 = doc(1_796_205_612_000);
+        assert_eq!(at_612["windows"][0]["used"], 4, "{at_612}");
+        assert_eq!(
+            at_612["windows"][0]["all_gone_at"], "2026-12-02T10:01:13Z",
+            "{at_612}"
+        );
+        assert_eq!(at_612["holds"][1]["expired"], false, "{at_612}");
+        // 61 s after the first use it has left; a minute after the last, all.
+        let later = doc(1_796_205_661_000);
+        assert_eq!(later["windows"][0]["used"], 1, "{later}");
+        let gone = doc(1_796_205_673_000);
+        assert_eq!(gone["windows"][0]["used"], 0, "{gone}");
+        assert_eq!(
+            gone["windows"][0]["all_gone_at"],
+            serde_json::Value::Null,
+            "{gone}"
+        );
+        assert_eq!(gone["holds"][1]["expired"], false, "{gone}");
+        assert_eq!(gone["ahead_of_clock"], false, "{gone}");
     }
 
     #[test]

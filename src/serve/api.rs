@@ -150,7 +150,9 @@ pub async fn check(
         }
         Some(Unchecked::StateUnreadable(why)) => {
             super::error::log(&format!(
-                "on_unavailable answered {entity} on {resource}: {why}; nothing overwrites it: look at it with `zae-limiter runtime show`, remove it with `zae-limiter runtime clear` (ENTITY -r RESOURCE and this server's store flags)"
+                // Entity ids and resource names hold no character a shell
+                // reads specially: the command is pasted as it is.
+                "on_unavailable answered {entity} on {resource}: {why}; nothing overwrites it: look at it with `zae-limiter runtime show {entity} -r {resource}`, remove it with `zae-limiter runtime clear {entity} -r {resource}` (with this server's store flags)"
             ));
             d.unavailable = Some(Unchecked::StateUnreadable(
                 "the runtime state of this entity and resource is unreadable (the server's log says where); an operator must clear it".into(),

@@ -171,7 +171,7 @@ impl From<RuntimeError> for ApiError {
             // The namespace, the config or the state: the store as a whole.
             R::Store(s) => ApiError::store(&s, "the store"),
             R::StateUnreadable { .. } => ApiError::unreadable(
-                &e,
+                &format!("{e}; nothing overwrites it: remove it with `zae-limiter runtime clear ENTITY -r RESOURCE` (the key's RUNTIME#ENTITY#RESOURCE) and this server's store flags"),
                 "the runtime state of this entity and resource is unreadable (the server's log says where); an operator must look at it",
             ),
             R::Contended { .. } => ApiError::contended(&e),
