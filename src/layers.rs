@@ -44,7 +44,15 @@ pub const LAYERS: &[(&str, &[&str])] = &[
     ),
     (
         "cooldown",
-        &["clock", "exit_codes", "input", "items", "runtime", "store"],
+        &[
+            "clock",
+            "exit_codes",
+            "input",
+            "items",
+            "random",
+            "runtime",
+            "store",
+        ],
     ),
     (
         "simulate",

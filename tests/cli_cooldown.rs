@@ -858,16 +858,29 @@ fn concurrent_recorders_keep_the_latest_deadline() {
                 r,
                 "--received-at",
                 T0,
+                "--format",
+                "json",
             ];
             args.extend(b.flags.iter().map(String::as_str));
             b.command(T0, &args)
         }));
-        for out in &outs {
-            b.assert_exit(out, 0, "record");
-        }
+        // Each racer wrote once, on the version before it: six versions in
+        // a row (the first is random), none lost, the last one stored.
+        let mut written: Vec<u64> = outs
+            .iter()
+            .map(|out| {
+                b.assert_exit(out, 0, "record");
+                let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+                r["recorded"]["version"].as_u64().unwrap()
+            })
+            .collect();
+        written.sort_unstable();
+        let first = written[0];
+        let in_a_row: Vec<u64> = (first..first + resets.len() as u64).collect();
+        assert_eq!(written, in_a_row, "[{}]", b.label);
         let v = b.json(75, T0, &["check", scope]);
         assert_eq!(v["until_ms"], DEADLINE_MS, "[{}] {v}", b.label);
-        assert_eq!(v["state"]["version"], resets.len(), "[{}] {v}", b.label);
+        assert_eq!(v["state"]["version"], written[5], "[{}] {v}", b.label);
     }
 }
 
@@ -940,11 +953,14 @@ fn answers_report_the_version_they_wrote() {
     for b in backends("written-version") {
         let scope = "v/1";
         let stored = |now: &str| b.json(75, now, &["check", scope])["state"]["version"].clone();
-        for n in 1..=2 {
-            let r = b.json(0, T0, &["record", scope, "--retry-after", "100"]);
-            assert_eq!(r["recorded"]["version"], n, "[{}] {r}", b.label);
-            assert_eq!(stored(T0), n, "[{}]", b.label);
-        }
+        // A new item's version is random (no ABA after a delete); every
+        // write after counts up from it.
+        let r = b.json(0, T0, &["record", scope, "--retry-after", "100"]);
+        let v0 = r["recorded"]["version"].as_u64().unwrap();
+        assert_eq!(stored(T0), v0, "[{}]", b.label);
+        let r = b.json(0, T0, &["record", scope, "--retry-after", "100"]);
+        assert_eq!(r["recorded"]["version"], v0 + 1, "[{}] {r}", b.label);
+        assert_eq!(stored(T0), v0 + 1, "[{}]", b.label);
         let later = "2026-12-02T10:05:00Z";
         let p = b.json(
             0,
@@ -952,16 +968,16 @@ fn answers_report_the_version_they_wrote() {
             &["probe", scope, "--holder", "w", "--lease", "1m"],
         );
         assert_eq!(p["verdict"], "won", "[{}] {p}", b.label);
-        assert_eq!(p["state"]["version"], 3, "[{}] {p}", b.label);
-        assert_eq!(stored(later), 3);
+        assert_eq!(p["state"]["version"], v0 + 2, "[{}] {p}", b.label);
+        assert_eq!(stored(later), v0 + 2);
         let s = b.json(
             0,
             later,
             &settle(scope, "w", "quota", &["--retry-after", "60"]),
         );
         assert_eq!(s["result"], "recorded", "[{}] {s}", b.label);
-        assert_eq!(s["state"]["version"], 4, "[{}] {s}", b.label);
-        assert_eq!(stored(later), 4);
+        assert_eq!(s["state"]["version"], v0 + 3, "[{}] {s}", b.label);
+        assert_eq!(stored(later), v0 + 3);
         // A probe, then credentials rejected while it is held: settling it
         // keeps the cooldown for an operator and lets the probe go.
         let at = "2026-12-02T10:07:00Z";
@@ -969,8 +985,11 @@ fn answers_report_the_version_they_wrote() {
         b.expect(0, at, &["record", scope, "--status", "401"]);
         let k = b.json(0, at, &settle(scope, "w", "ok", &[]));
         assert_eq!(k["result"], "operator_kept", "[{}] {k}", b.label);
-        assert_eq!(k["state"]["version"], 7, "[{}] {k}", b.label);
-        assert_eq!(b.json(76, at, &["check", scope])["state"]["version"], 7);
+        assert_eq!(k["state"]["version"], v0 + 6, "[{}] {k}", b.label);
+        assert_eq!(
+            b.json(76, at, &["check", scope])["state"]["version"],
+            v0 + 6
+        );
     }
 }
 

@@ -24,7 +24,7 @@
 //! | `backoff_attempt` | N | consecutive refusals without a usable reset (next backoff step) |
 //! | `received_at` | N | epoch ms the last recorded response was received |
 //! | `updated_at` | N | epoch ms of the last write |
-//! | `version` | N | incremented by every write; the condition of the next one |
+//! | `version` | N | incremented by every write; the condition of the next one; a new item starts at a random value below 2^53 ([`crate::store::first_version`]: no ABA after a clear or a settle) |
 //! | `probe_holder` / `probe_expires` | S / N | the recovery-probe lease, when held |
 //!
 //! The Python library never reads `COOLDOWN#` keys (it reads entities,
@@ -64,6 +64,8 @@ pub enum CooldownError {
     Scope(#[from] ScopeError),
     #[error("{0}")]
     Hint(#[from] HintError),
+    #[error("cannot draw random bytes for a new cooldown's version: {0}")]
+    Random(#[from] crate::random::RandomError),
     /// The stored item exists but cannot be read: never treated as "no cooldown".
     /// The command that clears it is the CLI's to name (with the table's
     /// flags); `serve` has its own remedy (`DELETE`).

@@ -342,8 +342,12 @@ impl<'a> Cooldowns<'a> {
             let (op, out) = match decide(current.as_ref())? {
                 Step::Keep(out) => return Ok(out),
                 Step::Put(mut next, answer) => {
-                    // from_item refuses u64::MAX, so this cannot overflow.
-                    next.version = current.as_ref().map_or(1, |c| c.version.saturating_add(1));
+                    // from_item refuses u64::MAX, so this cannot overflow; a
+                    // new item does not start at 1 ([`crate::store::first_version`]).
+                    next.version = match &current {
+                        Some(c) => c.version.saturating_add(1),
+                        None => crate::store::first_version()?,
+                    };
                     let op = WriteOp::Put {
                         item: next.to_item(&self.ns),
                         condition: Some(condition),

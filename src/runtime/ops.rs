@@ -378,17 +378,6 @@ fn change<T>(
     })
 }
 
-/// The version of a state item written where none was: random, not 1. An
-/// item can be deleted (`runtime clear`, DynamoDB's TTL) while a decision
-/// holds what it read of it; had the next item started at 1 again, that
-/// decision's write, conditioned on the version it read, could match the new
-/// item and put the old holds back over the new ones (an ABA race). Below
-/// 2^53, so every JSON reader of the item reads it exactly.
-fn first_version() -> Result<u64, RuntimeError> {
-    let bytes = crate::random::bytes::<8>()?;
-    Ok((u64::from_le_bytes(bytes) >> 11).max(1))
-}
-
 /// One step on the stored `item`: the answer, and the write of the next
 /// state conditioned on the version read (none when nothing changes).
 fn next_write<T>(
@@ -409,7 +398,7 @@ fn next_write<T>(
         return Ok((out, None));
     };
     next.version = match item {
-        None => first_version()?,
+        None => crate::store::first_version()?,
         Some(_) => current.version.wrapping_add(1).max(1),
     };
     let condition = match item {

@@ -233,6 +233,10 @@ impl From<CooldownError> for ApiError {
             C::Contended { .. } => ApiError::contended(&e),
             C::NotHolder { .. } => ApiError::Conflict(e.to_string()),
             C::Scope(_) | C::Hint(_) => ApiError::BadRequest(e.to_string()),
+            C::Random(_) => {
+                log(&e.to_string());
+                ApiError::Internal("cannot draw a cooldown version".into())
+            }
         }
     }
 }

@@ -415,6 +415,18 @@ pub fn same_item(key: &Key, op: &WriteOp) -> Result<(), StoreError> {
     )))
 }
 
+/// The `version` of an item written where none was, for the items whose
+/// every write is conditioned on the version it read (the runtime state,
+/// cooldowns): random, not 1. An item can be deleted (an operator's clear,
+/// a settled cooldown, DynamoDB's TTL) while another writer holds what it
+/// read of it; had the next item started at 1 again, that writer's write
+/// could match the new item and put the old content back over the new (an
+/// ABA race). Below 2^53, so every JSON reader reads it exactly.
+pub fn first_version() -> Result<u64, crate::random::RandomError> {
+    let bytes = crate::random::bytes::<8>()?;
+    Ok((u64::from_le_bytes(bytes) >> 11).max(1))
+}
+
 /// What [`remove`] took away.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Removed {
