@@ -45,6 +45,19 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(15);
 /// The longest sleep between two tries for a busy database.
 const BUSY_STEP_MAX: Duration = Duration::from_millis(2);
 
+/// What to check when SQLite could not write or open the file. Its words
+/// (`sqlite3_errstr`, stable across versions) name neither the cause nor the
+/// files involved: a writer needs the file, its directory and the `-wal` and
+/// `-shm` files SQLite keeps beside it.
+fn permission_hint(sqlite_text: &str) -> &'static str {
+    let text = sqlite_text.to_ascii_lowercase();
+    if text.contains("readonly database") || text.contains("unable to open database file") {
+        "; this user must be able to write the file, the -wal and -shm files beside it and their directory (check their permissions and immutable flags, `lsattr`)"
+    } else {
+        ""
+    }
+}
+
 /// The wait before try `count + 1` for a lock another connection holds:
 /// 50 µs, doubling to at most [`BUSY_STEP_MAX`]. SQLite's own handler
 /// (`busy_timeout`) sleeps 1, 2, 5, 10, … up to 100 ms between tries, so a
@@ -442,7 +455,12 @@ impl LocalStore {
     }
 
     fn backend(&self, e: impl std::fmt::Display) -> StoreError {
-        StoreError::Backend(format!("local store {}: {e}", self.path.display()))
+        let text = e.to_string();
+        StoreError::Backend(format!(
+            "local store {}: {text}{}",
+            self.path.display(),
+            permission_hint(&text)
+        ))
     }
 
     /// A read-only connection, or `None` for a file no zae-limiter has set up
@@ -1018,6 +1036,27 @@ mod tests {
     }
 
     use crate::store::item::keyed as item;
+
+    /// SQLite's "cannot write" words get what to check; other failures none.
+    #[test]
+    fn a_store_that_cannot_be_written_says_what_to_check() {
+        let (_dir, s) = store();
+        // As SQLite reports it (its message, not the code's name).
+        let readonly = rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_READONLY),
+            Some("attempt to write a readonly database".into()),
+        );
+        let text = s.backend(readonly).to_string();
+        assert!(
+            text.contains("local.sqlite: attempt to write a readonly database; this user must be able to write the file, the -wal and -shm files"),
+            "{text}"
+        );
+        let busy = rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY),
+            None,
+        );
+        assert!(!s.backend(busy).to_string().contains("permissions"));
+    }
 
     /// A store file's path in a new directory (that lives as long as the
     /// first value); nothing is created.
